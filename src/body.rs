@@ -1,0 +1,167 @@
+//! The response body of [`FaultService`](crate::FaultService): it watches a streaming body to
+//! its end, so that a body that fails or panics after the head went out is still caught and
+//! counted, and it carries faultline's own problem bodies.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tower::BoxError;
+
+use crate::layer::Tally;
+use crate::ledger::Outcome;
+use crate::summary::Summary;
+
+pin_project! {
+    /// The body of every response that passed a [`FaultLayer`](crate::FaultLayer).
+    pub struct FaultBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProj]
+    enum Kind<B> {
+        // The inner service's body; the tally counts the request when it ends.
+        Watched { #[pin] inner: B, tally: Option<Tally>, failed: bool },
+        // A rendered problem body, sent in one frame.
+        Problem { bytes: Option<Bytes> },
+    }
+}
+
+impl<B: Body> FaultBody<B> {
+    /// Watches `inner` to its end; an already finished body settles at once.
+    pub(crate) fn watched(inner: B, mut tally: Tally, status: http::StatusCode) -> Self {
+        tally.streaming(status);
+        let tally = if inner.is_end_stream() {
+            tally.settle_ok();
+            None
+        } else {
+            Some(tally)
+        };
+        Self {
+            kind: Kind::Watched {
+                inner,
+                tally,
+                failed: false,
+            },
+        }
+    }
+}
+
+impl<B> FaultBody<B> {
+    pub(crate) fn problem(bytes: Bytes) -> Self {
+        Self {
+            kind: Kind::Problem { bytes: Some(bytes) },
+        }
+    }
+}
+
+impl<B> Body for FaultBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        match self.project().kind.project() {
+            KindProj::Problem { bytes } => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            KindProj::Watched {
+                mut inner,
+                tally,
+                failed,
+            } => {
+                if *failed {
+                    return Poll::Ready(None);
+                }
+                let Some(watching) = tally.as_mut() else {
+                    return inner.poll_frame(cx).map_err(Into::into);
+                };
+                watching.mark_polled();
+                let polled = catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_frame(cx)));
+                let summary = match polled {
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(None)) => {
+                        watching.settle_ok();
+                        *tally = None;
+                        return Poll::Ready(None);
+                    }
+                    Ok(Poll::Ready(Some(Ok(frame)))) => {
+                        if inner.is_end_stream() {
+                            watching.settle_ok();
+                            *tally = None;
+                        }
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    Ok(Poll::Ready(Some(Err(error)))) => {
+                        let error = error.into();
+                        let summary =
+                            Summary::from_body_error(watching.status(), &*error, watching.config());
+                        watching.settle_unanswered(&summary);
+                        *failed = true;
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    Err(payload) => Summary::from_panic(
+                        Outcome::Aborted,
+                        watching.status(),
+                        &*payload,
+                        watching.config(),
+                    ),
+                };
+                watching.settle_unanswered(&summary);
+                *failed = true;
+                Poll::Ready(Some(Err(BodyPanicked.into())))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Watched { inner, failed, .. } => *failed || inner.is_end_stream(),
+            Kind::Problem { bytes } => bytes.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Watched { inner, .. } => inner.size_hint(),
+            Kind::Problem { bytes } => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+        }
+    }
+}
+
+impl<B> fmt::Debug for FaultBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.kind {
+            Kind::Watched { .. } => "watched",
+            Kind::Problem { .. } => "problem",
+        };
+        f.debug_struct("FaultBody").field("kind", &kind).finish()
+    }
+}
+
+/// The error a body stream ends with when the inner body panicked; the panic's text goes to
+/// the report only.
+#[derive(Debug)]
+struct BodyPanicked;
+
+impl fmt::Display for BodyPanicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("response body panicked while streaming")
+    }
+}
+
+impl StdError for BodyPanicked {}

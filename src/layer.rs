@@ -1,0 +1,496 @@
+//! [`FaultLayer`], its service and its response future: catch, classify, count.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+use http::{response, HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use tower::{BoxError, Layer, Service};
+
+use crate::body::FaultBody;
+use crate::config::{Config, MIN_BODY_BYTES, MIN_MESSAGE_BYTES};
+use crate::fault::FaultMarker;
+use crate::ledger::{Ledger, Outcome};
+use crate::problem::{self, PROBLEM_JSON};
+use crate::report;
+use crate::request::RequestMeta;
+use crate::summary::Summary;
+
+/// The one layer that catches every failure of the service it wraps, answers it with a
+/// bounded problem+json body, reports it and counts it in its [`Ledger`].
+///
+/// Apply it with `Router::layer`, so that it runs after routing and labels failures with the
+/// route template; it wraps axum's fallbacks too.
+///
+/// ```
+/// use axum::{routing::get, Router};
+/// use faultline::FaultLayer;
+///
+/// # async fn run() {
+/// let (layer, ledger) = FaultLayer::pair();
+/// let app = Router::new()
+///     .route("/ok", get(|| async { "ok" }))
+///     .route("/metrics", get(ledger.metrics_handler()))
+///     .layer(layer);
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// # let _ = (app, listener);
+/// // axum::serve(listener, app).await.unwrap();
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct FaultLayer {
+    shared: Arc<Shared>,
+}
+
+/// What every clone of the service shares: one allocation, one reference count per request.
+#[derive(Clone, Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) ledger: Ledger,
+}
+
+impl Default for FaultLayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FaultLayer {
+    /// A layer with the default caps and a fresh ledger.
+    pub fn new() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                config: Config::default(),
+                ledger: Ledger::new(),
+            }),
+        }
+    }
+
+    /// A layer with the default caps, and the handle on its ledger.
+    pub fn pair() -> (Self, Ledger) {
+        let layer = Self::new();
+        let ledger = layer.ledger();
+        (layer, ledger)
+    }
+
+    /// The handle on this layer's ledger.
+    pub fn ledger(&self) -> Ledger {
+        self.shared.ledger.clone()
+    }
+
+    fn config_mut(&mut self) -> &mut Config {
+        &mut Arc::make_mut(&mut self.shared).config
+    }
+
+    /// Caps each message of a summary (the error's text, a panic's text, each chain link);
+    /// default [`DEFAULT_MAX_MESSAGE_BYTES`](crate::DEFAULT_MAX_MESSAGE_BYTES), at least
+    /// [`MIN_MESSAGE_BYTES`](crate::MIN_MESSAGE_BYTES).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.config_mut().max_message_bytes = bytes.max(MIN_MESSAGE_BYTES);
+        self
+    }
+
+    /// Caps the `source()` links walked; default
+    /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::DEFAULT_MAX_CHAIN_LINKS).
+    pub fn max_chain_links(mut self, links: usize) -> Self {
+        self.config_mut().max_chain_links = links;
+        self
+    }
+
+    /// Caps a whole problem body; default
+    /// [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES), at least
+    /// [`MIN_BODY_BYTES`](crate::MIN_BODY_BYTES).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.config_mut().max_body_bytes = bytes.max(MIN_BODY_BYTES);
+        self
+    }
+
+    /// Caps the failure series of the ledger; default
+    /// [`DEFAULT_MAX_SERIES`](crate::DEFAULT_MAX_SERIES). This gives the layer a fresh ledger:
+    /// take the handle with [`ledger`](Self::ledger) afterwards.
+    pub fn max_series(mut self, series: usize) -> Self {
+        Arc::make_mut(&mut self.shared).ledger = Ledger::with_max_series(series);
+        self
+    }
+
+    /// In development mode clients see the internal message and chain of 5xx failures and
+    /// panics too. Never switch it on where clients are not the developers themselves.
+    pub fn development(mut self, on: bool) -> Self {
+        self.config_mut().development = on;
+        self
+    }
+
+    /// The header a request id is read from and written to; default `x-request-id`.
+    pub fn request_id_header(mut self, name: HeaderName) -> Self {
+        self.config_mut().request_id_header = name;
+        self
+    }
+
+    /// Makes the problem `type` the base followed by the code
+    /// (`https://errors.example.com/` gives `https://errors.example.com/unsupported-event`);
+    /// by default `type` is `about:blank`.
+    pub fn problem_type_base(mut self, base: impl Into<Cow<'static, str>>) -> Self {
+        self.config_mut().type_base = Some(base.into());
+        self
+    }
+}
+
+impl<S> Layer<S> for FaultLayer {
+    type Service = FaultService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        FaultService {
+            inner,
+            shared: self.shared.clone(),
+            not_ready: None,
+        }
+    }
+}
+
+/// The service [`FaultLayer`] builds. Its error type is `Infallible`: every failure of the
+/// inner service becomes a response.
+#[derive(Debug)]
+pub struct FaultService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+    /// A failure of `poll_ready` (an error or a panic), answered by the next call.
+    not_ready: Option<Summary>,
+}
+
+impl<S: Clone> Clone for FaultService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+            not_ready: None,
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for FaultService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes>,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response<FaultBody<ResBody>>;
+    type Error = Infallible;
+    type Future = ResponseFuture<S::Future, ResBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.not_ready.is_some() {
+            return Poll::Ready(Ok(()));
+        }
+        let config = &self.shared.config;
+        let inner = &mut self.inner;
+        self.not_ready = match catch_unwind(AssertUnwindSafe(|| inner.poll_ready(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(()))) => None,
+            Ok(Poll::Ready(Err(error))) => {
+                Some(Summary::from_service_error(&*error.into(), config))
+            }
+            Err(payload) => Some(Summary::from_panic(
+                Outcome::Panicked,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &*payload,
+                config,
+            )),
+        };
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let meta = RequestMeta::capture(&request, &self.shared.config.request_id_header);
+        let tally = Tally::start(self.shared.clone(), meta);
+        if let Some(summary) = self.not_ready.take() {
+            return ResponseFuture::failed(summary, tally);
+        }
+        let inner = &mut self.inner;
+        match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+            Ok(future) => ResponseFuture {
+                state: State::Calling { future },
+                tally: Some(tally),
+            },
+            Err(payload) => {
+                let summary = Summary::from_panic(
+                    Outcome::Panicked,
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &*payload,
+                    &self.shared.config,
+                );
+                ResponseFuture::failed(summary, tally)
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// The response future of [`FaultService`].
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+        tally: Option<Tally>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, B> {
+        // The inner service's future is being polled.
+        Calling { #[pin] future: F },
+        // An error status came without a fault: its body is read, bounded, for the message.
+        Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
+        // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
+        Failed { summary: Option<Summary> },
+        Done,
+    }
+}
+
+impl<F, B> ResponseFuture<F, B> {
+    fn failed(summary: Summary, tally: Tally) -> Self {
+        Self {
+            state: State::Failed {
+                summary: Some(summary),
+            },
+            tally: Some(tally),
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<Response<FaultBody<B>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            let tally = this
+                .tally
+                .as_ref()
+                .expect("ResponseFuture polled after completion");
+            let config = &tally.shared.config;
+            let (head, summary) = match this.state.as_mut().project() {
+                StateProj::Calling { future } => {
+                    let polled = catch_unwind(AssertUnwindSafe(|| future.poll(cx)));
+                    match polled {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(Ok(response))) => {
+                            let marker = response.extensions().get::<FaultMarker>().cloned();
+                            if let Some(FaultMarker(fault)) = marker {
+                                let summary = Summary::from_fault(&*fault, config);
+                                let mut head = response.into_parts().0;
+                                fault.headers(&mut head.headers);
+                                (Some(head), summary)
+                            } else if is_error_status(response.status()) {
+                                let (head, body) = response.into_parts();
+                                this.state.set(State::Reading {
+                                    head: Some(head),
+                                    body,
+                                    text: Vec::new(),
+                                });
+                                continue;
+                            } else {
+                                let tally = this.tally.take().expect("checked above");
+                                this.state.set(State::Done);
+                                let status = response.status();
+                                return Poll::Ready(Ok(
+                                    response.map(|body| FaultBody::watched(body, tally, status))
+                                ));
+                            }
+                        }
+                        Ok(Poll::Ready(Err(error))) => {
+                            (None, Summary::from_service_error(&*error.into(), config))
+                        }
+                        Err(payload) => (
+                            None,
+                            Summary::from_panic(
+                                Outcome::Panicked,
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                &*payload,
+                                config,
+                            ),
+                        ),
+                    }
+                }
+                StateProj::Reading { head, body, text } => {
+                    let cap = config.max_message_bytes;
+                    ready!(read_bounded(body, text, cap, cx));
+                    let head = head.take().expect("head is taken once");
+                    let summary = Summary::from_rejection(head.status, text, config);
+                    (Some(head), summary)
+                }
+                StateProj::Failed { summary } => (None, summary.take().expect("taken once")),
+                StateProj::Done => panic!("ResponseFuture polled after completion"),
+            };
+            // The inner future or body may panic in its destructor too; that must not unwind
+            // through the server.
+            let state = this.state.as_mut();
+            let _ = catch_unwind(AssertUnwindSafe(move || {
+                let mut state = state;
+                state.set(State::Done)
+            }));
+            let tally = this.tally.take().expect("checked above");
+            return Poll::Ready(Ok(answer(tally, head, summary)));
+        }
+    }
+}
+
+/// Whether a response without a fault is a failure to re-render and count as rejected.
+fn is_error_status(status: StatusCode) -> bool {
+    status.is_client_error() || status.is_server_error()
+}
+
+/// Reads `body` into `text` until its end or until `text` holds more than `cap` bytes, so a
+/// rejection's message costs at most the cap. An error or a panic of the body ends the read.
+fn read_bounded<B: Body<Data = Bytes>>(
+    mut body: Pin<&mut B>,
+    text: &mut Vec<u8>,
+    cap: usize,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    while text.len() <= cap {
+        let polled = catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(cx)));
+        match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Some(Ok(frame)))) => {
+                if let Some(data) = frame.data_ref() {
+                    // One byte past the cap tells the summary the text was cut.
+                    let room = cap + 1 - text.len();
+                    text.extend_from_slice(&data[..data.len().min(room)]);
+                }
+            }
+            Ok(Poll::Ready(Some(Err(_)) | None)) | Err(_) => break,
+        }
+    }
+    Poll::Ready(())
+}
+
+/// Renders, reports and counts a failure, and builds the problem response.
+fn answer<B>(
+    mut tally: Tally,
+    head: Option<response::Parts>,
+    summary: Summary,
+) -> Response<FaultBody<B>> {
+    let config = &tally.shared.config;
+    let request_id = tally.meta.request_id();
+    let body = problem::render(&summary, &request_id, tally.meta.path(), config);
+    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
+    head.status = summary.status;
+    let headers = &mut head.headers;
+    headers.remove(CONTENT_LENGTH);
+    headers.remove(TRANSFER_ENCODING);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        headers.insert(config.request_id_header.clone(), value);
+    }
+    let request_id = request_id.into_owned();
+    tally.settle_failure(&summary, &request_id);
+    Response::from_parts(head, FaultBody::problem(Bytes::from(body)))
+}
+
+/// One request's place in the ledger, from `call` until its outcome is counted. Dropped
+/// before that, it counts the request as cancelled.
+#[derive(Debug)]
+pub(crate) struct Tally {
+    shared: Arc<Shared>,
+    meta: RequestMeta,
+    phase: Phase,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for the inner service's response.
+    Waiting,
+    /// The head went out and the body is streaming; `polled` once the body was asked for.
+    Streaming { status: StatusCode, polled: bool },
+    /// Counted.
+    Settled,
+}
+
+impl Tally {
+    fn start(shared: Arc<Shared>, meta: RequestMeta) -> Self {
+        shared.ledger.start();
+        Self {
+            shared,
+            meta,
+            phase: Phase::Waiting,
+        }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The head went out with `status`; the body decides the outcome from here.
+    pub(crate) fn streaming(&mut self, status: StatusCode) {
+        self.phase = Phase::Streaming {
+            status,
+            polled: false,
+        };
+    }
+
+    pub(crate) fn mark_polled(&mut self) {
+        if let Phase::Streaming { polled, .. } = &mut self.phase {
+            *polled = true;
+        }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        match self.phase {
+            Phase::Streaming { status, .. } => status,
+            _ => StatusCode::OK,
+        }
+    }
+
+    pub(crate) fn settle_ok(&mut self) {
+        if !matches!(self.phase, Phase::Settled) {
+            self.phase = Phase::Settled;
+            self.shared.ledger.finish(Outcome::Ok);
+        }
+    }
+
+    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &str) {
+        if matches!(self.phase, Phase::Settled) {
+            return;
+        }
+        self.phase = Phase::Settled;
+        report::report(summary, &self.meta, request_id);
+        let ledger = &self.shared.ledger;
+        ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
+        ledger.finish(summary.outcome);
+    }
+
+    /// Settles a failure that has no answer to render (the head is gone or never comes).
+    pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
+        let request_id = self.meta.request_id().into_owned();
+        self.settle_failure(summary, &request_id);
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        match self.phase {
+            Phase::Settled => {}
+            // A body that was never asked for (a HEAD request, a 204) was delivered whole.
+            Phase::Streaming { polled: false, .. } => self.settle_ok(),
+            Phase::Waiting | Phase::Streaming { polled: true, .. } => {
+                self.settle_unanswered(&Summary::cancelled())
+            }
+        }
+    }
+}

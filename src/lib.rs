@@ -1,0 +1,117 @@
+//! faultline: one tower layer that catches every failure of an axum service, answers it with
+//! a small, safe RFC 9457 `application/problem+json` body, reports it and counts it exactly.
+//!
+//! Wrap a `Router` in one [`FaultLayer`]. Handlers return `Result<T, E>` where `E` is your own
+//! error type implementing [`Fault`] (status, stable code, public message), or faultline's
+//! [`Error`]; any `std::error::Error` converts into a 500 with `?`. The layer catches:
+//!
+//! | outcome | what happened | status |
+//! |---|---|---|
+//! | `ok` | 2xx/3xx without a fault, body sent to its end | as sent |
+//! | `handled` | a handler returned `Err` | the fault's |
+//! | `rejected` | a 4xx/5xx without a fault: axum's rejections, 404, 405, 413, other layers | kept |
+//! | `service_error` | the inner service returned `Err`: timeout, overload, … | 504, 503, 500 |
+//! | `panicked` | a panic in `call`, in a poll, in an extractor or in `IntoResponse` | 500 |
+//! | `aborted` | the head was sent, then the body failed or panicked | (stream ends in error) |
+//! | `cancelled` | the response was dropped before it was complete | (none) |
+//!
+//! Every request ends in exactly one outcome, counted in the [`Ledger`]:
+//! `started == ok + handled + rejected + service_error + panicked + aborted + cancelled +
+//! in_flight`.
+//!
+//! Summaries are bounded before the work: messages go through a writer that refuses bytes
+//! past [`DEFAULT_MAX_MESSAGE_BYTES`], the `source()` chain is walked to
+//! [`DEFAULT_MAX_CHAIN_LINKS`], and the whole body is capped at [`DEFAULT_MAX_BODY_BYTES`].
+//! 5xx bodies carry a generic detail and the request id; the internal text goes to the
+//! tracing report only.
+//!
+//! # Quick start
+//!
+//! ```
+//! use axum::{http::StatusCode, routing::get, Router};
+//! use faultline::{Fault, FaultLayer};
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! enum HookError {
+//!     #[error("event `{0}` is not handled here")]
+//!     UnsupportedEvent(String),
+//! }
+//!
+//! impl Fault for HookError {
+//!     fn status(&self) -> StatusCode {
+//!         StatusCode::UNPROCESSABLE_ENTITY
+//!     }
+//!     fn code(&self) -> &'static str {
+//!         "unsupported-event"
+//!     }
+//! }
+//!
+//! faultline::impl_into_response!(HookError);
+//!
+//! async fn hook() -> Result<&'static str, HookError> {
+//!     Err(HookError::UnsupportedEvent("issues".into()))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (layer, ledger) = FaultLayer::pair();
+//! let app = Router::new()
+//!     .route("/hook", get(hook))
+//!     .route("/metrics", get(ledger.metrics_handler()))
+//!     .layer(layer);
+//!
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let addr = listener.local_addr().unwrap();
+//! let server = tokio::spawn(async move { axum::serve(listener, app).await });
+//!
+//! let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+//! # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! stream
+//!     .write_all(b"GET /hook HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+//!     .await
+//!     .unwrap();
+//! let mut response = String::new();
+//! stream.read_to_string(&mut response).await.unwrap();
+//!
+//! assert!(response.starts_with("HTTP/1.1 422"));
+//! assert!(response.contains("content-type: application/problem+json"));
+//! assert!(response.contains(r#""code":"unsupported-event""#));
+//! assert!(response.contains(r#""detail":"event `issues` is not handled here""#));
+//! assert_eq!(ledger.snapshot().handled, 1);
+//! server.abort();
+//! # }
+//! ```
+
+#![deny(unsafe_code)]
+#![deny(unreachable_pub)]
+#![warn(missing_docs)]
+
+mod body;
+mod config;
+mod fault;
+mod layer;
+mod ledger;
+mod problem;
+mod report;
+mod request;
+mod summary;
+
+pub use crate::body::FaultBody;
+pub use crate::config::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_REQUEST_ID_HEADER, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
+};
+pub use crate::fault::{Error, Fault};
+pub use crate::layer::{FaultLayer, FaultService, ResponseFuture};
+pub use crate::ledger::{
+    Ledger, Outcome, Series, Snapshot, DEFAULT_MAX_SERIES, OVERFLOW_LABEL, PROMETHEUS_TEXT,
+    UNMATCHED_ROUTE,
+};
+pub use crate::problem::PROBLEM_JSON;
+pub use crate::summary::TRUNCATION_MARKER;
+
+/// What [`impl_into_response!`] expands to needs; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use axum::response::{IntoResponse, Response};
+}

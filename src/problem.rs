@@ -1,0 +1,140 @@
+//! RFC 9457 `application/problem+json` bodies, rendered from a summary under a hard byte cap.
+//!
+//! Each member has its own cap on its escaped length, and `detail` goes last with whatever the
+//! body cap leaves, so no input (a long request id header, a message of control characters
+//! that escape to six bytes each) can push the body past the cap.
+
+use std::fmt::Write as _;
+
+use http::StatusCode;
+
+use crate::config::Config;
+use crate::summary::{Summary, TRUNCATION_MARKER};
+
+/// The media type of every body faultline renders.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// Cap on the escaped `type` member: a base URI of the operator's plus a code.
+const TYPE_CAP: usize = 256;
+/// Cap on the escaped `code` member.
+const CODE_CAP: usize = 64;
+/// Cap on the escaped `request_id` member: request ids come from clients' headers.
+const REQUEST_ID_CAP: usize = 128;
+/// Cap on the escaped `instance` member (the request path).
+const INSTANCE_CAP: usize = 256;
+
+/// The detail of a 5xx, a panic or a service error, unless development mode is on.
+const GENERIC_SERVER_DETAIL: &str =
+    "The server failed to handle this request. Quote the request_id when you report it.";
+
+/// The detail of an error status that came without a message of its own.
+fn status_detail(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        404 => "No route matches this path.",
+        405 => "This route does not accept this method.",
+        406 => "None of the accepted media types can be produced.",
+        408 => "The request took too long to arrive.",
+        413 => "The request body is larger than this route accepts.",
+        415 => "This route does not accept this content type.",
+        429 => "Too many requests; slow down.",
+        503 => "The service is overloaded or unavailable; retry later.",
+        504 => "The request took too long to handle.",
+        500..=599 => GENERIC_SERVER_DETAIL,
+        _ => "The request was rejected.",
+    }
+}
+
+/// Renders the problem body of `summary` for the request at `path`.
+pub(crate) fn render(summary: &Summary, request_id: &str, path: &str, config: &Config) -> String {
+    let cap = config.max_body_bytes;
+    let mut out = String::with_capacity(cap.min(1024));
+    out.push_str("{\"type\":");
+    match &config.type_base {
+        Some(base) => push_string(&mut out, &format!("{base}{}", summary.code), TYPE_CAP),
+        None => out.push_str("\"about:blank\""),
+    }
+    out.push_str(",\"title\":");
+    push_string(
+        &mut out,
+        summary.status.canonical_reason().unwrap_or("Error"),
+        CODE_CAP,
+    );
+    out.push_str(",\"status\":");
+    let _ = write!(out, "{}", summary.status.as_u16());
+    out.push_str(",\"code\":");
+    push_string(&mut out, summary.code, CODE_CAP);
+    out.push_str(",\"request_id\":");
+    push_string(&mut out, request_id, REQUEST_ID_CAP);
+    out.push_str(",\"instance\":");
+    push_string(&mut out, path, INSTANCE_CAP);
+    out.push_str(",\"detail\":");
+    let detail = summary
+        .public
+        .as_deref()
+        .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)))
+        .unwrap_or_else(|| status_detail(summary.status));
+    // Two quotes and the closing brace follow the detail's text.
+    let room = cap.saturating_sub(out.len() + 3);
+    push_string(&mut out, detail, room);
+    out.push('}');
+    out
+}
+
+/// Whether the client must see a generic detail, whatever the summary holds.
+fn is_server_side(summary: &Summary) -> bool {
+    summary.status.is_server_error()
+}
+
+/// Pushes `s` as a JSON string whose escaped content is at most `cap` bytes.
+fn push_string(out: &mut String, s: &str, cap: usize) {
+    out.push('"');
+    push_escaped(out, s, cap);
+    out.push('"');
+}
+
+/// Pushes the JSON-escaped content of `s`, at most `cap` bytes of it. When it does not fit,
+/// it keeps whole escapes and chars up to where the marker still fits within the cap.
+fn push_escaped(out: &mut String, s: &str, cap: usize) {
+    let start = out.len();
+    // The end of the last piece after which the marker still fits.
+    let mut safe = start;
+    let mut buf = [0u8; 6];
+    for c in s.chars() {
+        let piece = escape(c, &mut buf);
+        if out.len() - start + piece.len() > cap {
+            out.truncate(safe);
+            if out.len() - start + TRUNCATION_MARKER.len() <= cap {
+                out.push_str(TRUNCATION_MARKER);
+            }
+            return;
+        }
+        out.push_str(piece);
+        if out.len() - start + TRUNCATION_MARKER.len() <= cap {
+            safe = out.len();
+        }
+    }
+}
+
+fn escape(c: char, buf: &mut [u8; 6]) -> &str {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match c {
+        '"' => "\\\"",
+        '\\' => "\\\\",
+        '\n' => "\\n",
+        '\r' => "\\r",
+        '\t' => "\\t",
+        c if (c as u32) < 0x20 => {
+            let n = c as u8;
+            *buf = [
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(n >> 4) as usize],
+                HEX[(n & 15) as usize],
+            ];
+            std::str::from_utf8(&buf[..]).unwrap_or("?")
+        }
+        c => c.encode_utf8(&mut buf[..]),
+    }
+}

@@ -1,0 +1,499 @@
+//! Bounded summaries of a failure: the cost is capped before the work, never cut after it.
+//!
+//! Every message is produced with `Display` into a [`BoundedWriter`] that refuses bytes past
+//! its cap, so a `Display` that would write ten megabytes stops at the first refused write.
+//! The `source()` chain is walked to a fixed depth and only notes that it goes on. A
+//! `Display` or `source()` that panics yields a placeholder instead of failing the request.
+
+use std::any::Any;
+use std::error::Error as StdError;
+use std::fmt::{self, Write as _};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use http::StatusCode;
+
+use crate::config::Config;
+use crate::fault::Fault;
+use crate::ledger::Outcome;
+
+/// The visible marker appended to every string that was cut at its cap.
+pub const TRUNCATION_MARKER: &str = "…[truncated]";
+
+/// What a summary says when an error's `Display` panicked while being formatted.
+const DISPLAY_PANICKED: &str = "<the error's Display implementation panicked>";
+
+/// What a summary says of a panic whose payload is neither `&str` nor `String`.
+const OPAQUE_PANIC: &str = "<panic payload is not a string>";
+
+/// Placed between the links of a source chain in a summary.
+const CHAIN_SEPARATOR: &str = " <- ";
+
+/// Placed after the last link formatted when the chain goes on past the cap.
+const CHAIN_CONTINUES: &str = " <- …";
+
+/// A `fmt::Write` that accepts at most `cap` bytes and refuses everything past them.
+///
+/// When a write does not fit, the writer keeps what fits on a UTF-8 char boundary, appends
+/// [`TRUNCATION_MARKER`] (still within the cap) and returns `fmt::Error`, which stops a
+/// well-behaved `Display` at once. Later writes are refused without copying anything.
+pub(crate) struct BoundedWriter<'a> {
+    out: &'a mut String,
+    start: usize,
+    end: usize,
+    truncated: bool,
+}
+
+impl<'a> BoundedWriter<'a> {
+    /// A writer appending to `out` at most `cap` more bytes.
+    pub(crate) fn new(out: &'a mut String, cap: usize) -> Self {
+        let start = out.len();
+        Self {
+            out,
+            start,
+            end: start + cap,
+            truncated: false,
+        }
+    }
+
+    /// Whether anything was refused.
+    pub(crate) fn truncated(&self) -> bool {
+        self.truncated
+    }
+}
+
+impl fmt::Write for BoundedWriter<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.truncated {
+            return Err(fmt::Error);
+        }
+        if self.out.len() + s.len() <= self.end {
+            self.out.push_str(s);
+            return Ok(());
+        }
+        // The marker must fit inside the cap too, so the kept text ends before `keep_end`.
+        let keep_end = self
+            .end
+            .saturating_sub(TRUNCATION_MARKER.len())
+            .max(self.start);
+        if self.out.len() > keep_end {
+            let cut = floor_char_boundary(self.out, keep_end);
+            self.out.truncate(cut);
+        } else {
+            let room = keep_end - self.out.len();
+            self.out.push_str(&s[..floor_char_boundary(s, room)]);
+        }
+        self.out.push_str(TRUNCATION_MARKER);
+        self.truncated = true;
+        Err(fmt::Error)
+    }
+}
+
+/// The largest index `<= at` that is a char boundary of `s`.
+pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    let mut i = at;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Appends `value`'s `Display` to `out`, at most `cap` bytes; returns whether it was cut.
+///
+/// A panicking `Display` leaves a placeholder in place of whatever it had written.
+pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
+    let start = out.len();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut writer = BoundedWriter::new(out, cap);
+        // An `Err` here is our own refusal (or the impl's own error): what was written stays.
+        let _ = write!(writer, "{value}");
+        writer.truncated()
+    }));
+    match result {
+        Ok(truncated) => truncated,
+        Err(_) => {
+            out.truncate(start);
+            let _ = BoundedWriter::new(out, cap).write_str(DISPLAY_PANICKED);
+            false
+        }
+    }
+}
+
+/// The text a panic payload carries, bounded; `&str` and `String` payloads are read as is.
+pub(crate) fn write_panic_payload(out: &mut String, cap: usize, payload: &(dyn Any + Send)) {
+    let text = if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.as_str()
+    } else {
+        OPAQUE_PANIC
+    };
+    let _ = BoundedWriter::new(out, cap).write_str(text);
+}
+
+/// Appends the `source()` chain of `error` (not `error` itself), at most `max_links` links of
+/// at most `cap` bytes each; returns whether the chain goes on past what was written.
+///
+/// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs.
+fn write_chain(
+    out: &mut String,
+    error: &(dyn StdError + 'static),
+    max_links: usize,
+    cap: usize,
+) -> bool {
+    let start = out.len();
+    let walked = catch_unwind(AssertUnwindSafe(|| {
+        let mut next = error.source();
+        let mut links = 0;
+        while let Some(link) = next {
+            if links == max_links {
+                out.push_str(CHAIN_CONTINUES);
+                return true;
+            }
+            if links > 0 {
+                out.push_str(CHAIN_SEPARATOR);
+            }
+            write_bounded(out, cap, link);
+            links += 1;
+            next = link.source();
+        }
+        false
+    }));
+    walked.unwrap_or_else(|_| {
+        out.truncate(start);
+        out.push_str(DISPLAY_PANICKED);
+        false
+    })
+}
+
+/// A bounded account of one failure, computed once and used by the problem body, the report
+/// and the ledger.
+#[derive(Debug, Clone)]
+pub(crate) struct Summary {
+    pub(crate) outcome: Outcome,
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    /// What a client may read; `None` means the problem body carries a generic detail.
+    pub(crate) public: Option<String>,
+    /// The internal message: the error's `Display`, the panic text, the rejection body.
+    pub(crate) message: String,
+    /// The bounded `source()` chain, links joined by `" <- "`; empty when there is none.
+    pub(crate) chain: String,
+}
+
+impl Summary {
+    fn new(outcome: Outcome, status: StatusCode, code: &'static str) -> Self {
+        Self {
+            outcome,
+            status,
+            code,
+            public: None,
+            message: String::new(),
+            chain: String::new(),
+        }
+    }
+
+    /// A handler's error, as its [`Fault`] implementation describes it.
+    pub(crate) fn from_fault(fault: &dyn Fault, config: &Config) -> Self {
+        let mut summary = Self::new(Outcome::Handled, fault.status(), fault.code());
+        let cap = config.max_message_bytes;
+        write_bounded(&mut summary.message, cap, &fault);
+        write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
+        if fault.is_public() {
+            let mut public = String::new();
+            write_bounded(&mut public, cap, &PublicMessage(fault));
+            summary.public = Some(public);
+        }
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// A panic caught while calling or polling the inner service, or streaming its body.
+    pub(crate) fn from_panic(
+        outcome: Outcome,
+        status: StatusCode,
+        payload: &(dyn Any + Send),
+        config: &Config,
+    ) -> Self {
+        let mut summary = Self::new(outcome, status, codes::PANIC);
+        write_panic_payload(&mut summary.message, config.max_message_bytes, payload);
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// An error the inner service returned instead of a response: timeouts and overload get
+    /// their own status, anything else is a 500.
+    pub(crate) fn from_service_error(error: &(dyn StdError + 'static), config: &Config) -> Self {
+        let (status, code) = if error.is::<tower::timeout::error::Elapsed>() {
+            (StatusCode::GATEWAY_TIMEOUT, codes::TIMEOUT)
+        } else if error.is::<tower::load_shed::error::Overloaded>() {
+            (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED)
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, codes::SERVICE_ERROR)
+        };
+        Self::from_error(Outcome::ServiceError, status, code, error, config)
+    }
+
+    /// A response body that failed while streaming, after the head was sent.
+    pub(crate) fn from_body_error(
+        status: StatusCode,
+        error: &(dyn StdError + 'static),
+        config: &Config,
+    ) -> Self {
+        Self::from_error(Outcome::Aborted, status, codes::BODY_ABORTED, error, config)
+    }
+
+    fn from_error(
+        outcome: Outcome,
+        status: StatusCode,
+        code: &'static str,
+        error: &(dyn StdError + 'static),
+        config: &Config,
+    ) -> Self {
+        let mut summary = Self::new(outcome, status, code);
+        write_bounded(&mut summary.message, config.max_message_bytes, &error);
+        write_chain(
+            &mut summary.chain,
+            error,
+            config.max_chain_links,
+            config.max_message_bytes,
+        );
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// An error status made without a fault (axum's rejections, fallbacks, other layers):
+    /// `text` is the start of the response body it came with, already bounded by the caller.
+    pub(crate) fn from_rejection(status: StatusCode, text: &[u8], config: &Config) -> Self {
+        let mut summary = Self::new(Outcome::Rejected, status, codes::for_status(status));
+        let text = String::from_utf8_lossy(text);
+        write_bounded(&mut summary.message, config.max_message_bytes, &text.trim());
+        if status.is_client_error() && !summary.message.is_empty() {
+            summary.public = Some(summary.message.clone());
+        }
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// The response future was dropped before it finished, or the body was dropped mid-way.
+    pub(crate) fn cancelled() -> Self {
+        let mut summary = Self::new(
+            Outcome::Cancelled,
+            codes::CLIENT_CLOSED_REQUEST,
+            codes::CANCELLED,
+        );
+        summary
+            .message
+            .push_str("the client went away before the response was complete");
+        summary
+    }
+
+    /// In development mode clients see the internal message and chain of every failure.
+    fn expose_in_development(&mut self, config: &Config) {
+        if config.development && self.public.is_none() {
+            let mut public = self.message.clone();
+            if !self.chain.is_empty() {
+                public.push_str(CHAIN_SEPARATOR);
+                public.push_str(&self.chain);
+            }
+            self.public = Some(public);
+        }
+    }
+}
+
+/// Shows a fault's public message through `Display`, so it goes through the bounded writer.
+struct PublicMessage<'a>(&'a dyn Fault);
+
+impl fmt::Display for PublicMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.public_message(f)
+    }
+}
+
+/// The stable codes faultline itself gives to failures that carry none of their own.
+pub(crate) mod codes {
+    use http::StatusCode;
+
+    pub(crate) const PANIC: &str = "panic";
+    pub(crate) const TIMEOUT: &str = "timeout";
+    pub(crate) const OVERLOADED: &str = "overloaded";
+    pub(crate) const SERVICE_ERROR: &str = "service-error";
+    pub(crate) const INTERNAL: &str = "internal";
+    pub(crate) const BODY_ABORTED: &str = "body-aborted";
+    pub(crate) const CANCELLED: &str = "cancelled";
+
+    /// nginx's "client closed request": the status under which cancellations are counted.
+    /// No response carries it; it only labels the series.
+    pub(crate) const CLIENT_CLOSED_REQUEST: StatusCode = match StatusCode::from_u16(499) {
+        Ok(status) => status,
+        Err(_) => StatusCode::BAD_REQUEST,
+    };
+
+    /// The code of an error status that came without a fault: the status's name, kebab-cased.
+    pub(crate) fn for_status(status: StatusCode) -> &'static str {
+        match status.as_u16() {
+            400 => "bad-request",
+            401 => "unauthorized",
+            402 => "payment-required",
+            403 => "forbidden",
+            404 => "not-found",
+            405 => "method-not-allowed",
+            406 => "not-acceptable",
+            408 => "request-timeout",
+            409 => "conflict",
+            410 => "gone",
+            411 => "length-required",
+            412 => "precondition-failed",
+            413 => "payload-too-large",
+            414 => "uri-too-long",
+            415 => "unsupported-media-type",
+            416 => "range-not-satisfiable",
+            417 => "expectation-failed",
+            421 => "misdirected-request",
+            422 => "unprocessable-entity",
+            423 => "locked",
+            424 => "failed-dependency",
+            425 => "too-early",
+            426 => "upgrade-required",
+            428 => "precondition-required",
+            429 => "too-many-requests",
+            431 => "request-header-fields-too-large",
+            451 => "unavailable-for-legal-reasons",
+            500 => INTERNAL,
+            501 => "not-implemented",
+            502 => "bad-gateway",
+            503 => "service-unavailable",
+            504 => "gateway-timeout",
+            505 => "http-version-not-supported",
+            507 => "insufficient-storage",
+            508 => "loop-detected",
+            511 => "network-authentication-required",
+            _ if status.is_client_error() => "client-error",
+            _ => "server-error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Endless;
+
+    impl fmt::Display for Endless {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            // Would write forever if the writer did not refuse.
+            loop {
+                f.write_str("é and more ")?;
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_writer_stops_an_endless_display_at_the_cap() {
+        let mut out = String::new();
+        assert!(write_bounded(&mut out, 100, &Endless));
+        assert!(out.len() <= 100, "{} bytes", out.len());
+        assert!(out.ends_with(TRUNCATION_MARKER));
+    }
+
+    #[test]
+    fn short_text_is_kept_whole_without_marker() {
+        let mut out = String::from("x");
+        assert!(!write_bounded(&mut out, 10, &"abc"));
+        assert_eq!(out, "xabc");
+    }
+
+    #[test]
+    fn text_exactly_at_the_cap_is_not_marked() {
+        let mut out = String::new();
+        assert!(!write_bounded(&mut out, 5, &"abcde"));
+        assert_eq!(out, "abcde");
+    }
+
+    #[test]
+    fn cut_lands_on_a_char_boundary() {
+        for cap in 14..40 {
+            let mut out = String::new();
+            write_bounded(&mut out, cap, &"ééééééééééééééééééééééééé");
+            assert!(out.len() <= cap);
+            assert!(out.ends_with(TRUNCATION_MARKER), "cap {cap}: {out}");
+        }
+    }
+
+    struct Panicky;
+
+    impl fmt::Display for Panicky {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("display exploded")
+        }
+    }
+
+    #[test]
+    fn a_panicking_display_leaves_a_placeholder() {
+        let mut out = String::from("before:");
+        write_bounded(&mut out, 512, &Panicky);
+        assert_eq!(out, format!("before:{DISPLAY_PANICKED}"));
+    }
+
+    #[derive(Debug)]
+    struct Link(usize, Option<Box<Link>>);
+
+    impl fmt::Display for Link {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "link {}", self.0)
+        }
+    }
+
+    impl StdError for Link {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    fn chain(depth: usize) -> Link {
+        let mut link = Link(depth, None);
+        for n in (0..depth).rev() {
+            link = Link(n, Some(Box::new(link)));
+        }
+        link
+    }
+
+    #[test]
+    fn chain_walk_stops_at_the_link_cap_and_says_it_goes_on() {
+        let deep = chain(20);
+        let mut out = String::new();
+        assert!(write_chain(&mut out, &deep, 3, 64));
+        assert_eq!(out, "link 1 <- link 2 <- link 3 <- …");
+        let short = chain(2);
+        let mut out = String::new();
+        assert!(!write_chain(&mut out, &short, 3, 64));
+        assert_eq!(out, "link 1 <- link 2");
+    }
+
+    #[test]
+    fn panic_payloads_are_read_as_text_when_they_are_text() {
+        let mut out = String::new();
+        write_panic_payload(&mut out, 64, &"static text");
+        assert_eq!(out, "static text");
+        let mut out = String::new();
+        write_panic_payload(&mut out, 64, &String::from("owned text"));
+        assert_eq!(out, "owned text");
+        let mut out = String::new();
+        write_panic_payload(&mut out, 64, &42_u32);
+        assert_eq!(out, OPAQUE_PANIC);
+    }
+
+    #[test]
+    fn rejection_codes_follow_the_status() {
+        assert_eq!(codes::for_status(StatusCode::NOT_FOUND), "not-found");
+        assert_eq!(
+            codes::for_status(StatusCode::PAYLOAD_TOO_LARGE),
+            "payload-too-large"
+        );
+        assert_eq!(codes::for_status(StatusCode::IM_A_TEAPOT), "client-error");
+        assert_eq!(codes::CLIENT_CLOSED_REQUEST.as_u16(), 499);
+    }
+}
