@@ -217,7 +217,11 @@ impl Summary {
         payload: &(dyn Any + Send),
         config: &Config,
     ) -> Self {
-        let mut summary = Self::new(outcome, status, codes::PANIC);
+        let code = match outcome {
+            Outcome::Aborted => codes::BODY_PANIC,
+            _ => codes::PANIC,
+        };
+        let mut summary = Self::new(outcome, status, code);
         write_panic_payload(&mut summary.message, config.max_message_bytes, payload);
         summary.expose_in_development(config);
         summary
@@ -322,6 +326,7 @@ pub(crate) mod codes {
     pub(crate) const SERVICE_ERROR: &str = "service-error";
     pub(crate) const INTERNAL: &str = "internal";
     pub(crate) const BODY_ABORTED: &str = "body-aborted";
+    pub(crate) const BODY_PANIC: &str = "body-panic";
     pub(crate) const CANCELLED: &str = "cancelled";
 
     /// nginx's "client closed request": the status under which cancellations are counted.

@@ -1,0 +1,281 @@
+//! A server with one route per kind of failure, for tests, load scripts and benchmarks.
+//!
+//! ```text
+//! cargo run --release --example failure_lab -- --port 3001
+//! ```
+//!
+//! It binds 127.0.0.1 on `--port` (0 picks a free port) and prints
+//! `listening on 127.0.0.1:PORT` as its first line on stdout.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Query};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use faultline::{Fault, FaultLayer, Ledger};
+use tower::ServiceBuilder;
+
+/// `POST /json` refuses bodies past this, so the 413 rejection has a target.
+const JSON_LIMIT_BYTES: usize = 64 * 1024;
+/// `/timeout` sleeps this long behind a timeout of [`TIMEOUT`].
+const TIMEOUT_SLEEP: Duration = Duration::from_secs(1);
+const TIMEOUT: Duration = Duration::from_millis(100);
+/// What `/huge`'s error would write through `Display`, left unbounded: 10 MB.
+const HUGE_DISPLAY_BYTES: usize = 10 * 1024 * 1024;
+/// How deep `/huge`'s `source()` chain goes.
+const HUGE_CHAIN_DEPTH: usize = 10_000;
+/// `/slow` sleeps at most this long, whatever `ms` says.
+const SLOW_MAX_MS: u64 = 60_000;
+
+/// The errors of the lab's handlers.
+#[derive(Debug, thiserror::Error)]
+enum LabError {
+    /// A client mistake: public message, 422.
+    #[error("the demo input is invalid: `{field}` must be positive")]
+    Invalid { field: &'static str },
+    /// A server failure whose chain holds words no client may read.
+    #[error("could not read the secret store")]
+    Store(#[source] io::Error),
+    /// `/small` and `/huge`: the same type, different weights.
+    #[error(transparent)]
+    Sized(SizedError),
+}
+
+impl Fault for LabError {
+    fn status(&self) -> StatusCode {
+        match self {
+            LabError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            LabError::Store(_) | LabError::Sized(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            LabError::Invalid { .. } => "demo-invalid",
+            LabError::Store(_) => "store-failed",
+            LabError::Sized(_) => "demo-sized",
+        }
+    }
+}
+
+faultline::impl_into_response!(LabError);
+
+/// An error whose `Display` writes `display_bytes` bytes in 64-byte pieces and whose `source()`
+/// chain starts at `chain`.
+#[derive(Debug)]
+struct SizedError {
+    display_bytes: usize,
+    chain: Option<&'static Link>,
+}
+
+impl fmt::Display for SizedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const PIECE: &str = "this error goes on and on, sixty-four bytes at a time........\n";
+        let mut written = 0;
+        while written < self.display_bytes {
+            f.write_str(PIECE)?;
+            written += PIECE.len();
+        }
+        Ok(())
+    }
+}
+
+impl StdError for SizedError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.chain.map(|link| link as _)
+    }
+}
+
+/// One link of a shared, never-dropped chain: dropping a 10,000-deep chain of boxes would
+/// recurse 10,000 frames deep.
+#[derive(Debug)]
+struct Link {
+    depth: usize,
+    next: Option<&'static Link>,
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cause at depth {}", self.depth)
+    }
+}
+
+impl StdError for Link {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.next.map(|link| link as _)
+    }
+}
+
+/// A chain `depth` links deep, built once per depth and leaked on purpose.
+fn chain(depth: usize) -> &'static Link {
+    let mut next = None;
+    for d in (1..=depth).rev() {
+        next = Some(&*Box::leak(Box::new(Link { depth: d, next })));
+    }
+    next.expect("depth >= 1")
+}
+
+fn huge_chain() -> &'static Link {
+    static CHAIN: OnceLock<&'static Link> = OnceLock::new();
+    CHAIN.get_or_init(|| chain(HUGE_CHAIN_DEPTH))
+}
+
+fn small_chain() -> &'static Link {
+    static CHAIN: OnceLock<&'static Link> = OnceLock::new();
+    CHAIN.get_or_init(|| chain(1))
+}
+
+#[derive(serde::Deserialize)]
+struct SlowParams {
+    ms: Option<u64>,
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn handled() -> Result<&'static str, LabError> {
+    Err(LabError::Invalid { field: "amount" })
+}
+
+async fn internal() -> Result<&'static str, LabError> {
+    let cause = io::Error::other("secret token sk_live_123 was rejected by the vault");
+    Err(LabError::Store(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        Wrapped(cause),
+    )))
+}
+
+/// An `io::Error` payload that has a source of its own, so `/internal`'s chain is two deep.
+#[derive(Debug)]
+struct Wrapped(io::Error);
+
+impl fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("opening the secret store failed")
+    }
+}
+
+impl StdError for Wrapped {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.0)
+    }
+}
+
+async fn panics() -> &'static str {
+    let detail = String::from("secret: the handler panicked on purpose");
+    panic!("{detail}")
+}
+
+async fn panic_body() -> Body {
+    let chunks = futures::stream::unfold(0_u32, |n| async move {
+        if n == 3 {
+            panic!("secret: the body panicked after three chunks");
+        }
+        Some((
+            Ok::<_, io::Error>(Bytes::from(format!("chunk {n}\n"))),
+            n + 1,
+        ))
+    });
+    Body::from_stream(chunks)
+}
+
+async fn slow(Query(params): Query<SlowParams>) -> &'static str {
+    let ms = params.ms.unwrap_or(1_000).min(SLOW_MAX_MS);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    "slow"
+}
+
+async fn small() -> Result<&'static str, LabError> {
+    Err(LabError::Sized(SizedError {
+        display_bytes: 1,
+        chain: Some(small_chain()),
+    }))
+}
+
+async fn huge() -> Result<&'static str, LabError> {
+    Err(LabError::Sized(SizedError {
+        display_bytes: HUGE_DISPLAY_BYTES,
+        chain: Some(huge_chain()),
+    }))
+}
+
+async fn json(Json(value): Json<serde_json::Value>) -> Json<serde_json::Value> {
+    Json(value)
+}
+
+async fn sleeps_past_the_timeout() -> &'static str {
+    tokio::time::sleep(TIMEOUT_SLEEP).await;
+    "too late"
+}
+
+/// The lab's router, every route behind one fault layer whose ledger is returned with it.
+fn app() -> (Router, Ledger) {
+    let (layer, ledger) = FaultLayer::pair();
+    let routes = Router::new()
+        .route("/ok", get(ok))
+        .route("/handled", get(handled))
+        .route("/internal", get(internal))
+        .route("/panic", get(panics))
+        .route("/panic-body", get(panic_body))
+        .route("/slow", get(slow))
+        .route("/small", get(small))
+        .route("/huge", get(huge))
+        .route(
+            "/json",
+            post(json).layer(DefaultBodyLimit::max(JSON_LIMIT_BYTES)),
+        )
+        .route("/metrics", get(ledger.metrics_handler()))
+        .layer(layer.clone());
+    // tower's timeout fails with an error, not a response: the fault layer sits outside it
+    // and turns that error into a 504.
+    let timed = Router::new()
+        .route("/timeout", get(sleeps_past_the_timeout))
+        .layer(
+            ServiceBuilder::new()
+                .layer(layer)
+                .layer(tower::timeout::TimeoutLayer::new(TIMEOUT)),
+        );
+    (routes.merge(timed), ledger)
+}
+
+fn port_from_args() -> io::Result<u16> {
+    let mut args = std::env::args().skip(1);
+    let mut port = 0;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => {
+                let value = args.next().unwrap_or_default();
+                port = value.parse().map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidInput, format!("bad --port `{value}`"))
+                })?;
+            }
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("unknown argument `{other}`; usage: failure_lab [--port N]"),
+                ))
+            }
+        }
+    }
+    Ok(port)
+}
+
+#[tokio::main]
+async fn main() -> io::Result<()> {
+    let port = port_from_args()?;
+    // Built before the first request, so no request pays for it.
+    huge_chain();
+    small_chain();
+    let (app, _ledger) = app();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("listening on {}", listener.local_addr()?);
+    axum::serve(listener, app).await
+}
