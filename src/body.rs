@@ -4,7 +4,6 @@
 
 use std::error::Error as StdError;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -15,6 +14,7 @@ use tower::BoxError;
 
 use crate::layer::Tally;
 use crate::ledger::Outcome;
+use crate::panic_hook::catch;
 use crate::summary::Summary;
 
 pin_project! {
@@ -89,7 +89,7 @@ where
                     return inner.poll_frame(cx).map_err(Into::into);
                 };
                 watching.mark_polled();
-                let polled = catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll_frame(cx)));
+                let polled = catch(|| inner.as_mut().poll_frame(cx));
                 let summary = match polled {
                     Ok(Poll::Pending) => return Poll::Pending,
                     Ok(Poll::Ready(None)) => {
@@ -115,7 +115,7 @@ where
                     Err(payload) => Summary::from_panic(
                         Outcome::Aborted,
                         watching.status(),
-                        &*payload,
+                        payload,
                         watching.config(),
                     ),
                 };

@@ -3,7 +3,6 @@
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
@@ -19,6 +18,7 @@ use crate::body::FaultBody;
 use crate::config::{Config, MIN_BODY_BYTES, MIN_MESSAGE_BYTES};
 use crate::fault::FaultMarker;
 use crate::ledger::{Ledger, Outcome};
+use crate::panic_hook::catch;
 use crate::problem::{self, PROBLEM_JSON};
 use crate::report;
 use crate::request::RequestMeta;
@@ -192,7 +192,7 @@ where
         }
         let config = &self.shared.config;
         let inner = &mut self.inner;
-        self.not_ready = match catch_unwind(AssertUnwindSafe(|| inner.poll_ready(cx))) {
+        self.not_ready = match catch(|| inner.poll_ready(cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(()))) => None,
             Ok(Poll::Ready(Err(error))) => {
@@ -201,7 +201,7 @@ where
             Err(payload) => Some(Summary::from_panic(
                 Outcome::Panicked,
                 StatusCode::INTERNAL_SERVER_ERROR,
-                &*payload,
+                payload,
                 config,
             )),
         };
@@ -215,7 +215,7 @@ where
             return ResponseFuture::failed(summary, tally);
         }
         let inner = &mut self.inner;
-        match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+        match catch(|| inner.call(request)) {
             Ok(future) => ResponseFuture {
                 state: State::Calling { future },
                 tally: Some(tally),
@@ -224,7 +224,7 @@ where
                 let summary = Summary::from_panic(
                     Outcome::Panicked,
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    &*payload,
+                    payload,
                     &self.shared.config,
                 );
                 ResponseFuture::failed(summary, tally)
@@ -285,7 +285,7 @@ where
             let config = &tally.shared.config;
             let (head, summary) = match this.state.as_mut().project() {
                 StateProj::Calling { future } => {
-                    let polled = catch_unwind(AssertUnwindSafe(|| future.poll(cx)));
+                    let polled = catch(|| future.poll(cx));
                     match polled {
                         Ok(Poll::Pending) => return Poll::Pending,
                         Ok(Poll::Ready(Ok(response))) => {
@@ -320,7 +320,7 @@ where
                             Summary::from_panic(
                                 Outcome::Panicked,
                                 StatusCode::INTERNAL_SERVER_ERROR,
-                                &*payload,
+                                payload,
                                 config,
                             ),
                         ),
@@ -339,10 +339,10 @@ where
             // The inner future or body may panic in its destructor too; that must not unwind
             // through the server.
             let state = this.state.as_mut();
-            let _ = catch_unwind(AssertUnwindSafe(move || {
+            let _ = catch(move || {
                 let mut state = state;
                 state.set(State::Done)
-            }));
+            });
             let tally = this.tally.take().expect("checked above");
             return Poll::Ready(Ok(answer(tally, head, summary)));
         }
@@ -363,7 +363,7 @@ fn read_bounded<B: Body<Data = Bytes>>(
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     while text.len() <= cap {
-        let polled = catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(cx)));
+        let polled = catch(|| body.as_mut().poll_frame(cx));
         match polled {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Some(Ok(frame)))) => {

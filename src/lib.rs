@@ -91,6 +91,7 @@ mod config;
 mod fault;
 mod layer;
 mod ledger;
+mod panic_hook;
 mod problem;
 mod report;
 mod request;
@@ -107,6 +108,7 @@ pub use crate::ledger::{
     Ledger, Outcome, Series, Snapshot, DEFAULT_MAX_SERIES, OVERFLOW_LABEL, PROMETHEUS_TEXT,
     UNMATCHED_ROUTE,
 };
+pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
 pub use crate::summary::TRUNCATION_MARKER;
 

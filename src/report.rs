@@ -33,6 +33,8 @@ pub(crate) fn report(summary: &Summary, meta: &RequestMeta, request_id: &str) {
                 request_id,
                 "fault.outcome" = summary.outcome.as_str(),
                 "fault.chain" = summary.chain.as_str(),
+                "code.filepath" = summary.site.as_ref().map(|site| site.file.as_str()),
+                "code.lineno" = summary.site.as_ref().map(|site| site.line),
                 "{}",
                 summary.message
             )

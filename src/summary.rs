@@ -8,13 +8,13 @@
 use std::any::Any;
 use std::error::Error as StdError;
 use std::fmt::{self, Write as _};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use http::StatusCode;
 
 use crate::config::Config;
 use crate::fault::Fault;
 use crate::ledger::Outcome;
+use crate::panic_hook::{catch, Caught, PanicSite};
 
 /// The visible marker appended to every string that was cut at its cap.
 pub const TRUNCATION_MARKER: &str = "…[truncated]";
@@ -105,12 +105,12 @@ pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
 /// A panicking `Display` leaves a placeholder in place of whatever it had written.
 pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
     let start = out.len();
-    let result = catch_unwind(AssertUnwindSafe(|| {
+    let result = catch(|| {
         let mut writer = BoundedWriter::new(out, cap);
         // An `Err` here is our own refusal (or the impl's own error): what was written stays.
         let _ = write!(writer, "{value}");
         writer.truncated()
-    }));
+    });
     match result {
         Ok(truncated) => truncated,
         Err(_) => {
@@ -144,7 +144,7 @@ fn write_chain(
     cap: usize,
 ) -> bool {
     let start = out.len();
-    let walked = catch_unwind(AssertUnwindSafe(|| {
+    let walked = catch(|| {
         let mut next = error.source();
         let mut links = 0;
         while let Some(link) = next {
@@ -160,7 +160,7 @@ fn write_chain(
             next = link.source();
         }
         false
-    }));
+    });
     walked.unwrap_or_else(|_| {
         out.truncate(start);
         out.push_str(DISPLAY_PANICKED);
@@ -181,6 +181,8 @@ pub(crate) struct Summary {
     pub(crate) message: String,
     /// The bounded `source()` chain, links joined by `" <- "`; empty when there is none.
     pub(crate) chain: String,
+    /// Where a panic happened, when the panic hook is installed.
+    pub(crate) site: Option<PanicSite>,
 }
 
 impl Summary {
@@ -192,6 +194,7 @@ impl Summary {
             public: None,
             message: String::new(),
             chain: String::new(),
+            site: None,
         }
     }
 
@@ -214,7 +217,7 @@ impl Summary {
     pub(crate) fn from_panic(
         outcome: Outcome,
         status: StatusCode,
-        payload: &(dyn Any + Send),
+        caught: Caught,
         config: &Config,
     ) -> Self {
         let code = match outcome {
@@ -222,7 +225,12 @@ impl Summary {
             _ => codes::PANIC,
         };
         let mut summary = Self::new(outcome, status, code);
-        write_panic_payload(&mut summary.message, config.max_message_bytes, payload);
+        write_panic_payload(
+            &mut summary.message,
+            config.max_message_bytes,
+            &*caught.payload,
+        );
+        summary.site = caught.site;
         summary.expose_in_development(config);
         summary
     }

@@ -1,11 +1,6 @@
-//! A server with one route per kind of failure, for tests, load scripts and benchmarks.
+//! The failure lab's routes: one per kind of failure, all behind one fault layer.
 //!
-//! ```text
-//! cargo run --release --example failure_lab -- --port 3001
-//! ```
-//!
-//! It binds 127.0.0.1 on `--port` (0 picks a free port) and prints
-//! `listening on 127.0.0.1:PORT` as its first line on stdout.
+//! Shared with the end-to-end tests, which serve it in-process.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -27,6 +22,8 @@ const JSON_LIMIT_BYTES: usize = 64 * 1024;
 /// `/timeout` sleeps this long behind a timeout of [`TIMEOUT`].
 const TIMEOUT_SLEEP: Duration = Duration::from_secs(1);
 const TIMEOUT: Duration = Duration::from_millis(100);
+/// `/panic-body` waits this long before each chunk.
+const BODY_CHUNK_PAUSE: Duration = Duration::from_millis(5);
 /// What `/huge`'s error would write through `Display`, left unbounded: 10 MB.
 const HUGE_DISPLAY_BYTES: usize = 10 * 1024 * 1024;
 /// How deep `/huge`'s `source()` chain goes.
@@ -176,6 +173,8 @@ async fn panics() -> &'static str {
 
 async fn panic_body() -> Body {
     let chunks = futures::stream::unfold(0_u32, |n| async move {
+        // A pause before each chunk lets the head and earlier chunks reach the client first.
+        tokio::time::sleep(BODY_CHUNK_PAUSE).await;
         if n == 3 {
             panic!("secret: the body panicked after three chunks");
         }
@@ -217,7 +216,10 @@ async fn sleeps_past_the_timeout() -> &'static str {
 }
 
 /// The lab's router, every route behind one fault layer whose ledger is returned with it.
-fn app() -> (Router, Ledger) {
+pub fn app() -> (Router, Ledger) {
+    // Built before the first request, so no request pays for it.
+    huge_chain();
+    small_chain();
     let (layer, ledger) = FaultLayer::pair();
     let routes = Router::new()
         .route("/ok", get(ok))
@@ -244,38 +246,4 @@ fn app() -> (Router, Ledger) {
                 .layer(tower::timeout::TimeoutLayer::new(TIMEOUT)),
         );
     (routes.merge(timed), ledger)
-}
-
-fn port_from_args() -> io::Result<u16> {
-    let mut args = std::env::args().skip(1);
-    let mut port = 0;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--port" => {
-                let value = args.next().unwrap_or_default();
-                port = value.parse().map_err(|_| {
-                    io::Error::new(io::ErrorKind::InvalidInput, format!("bad --port `{value}`"))
-                })?;
-            }
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("unknown argument `{other}`; usage: failure_lab [--port N]"),
-                ))
-            }
-        }
-    }
-    Ok(port)
-}
-
-#[tokio::main]
-async fn main() -> io::Result<()> {
-    let port = port_from_args()?;
-    // Built before the first request, so no request pays for it.
-    huge_chain();
-    small_chain();
-    let (app, _ledger) = app();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("listening on {}", listener.local_addr()?);
-    axum::serve(listener, app).await
 }

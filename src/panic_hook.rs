@@ -1,0 +1,79 @@
+//! The panic hook that keeps panics caught by the layer off stderr and hands their location
+//! to the summary.
+//!
+//! Every place where the layer catches a panic runs through [`catch`], which marks the thread
+//! as guarded for that call. While a thread is guarded, the installed hook records the
+//! panic's file and line for the summary and does nothing else: no stderr line, no backtrace
+//! capture, even with `RUST_BACKTRACE=1`. Panics anywhere else go to the previous hook
+//! unchanged.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::panic::{self, catch_unwind, AssertUnwindSafe, PanicHookInfo};
+use std::sync::Once;
+
+thread_local! {
+    /// How many [`catch`] calls are open on this thread.
+    static GUARDED: Cell<u32> = const { Cell::new(0) };
+    /// Where the last guarded panic on this thread happened, until [`catch`] takes it.
+    static SITE: RefCell<Option<PanicSite>> = const { RefCell::new(None) };
+}
+
+/// Where a panic happened, as the hook saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PanicSite {
+    pub(crate) file: String,
+    pub(crate) line: u32,
+}
+
+/// A panic caught by [`catch`]: its payload, and its site when the hook is installed.
+pub(crate) struct Caught {
+    pub(crate) payload: Box<dyn Any + Send>,
+    pub(crate) site: Option<PanicSite>,
+}
+
+/// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it.
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
+    GUARDED.with(|g| g.set(g.get() + 1));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(g.get() - 1));
+    result.map_err(|payload| Caught {
+        payload,
+        site: SITE.with(|site| site.borrow_mut().take()),
+    })
+}
+
+/// Installs faultline's panic hook in front of the current one. Call it once at start-up,
+/// after any hook of your own; later calls do nothing.
+///
+/// A panic on a thread that is inside the layer (calling or polling the inner service,
+/// streaming its body, formatting an error) is recorded for that request's report and not
+/// passed on, so nothing reaches stderr and no backtrace is captured. Every other panic goes
+/// to the previous hook unchanged.
+///
+/// ```
+/// faultline::install_panic_hook();
+/// // A panic outside the layer still reaches the previous hook (std's prints to stderr).
+/// assert!(std::thread::spawn(|| panic!("outside")).join().is_err());
+/// ```
+pub fn install_panic_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(Cell::get) > 0 {
+                record(info);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn record(info: &PanicHookInfo<'_>) {
+    let site = info.location().map(|location| PanicSite {
+        file: location.file().to_owned(),
+        line: location.line(),
+    });
+    SITE.with(|slot| *slot.borrow_mut() = site);
+}

@@ -1,0 +1,85 @@
+//! Serves the failure lab in-process on 127.0.0.1:0 for the end-to-end tests.
+
+#![allow(dead_code)]
+
+#[path = "../../examples/failure_lab/app.rs"]
+mod lab;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use faultline::{Ledger, Snapshot};
+
+/// A running lab server; aborted when dropped.
+pub struct Lab {
+    pub addr: SocketAddr,
+    pub ledger: Ledger,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Lab {
+    pub async fn start() -> Self {
+        faultline::install_panic_hook();
+        let (app, ledger) = lab::app();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { addr, ledger, task }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Waits until no request is in flight (bodies included), then takes a snapshot.
+    pub async fn quiescent(&self) -> Snapshot {
+        self.wait_for(|s| s.in_flight == 0).await
+    }
+
+    /// Waits up to ten seconds for `done` to hold of a snapshot, and returns that snapshot;
+    /// panics with the last snapshot if it never does.
+    pub async fn wait_for(&self, done: impl Fn(&Snapshot) -> bool) -> Snapshot {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let snapshot = self.ledger.snapshot();
+            if done(&snapshot) {
+                return snapshot;
+            }
+            assert!(Instant::now() < deadline, "gave up waiting: {snapshot:#?}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The problem body of a response, checked for the members every problem carries.
+pub fn problem(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    body: &[u8],
+) -> serde_json::Value {
+    assert_eq!(
+        headers.get("content-type").unwrap(),
+        "application/problem+json",
+        "status {status}"
+    );
+    assert_eq!(headers.get("cache-control").unwrap(), "no-store");
+    assert!(body.len() <= faultline::DEFAULT_MAX_BODY_BYTES);
+    let value: serde_json::Value = serde_json::from_slice(body).expect("valid JSON");
+    assert_eq!(value["status"], status);
+    for member in ["type", "title", "detail", "instance", "code", "request_id"] {
+        assert!(value[member].is_string(), "{member} missing in {value}");
+    }
+    assert_eq!(
+        headers.get("x-request-id").unwrap().to_str().unwrap(),
+        value["request_id"].as_str().unwrap()
+    );
+    value
+}

@@ -1,0 +1,105 @@
+//! Many parallel clients over real TCP: every request is counted exactly once.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::Lab;
+use tokio::sync::Barrier;
+
+const CLIENTS: usize = 64;
+const REQUESTS_PER_CLIENT: usize = 200;
+/// Each client opens with a request this slow, all at once, so they provably overlap.
+const OPENING_SLOW_MS: u64 = 300;
+
+/// What request `i` of client `c` asks for, and the status it must get.
+fn schedule(c: usize, i: usize) -> (String, u16) {
+    match (c + i) % 4 {
+        0 => ("/ok".to_string(), 200),
+        1 => ("/handled".to_string(), 422),
+        // Distinct raw paths: they must fold into one unmatched series, not one each.
+        2 => (format!("/missing/{c}/{i}"), 404),
+        _ => ("/panic".to_string(), 500),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_clients_mixing_outcomes_are_counted_exactly() {
+    let lab = Arc::new(Lab::start().await);
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let peak = Arc::new(AtomicU64::new(0));
+
+    let sampler = {
+        let (lab, peak) = (lab.clone(), peak.clone());
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max(lab.ledger.snapshot().in_flight, Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+    };
+
+    let mut clients = Vec::new();
+    for c in 0..CLIENTS {
+        let (lab, barrier) = (lab.clone(), barrier.clone());
+        clients.push(tokio::spawn(async move {
+            // One client, one connection pool: 64 independent TCP clients.
+            let client = reqwest::Client::new();
+            barrier.wait().await;
+            let opening = client
+                .get(lab.url(&format!("/slow?ms={OPENING_SLOW_MS}")))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(opening.status(), 200);
+            let mut statuses = [0_u64; 4];
+            for i in 0..REQUESTS_PER_CLIENT {
+                let (path, status) = schedule(c, i);
+                let response = client.get(lab.url(&path)).send().await.unwrap();
+                assert_eq!(response.status().as_u16(), status, "{path}");
+                let body = response.bytes().await.unwrap();
+                assert!(body.len() <= faultline::DEFAULT_MAX_BODY_BYTES);
+                statuses[(c + i) % 4] += 1;
+            }
+            statuses
+        }));
+    }
+    let mut sent = [0_u64; 4];
+    for client in clients {
+        let statuses = client.await.unwrap();
+        for (total, n) in sent.iter_mut().zip(statuses) {
+            *total += n;
+        }
+    }
+    sampler.abort();
+
+    let snapshot = lab.quiescent().await;
+    let total = (CLIENTS * (REQUESTS_PER_CLIENT + 1)) as u64;
+    assert_eq!(
+        sent.iter().sum::<u64>(),
+        (CLIENTS * REQUESTS_PER_CLIENT) as u64
+    );
+    assert_eq!(snapshot.started, total);
+    assert_eq!(snapshot.ok, sent[0] + CLIENTS as u64);
+    assert_eq!(snapshot.handled, sent[1]);
+    assert_eq!(snapshot.rejected, sent[2]);
+    assert_eq!(snapshot.panicked, sent[3]);
+    assert_eq!(
+        (snapshot.service_error, snapshot.aborted, snapshot.cancelled),
+        (0, 0, 0)
+    );
+    assert_eq!(snapshot.in_flight, 0);
+    assert!(snapshot.is_balanced(), "{snapshot:#?}");
+
+    // 16,000 distinct raw paths, three series.
+    assert_eq!(snapshot.series.len(), 3, "{:#?}", snapshot.series);
+    assert_eq!(
+        snapshot.series.iter().map(|s| s.count).sum::<u64>(),
+        snapshot.failures()
+    );
+
+    // The clients overlapped: they were all inside the layer at once during the opening.
+    let peak = peak.load(Ordering::Relaxed);
+    assert!(peak >= (CLIENTS / 2) as u64, "peak in flight {peak}");
+}
