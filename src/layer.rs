@@ -494,3 +494,213 @@ impl Drop for Tally {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+    use std::time::Duration;
+
+    use axum::body::{to_bytes, Body};
+    use axum::routing::get;
+    use axum::Router;
+    use http::header::RETRY_AFTER;
+    use tower::{service_fn, ServiceBuilder, ServiceExt};
+
+    use super::*;
+    use crate::fault::Fault;
+
+    async fn problem_of(response: Response<FaultBody<Body>>) -> (StatusCode, serde_json::Value) {
+        let status = response.status();
+        let body = to_bytes(axum::body::Body::new(response.into_body()), usize::MAX)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    fn get_request(path: &str) -> Request<Body> {
+        Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_the_synchronous_part_of_call_is_a_500() {
+        crate::install_panic_hook();
+        let (layer, ledger) = FaultLayer::pair();
+        let service = layer.layer(tower::service_fn(
+            |_: Request<Body>| -> std::future::Ready<Result<Response<Body>, Infallible>> {
+                panic!("call exploded before returning a future")
+            },
+        ));
+        let (status, problem) = problem_of(service.oneshot(get_request("/x")).await.unwrap()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(problem["code"], "panic");
+        assert_eq!(ledger.snapshot().panicked, 1);
+    }
+
+    #[derive(Debug)]
+    struct NotReady;
+
+    impl fmt::Display for NotReady {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("backend pool exhausted")
+        }
+    }
+
+    impl std::error::Error for NotReady {}
+
+    /// A service whose `poll_ready` fails.
+    #[derive(Clone)]
+    struct NeverReady;
+
+    impl Service<Request<Body>> for NeverReady {
+        type Response = Response<Body>;
+        type Error = NotReady;
+        type Future = std::future::Ready<Result<Response<Body>, NotReady>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), NotReady>> {
+            Poll::Ready(Err(NotReady))
+        }
+
+        fn call(&mut self, _: Request<Body>) -> Self::Future {
+            unreachable!("never ready")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_poll_ready_error_answers_the_next_call_as_a_service_error() {
+        let (layer, ledger) = FaultLayer::pair();
+        let response = layer
+            .layer(NeverReady)
+            .oneshot(get_request("/x"))
+            .await
+            .unwrap();
+        let (status, problem) = problem_of(response).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(problem["code"], "service-error");
+        assert!(!problem["detail"].as_str().unwrap().contains("pool"));
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.service_error, snapshot.started), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn overload_from_load_shed_is_a_503() {
+        let (layer, ledger) = FaultLayer::pair();
+        let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+        let gate = std::sync::Arc::new(tokio::sync::Mutex::new(Some(gate_rx)));
+        let service = ServiceBuilder::new()
+            .layer(layer)
+            .load_shed()
+            .concurrency_limit(1)
+            .service(service_fn(move |_: Request<Body>| {
+                let gate = gate.clone();
+                async move {
+                    if let Some(rx) = gate.lock().await.take() {
+                        let _ = rx.await;
+                    }
+                    Ok::<_, Infallible>(Response::new(Body::empty()))
+                }
+            }));
+        let mut first = service.clone();
+        let first = tokio::spawn(async move {
+            first
+                .ready()
+                .await
+                .unwrap()
+                .call(get_request("/a"))
+                .await
+                .unwrap()
+                .status()
+        });
+        // Wait until the first request holds the only permit.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (status, problem) = problem_of(service.oneshot(get_request("/b")).await.unwrap()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(problem["code"], "overloaded");
+        gate_tx.send(()).unwrap();
+        assert_eq!(first.await.unwrap(), StatusCode::OK);
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.ok, snapshot.service_error), (1, 1));
+    }
+
+    #[derive(Debug)]
+    struct Busy;
+
+    impl fmt::Display for Busy {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("Display exploded")
+        }
+    }
+
+    impl std::error::Error for Busy {}
+
+    impl Fault for Busy {
+        fn status(&self) -> StatusCode {
+            StatusCode::TOO_MANY_REQUESTS
+        }
+
+        fn code(&self) -> &'static str {
+            "busy"
+        }
+
+        fn headers(&self, headers: &mut http::HeaderMap) {
+            headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        }
+    }
+
+    crate::impl_into_response!(Busy);
+
+    #[tokio::test]
+    async fn a_fault_whose_display_panics_is_answered_with_a_placeholder_and_its_headers() {
+        crate::install_panic_hook();
+        let (layer, ledger) = FaultLayer::pair();
+        let app = Router::new()
+            .route("/busy", get(|| async { Err::<(), _>(Busy) }))
+            .layer(layer);
+        let response = app.oneshot(get_request("/busy")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[RETRY_AFTER], "7");
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["code"], "busy");
+        assert!(problem["detail"].as_str().unwrap().contains("panicked"));
+        assert_eq!(ledger.snapshot().handled, 1);
+    }
+
+    #[tokio::test]
+    async fn development_mode_shows_internal_text_to_the_client() {
+        let layer = FaultLayer::new()
+            .development(true)
+            .problem_type_base("https://errors.example.com/");
+        let app = Router::new()
+            .route(
+                "/io",
+                get(|| async {
+                    Err::<(), crate::Error>(std::io::Error::other("disk quota exceeded").into())
+                }),
+            )
+            .layer(layer);
+        let response = app.oneshot(get_request("/io")).await.unwrap();
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["status"], 500);
+        assert_eq!(problem["detail"], "disk quota exceeded");
+        assert_eq!(problem["type"], "https://errors.example.com/internal");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_response_future_is_cancelled() {
+        let (layer, ledger) = FaultLayer::pair();
+        let service = layer.layer(service_fn(|_: Request<Body>| async {
+            std::future::pending::<Result<Response<Body>, Infallible>>().await
+        }));
+        let attempt = tokio::time::timeout(
+            Duration::from_millis(10),
+            service.oneshot(get_request("/x")),
+        );
+        assert!(attempt.await.is_err());
+        let snapshot = ledger.snapshot();
+        assert_eq!(
+            (snapshot.started, snapshot.cancelled, snapshot.in_flight),
+            (1, 1, 0)
+        );
+    }
+}
