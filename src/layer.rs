@@ -31,18 +31,23 @@ use crate::summary::Summary;
 /// route template; it wraps axum's fallbacks too.
 ///
 /// ```
-/// use axum::{routing::get, Router};
+/// use axum::{body::Body, http::Request, routing::get, Router};
 /// use faultline::FaultLayer;
+/// use tower::ServiceExt;
 ///
-/// # async fn run() {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
 /// let (layer, ledger) = FaultLayer::pair();
 /// let app = Router::new()
 ///     .route("/ok", get(|| async { "ok" }))
 ///     .route("/metrics", get(ledger.metrics_handler()))
 ///     .layer(layer);
-/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-/// # let _ = (app, listener);
-/// // axum::serve(listener, app).await.unwrap();
+///
+/// let request = Request::get("/missing").body(Body::empty()).unwrap();
+/// let response = app.oneshot(request).await.unwrap();
+/// assert_eq!(response.status(), 404);
+/// assert_eq!(response.headers()["content-type"], "application/problem+json");
+/// assert_eq!(ledger.snapshot().rejected, 1);
 /// # }
 /// ```
 #[derive(Clone, Debug)]

@@ -117,3 +117,8 @@ pub use crate::summary::TRUNCATION_MARKER;
 pub mod __private {
     pub use axum::response::{IntoResponse, Response};
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
