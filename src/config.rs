@@ -4,6 +4,8 @@ use std::borrow::Cow;
 
 use http::HeaderName;
 
+use crate::report::ReportLevels;
+
 /// Default cap on each message in a summary: the error's text, a panic's text, each link of
 /// the source chain. Enough for any message a person reads; small enough that a `Display`
 /// writing megabytes costs about what a short one does.
@@ -36,6 +38,7 @@ pub(crate) struct Config {
     pub(crate) development: bool,
     pub(crate) request_id_header: HeaderName,
     pub(crate) type_base: Option<Cow<'static, str>>,
+    pub(crate) report_levels: ReportLevels,
 }
 
 impl Default for Config {
@@ -47,6 +50,7 @@ impl Default for Config {
             development: false,
             request_id_header: DEFAULT_REQUEST_ID_HEADER,
             type_base: None,
+            report_levels: ReportLevels::default(),
         }
     }
 }

@@ -17,10 +17,10 @@ use tower::{BoxError, Layer, Service};
 use crate::body::FaultBody;
 use crate::config::{Config, MIN_BODY_BYTES, MIN_MESSAGE_BYTES};
 use crate::fault::FaultMarker;
-use crate::ledger::{Ledger, Outcome};
+use crate::ledger::{Ledger, LedgerLimits, Outcome};
 use crate::panic_hook::catch;
 use crate::problem::{self, PROBLEM_JSON};
-use crate::report;
+use crate::report::ReportLevels;
 use crate::request::RequestMeta;
 use crate::summary::Summary;
 
@@ -118,11 +118,49 @@ impl FaultLayer {
         self
     }
 
+    /// Gives the layer a fresh ledger with changed limits.
+    fn ledger_limits(mut self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
+        let shared = Arc::make_mut(&mut self.shared);
+        let mut limits = shared.ledger.limits();
+        change(&mut limits);
+        shared.ledger = Ledger::with_limits(limits);
+        self
+    }
+
     /// Caps the failure series of the ledger; default
-    /// [`DEFAULT_MAX_SERIES`](crate::DEFAULT_MAX_SERIES). This gives the layer a fresh ledger:
-    /// take the handle with [`ledger`](Self::ledger) afterwards.
-    pub fn max_series(mut self, series: usize) -> Self {
-        Arc::make_mut(&mut self.shared).ledger = Ledger::with_max_series(series);
+    /// [`DEFAULT_MAX_SERIES`](crate::DEFAULT_MAX_SERIES).
+    ///
+    /// This and the other ledger limits give the layer a fresh ledger: take the handle with
+    /// [`ledger`](Self::ledger) after setting them.
+    pub fn max_series(self, series: usize) -> Self {
+        self.ledger_limits(|limits| limits.max_series = series)
+    }
+
+    /// Flood control: per fingerprint, at most `events` failure events are written in full
+    /// per `window`; the rest are suppressed and counted. Default
+    /// [`DEFAULT_REPORTS_PER_WINDOW`](crate::DEFAULT_REPORTS_PER_WINDOW) per
+    /// [`DEFAULT_REPORT_WINDOW`](crate::DEFAULT_REPORT_WINDOW).
+    pub fn report_burst(self, events: u32, window: std::time::Duration) -> Self {
+        self.ledger_limits(|limits| {
+            limits.reports.per_window = events;
+            limits.reports.window = window;
+        })
+    }
+
+    /// Caps the fingerprints under flood control; default
+    /// [`DEFAULT_MAX_FINGERPRINTS`](crate::DEFAULT_MAX_FINGERPRINTS).
+    pub fn max_fingerprints(self, fingerprints: usize) -> Self {
+        self.ledger_limits(|limits| limits.reports.max_fingerprints = fingerprints)
+    }
+
+    /// Caps the error groups; default [`DEFAULT_MAX_GROUPS`](crate::DEFAULT_MAX_GROUPS).
+    pub fn max_groups(self, groups: usize) -> Self {
+        self.ledger_limits(|limits| limits.reports.max_groups = groups)
+    }
+
+    /// The level of each kind of failure event; see [`ReportLevels`].
+    pub fn report_levels(mut self, levels: ReportLevels) -> Self {
+        self.config_mut().report_levels = levels;
         self
     }
 
@@ -474,8 +512,9 @@ impl Tally {
             return;
         }
         self.phase = Phase::Settled;
-        report::report(summary, &self.meta, request_id);
         let ledger = &self.shared.ledger;
+        let levels = &self.shared.config.report_levels;
+        ledger.report(summary, &self.meta, request_id, levels);
         ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
         ledger.finish(summary.outcome);
     }

@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
+use crate::report::{Group, ReportLevels, ReportLimits, Reporter};
+use crate::request::RequestMeta;
+use crate::summary::Summary;
+
 /// Default cap on the number of failure series: far above what an application's routes times
 /// its codes reach, far below what a scrape should carry.
 pub const DEFAULT_MAX_SERIES: usize = 512;
@@ -94,6 +98,24 @@ struct Inner {
     in_flight: AtomicU64,
     outcomes: [AtomicU64; 7],
     series: Mutex<SeriesTable>,
+    reporter: Reporter,
+    limits: LedgerLimits,
+}
+
+/// The bounds a ledger is built with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LedgerLimits {
+    pub(crate) max_series: usize,
+    pub(crate) reports: ReportLimits,
+}
+
+impl Default for LedgerLimits {
+    fn default() -> Self {
+        Self {
+            max_series: DEFAULT_MAX_SERIES,
+            reports: ReportLimits::default(),
+        }
+    }
 }
 
 impl Default for Ledger {
@@ -103,21 +125,52 @@ impl Default for Ledger {
 }
 
 impl Ledger {
-    /// An empty ledger with the default series cap.
+    /// An empty ledger with the default caps.
     pub fn new() -> Self {
-        Self::with_max_series(DEFAULT_MAX_SERIES)
+        Self::with_limits(LedgerLimits::default())
     }
 
     /// An empty ledger keeping at most `max_series` failure series besides the overflow one.
     pub fn with_max_series(max_series: usize) -> Self {
+        Self::with_limits(LedgerLimits {
+            max_series,
+            ..LedgerLimits::default()
+        })
+    }
+
+    pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         Self {
             inner: Arc::new(Inner {
                 started: AtomicU64::new(0),
                 in_flight: AtomicU64::new(0),
                 outcomes: Default::default(),
-                series: Mutex::new(SeriesTable::new(max_series)),
+                series: Mutex::new(SeriesTable::new(limits.max_series)),
+                reporter: Reporter::new(limits.reports),
+                limits,
             }),
         }
+    }
+
+    pub(crate) fn limits(&self) -> LedgerLimits {
+        self.inner.limits
+    }
+
+    /// Reports a failure (its event, under flood control, and its group).
+    pub(crate) fn report(
+        &self,
+        summary: &Summary,
+        meta: &RequestMeta,
+        request_id: &str,
+        levels: &ReportLevels,
+    ) {
+        self.inner
+            .reporter
+            .report(summary, meta, request_id, levels);
+    }
+
+    /// The error groups, the most frequent first: a bounded local inbox of what failed.
+    pub fn groups(&self) -> Vec<Group> {
+        self.inner.reporter.groups()
     }
 
     pub(crate) fn start(&self) {
@@ -153,6 +206,7 @@ impl Ledger {
         let panicked = outcome(Outcome::Panicked);
         let aborted = outcome(Outcome::Aborted);
         let cancelled = outcome(Outcome::Cancelled);
+        let (reported, suppressed) = self.inner.reporter.counts();
         let in_flight = self.inner.in_flight.load(Ordering::Relaxed);
         let started = self.inner.started.load(Ordering::Relaxed);
         let series = self
@@ -171,6 +225,8 @@ impl Ledger {
             panicked,
             aborted,
             cancelled,
+            reported,
+            suppressed,
             series,
         }
     }
@@ -202,6 +258,59 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// An axum handler serving the error groups as JSON, the most frequent first, to mount
+    /// at `/errors` (behind whatever guards your admin routes).
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    ///
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app: Router = Router::new()
+    ///     .route("/errors", get(ledger.errors_handler()))
+    ///     .layer(layer);
+    /// # let _ = app;
+    /// ```
+    pub fn errors_handler(
+        &self,
+    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+        let ledger = self.clone();
+        move || {
+            let body = ledger.errors_json().to_string();
+            std::future::ready(([(CONTENT_TYPE, "application/json")], body).into_response())
+        }
+    }
+
+    fn errors_json(&self) -> serde_json::Value {
+        let snapshot = self.snapshot();
+        let groups: Vec<serde_json::Value> = self
+            .groups()
+            .into_iter()
+            .map(|g| {
+                serde_json::json!({
+                    "fingerprint": g.fingerprint,
+                    "count": g.count,
+                    "first_seen_ms": g.first_seen_ms,
+                    "last_seen_ms": g.last_seen_ms,
+                    "outcome": g.outcome.as_str(),
+                    "status": g.status,
+                    "code": g.code,
+                    "route": g.route,
+                    "message": g.message,
+                    "chain": g.chain,
+                    "location": g.location,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "failures": snapshot.failures(),
+            "reported": snapshot.reported,
+            "suppressed": snapshot.suppressed,
+            "groups": groups,
+        })
+    }
+}
+
 /// The media type of the Prometheus text exposition, version 0.0.4.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -226,6 +335,10 @@ pub struct Snapshot {
     pub aborted: u64,
     /// See [`Outcome::Cancelled`].
     pub cancelled: u64,
+    /// Failure events written in full.
+    pub reported: u64,
+    /// Failure events held back by flood control, and counted here instead.
+    pub suppressed: u64,
     /// Failure series, sorted by route, code and status; the overflow series last, if any.
     pub series: Vec<Series>,
 }
@@ -281,6 +394,14 @@ impl Snapshot {
              # TYPE faultline_in_flight gauge\n\
              faultline_in_flight {}\n",
             self.in_flight
+        );
+        let _ = write!(
+            out,
+            "# HELP faultline_reports_total Failure events, written or held back by flood control.\n\
+             # TYPE faultline_reports_total counter\n\
+             faultline_reports_total{{disposition=\"reported\"}} {}\n\
+             faultline_reports_total{{disposition=\"suppressed\"}} {}\n",
+            self.reported, self.suppressed
         );
         out.push_str(
             "# HELP faultline_errors_total Failed requests by route template, error code and status.\n\

@@ -110,6 +110,10 @@ pub use crate::ledger::{
 };
 pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
+pub use crate::report::{
+    Group, ReportLevels, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS, DEFAULT_REPORTS_PER_WINDOW,
+    DEFAULT_REPORT_WINDOW,
+};
 pub use crate::summary::TRUNCATION_MARKER;
 
 /// What [`impl_into_response!`] expands to needs; not part of the API.

@@ -91,6 +91,12 @@ async fn parallel_clients_mixing_outcomes_are_counted_exactly() {
     );
     assert_eq!(snapshot.in_flight, 0);
     assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    // Every failure is reported once, written or held back by flood control.
+    assert_eq!(snapshot.reported + snapshot.suppressed, snapshot.failures());
+    assert!(
+        snapshot.suppressed > 0,
+        "a flood of one failure must be held back"
+    );
 
     // 16,000 distinct raw paths, three series.
     assert_eq!(snapshot.series.len(), 3, "{:#?}", snapshot.series);

@@ -38,19 +38,31 @@ fn caught_panics_stay_off_stderr_and_others_reach_the_previous_hook() {
     );
     let before_outside = &stderr[..stderr.find("thread '").unwrap_or(0)];
     assert_eq!(
-        before_outside.trim(), "",
+        before_outside.trim(),
+        "",
         "stderr before the outside panic:\n{stderr}"
     );
 
-    // Each caught panic is reported once, with the handler's file and line.
+    // Each caught panic is accounted for once: written in full with the handler's file and
+    // line, or held back by flood control and counted.
     let reports: Vec<&str> = stdout
         .lines()
         .filter(|line| line.contains("fault.outcome=\"panicked\""))
         .collect();
-    assert_eq!(reports.len(), PANICS, "stdout:\n{stdout}");
+    assert_eq!(
+        reports.len() as u32,
+        faultline::DEFAULT_REPORTS_PER_WINDOW,
+        "stdout:\n{stdout}"
+    );
     assert!(reports
         .iter()
         .all(|line| line.contains("failure_lab/app.rs") && line.contains("code.lineno=")));
+    let expected = format!(
+        "accounted reported={} suppressed={}",
+        faultline::DEFAULT_REPORTS_PER_WINDOW,
+        PANICS as u32 - faultline::DEFAULT_REPORTS_PER_WINDOW
+    );
+    assert!(stdout.contains(&expected), "stdout:\n{stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +84,12 @@ async fn child() {
     for status in futures::future::join_all(burst).await {
         assert_eq!(status.unwrap(), 500);
     }
-    assert_eq!(lab.quiescent().await.panicked, PANICS as u64);
+    let snapshot = lab.quiescent().await;
+    assert_eq!(snapshot.panicked, PANICS as u64);
+    println!(
+        "accounted reported={} suppressed={}",
+        snapshot.reported, snapshot.suppressed
+    );
     let outside = std::thread::spawn(|| panic!("{OUTSIDE}")).join();
     assert!(outside.is_err());
 }
