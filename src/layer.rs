@@ -60,6 +60,8 @@ pub struct FaultLayer {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) ledger: Ledger,
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) otel: Option<Arc<crate::otel::OtelMetrics>>,
 }
 
 impl Default for FaultLayer {
@@ -75,6 +77,8 @@ impl FaultLayer {
             shared: Arc::new(Shared {
                 config: Config::default(),
                 ledger: Ledger::new(),
+                #[cfg(feature = "opentelemetry")]
+                otel: None,
             }),
         }
     }
@@ -156,6 +160,28 @@ impl FaultLayer {
     /// Caps the error groups; default [`DEFAULT_MAX_GROUPS`](crate::DEFAULT_MAX_GROUPS).
     pub fn max_groups(self, groups: usize) -> Self {
         self.ledger_limits(|limits| limits.reports.max_groups = groups)
+    }
+
+    /// Records every request into OpenTelemetry's `http.server.request.duration` histogram
+    /// (attributes `http.request.method`, `http.route`, `http.response.status_code`, and
+    /// `error.type` set to the failure's code for every outcome but `ok`), and exports the
+    /// ledger's outcome counts as the observable counter `faultline.requests`.
+    ///
+    /// Call it after the ledger limits, which replace the ledger.
+    ///
+    /// ```
+    /// use opentelemetry::metrics::MeterProvider as _;
+    ///
+    /// let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+    /// let layer = faultline::FaultLayer::new().opentelemetry(&provider.meter("webhooks"));
+    /// # let _ = layer;
+    /// ```
+    #[cfg(feature = "opentelemetry")]
+    pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
+        let ledger = self.ledger();
+        Arc::make_mut(&mut self.shared).otel =
+            Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
+        self
     }
 
     /// The level of each kind of failure event; see [`ReportLevels`].
@@ -453,6 +479,8 @@ pub(crate) struct Tally {
     shared: Arc<Shared>,
     meta: RequestMeta,
     phase: Phase,
+    #[cfg(feature = "opentelemetry")]
+    started_at: Option<std::time::Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -469,9 +497,24 @@ impl Tally {
     fn start(shared: Arc<Shared>, meta: RequestMeta) -> Self {
         shared.ledger.start();
         Self {
+            #[cfg(feature = "opentelemetry")]
+            started_at: shared.otel.as_ref().map(|_| std::time::Instant::now()),
             shared,
             meta,
             phase: Phase::Waiting,
+        }
+    }
+
+    /// Records the request's duration, when an OpenTelemetry meter is configured.
+    #[cfg(feature = "opentelemetry")]
+    fn record_duration(&self, status: Option<u16>, error_type: Option<&'static str>) {
+        if let (Some(otel), Some(started_at)) = (&self.shared.otel, self.started_at) {
+            otel.record(crate::otel::Finished {
+                started_at,
+                meta: &self.meta,
+                status,
+                error_type,
+            });
         }
     }
 
@@ -502,6 +545,8 @@ impl Tally {
 
     pub(crate) fn settle_ok(&mut self) {
         if !matches!(self.phase, Phase::Settled) {
+            #[cfg(feature = "opentelemetry")]
+            self.record_duration(Some(self.status().as_u16()), None);
             self.phase = Phase::Settled;
             self.shared.ledger.finish(Outcome::Ok);
         }
@@ -516,6 +561,11 @@ impl Tally {
         let levels = &self.shared.config.report_levels;
         ledger.report(summary, &self.meta, request_id, levels);
         ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
+        #[cfg(feature = "opentelemetry")]
+        self.record_duration(
+            (summary.outcome != Outcome::Cancelled).then(|| summary.status.as_u16()),
+            Some(summary.code),
+        );
         ledger.finish(summary.outcome);
     }
 

@@ -91,6 +91,8 @@ mod config;
 mod fault;
 mod layer;
 mod ledger;
+#[cfg(feature = "opentelemetry")]
+mod otel;
 mod panic_hook;
 mod problem;
 mod report;

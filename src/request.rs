@@ -41,6 +41,12 @@ impl RequestMeta {
             .map_or(UNMATCHED_ROUTE, MatchedPath::as_str)
     }
 
+    /// The route template, when a route matched.
+    #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
+    pub(crate) fn matched_route(&self) -> Option<&str> {
+        self.route.as_ref().map(MatchedPath::as_str)
+    }
+
     /// The request path without its query: query strings carry API keys.
     pub(crate) fn path(&self) -> &str {
         self.uri.path()

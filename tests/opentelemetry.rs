@@ -1,0 +1,110 @@
+//! The OpenTelemetry bridge, with the `opentelemetry` feature on:
+//! `cargo test --features opentelemetry --test opentelemetry`.
+
+#![cfg(feature = "opentelemetry")]
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::routing::get;
+use axum::Router;
+use faultline::FaultLayer;
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use tower::ServiceExt;
+
+fn attribute<'a>(attributes: impl Iterator<Item = &'a KeyValue>, key: &str) -> Option<Value> {
+    attributes
+        .into_iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.clone())
+}
+
+#[tokio::test]
+async fn requests_are_recorded_with_semantic_convention_names() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let layer = FaultLayer::new().opentelemetry(&provider.meter("test"));
+    let app = Router::new()
+        .route("/ok", get(|| async { "ok" }))
+        .route(
+            "/handled",
+            get(|| async {
+                Err::<(), _>(faultline::Error::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "demo-invalid",
+                    "nope",
+                ))
+            }),
+        )
+        .layer(layer);
+    for path in ["/ok", "/ok", "/handled", "/nowhere"] {
+        let request = Request::get(path).body(Body::empty()).unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+    }
+    provider.force_flush().unwrap();
+
+    let exported = exporter.get_finished_metrics().unwrap();
+    let metrics: Vec<_> = exported
+        .iter()
+        .flat_map(|r| r.scope_metrics())
+        .flat_map(|s| s.metrics())
+        .collect();
+
+    let duration = metrics
+        .iter()
+        .find(|m| m.name() == "http.server.request.duration")
+        .expect("the duration histogram");
+    assert_eq!(duration.unit(), "s");
+    let AggregatedMetrics::F64(MetricData::Histogram(histogram)) = duration.data() else {
+        panic!("not an f64 histogram: {:?}", duration.data());
+    };
+    let mut points: Vec<(Option<Value>, Option<Value>, Option<Value>, u64)> = histogram
+        .data_points()
+        .map(|p| {
+            (
+                attribute(p.attributes(), "http.route"),
+                attribute(p.attributes(), "http.response.status_code"),
+                attribute(p.attributes(), "error.type"),
+                p.count(),
+            )
+        })
+        .collect();
+    points.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(
+        points,
+        vec![
+            (None, Some(Value::I64(404)), Some("not-found".into()), 1),
+            (
+                Some("/handled".into()),
+                Some(Value::I64(422)),
+                Some("demo-invalid".into()),
+                1
+            ),
+            (Some("/ok".into()), Some(Value::I64(200)), None, 2),
+        ]
+    );
+
+    let requests = metrics
+        .iter()
+        .find(|m| m.name() == "faultline.requests")
+        .expect("the outcome counter");
+    let AggregatedMetrics::U64(MetricData::Sum(sum)) = requests.data() else {
+        panic!("not a u64 sum: {:?}", requests.data());
+    };
+    let count = |outcome: &str| {
+        sum.data_points()
+            .find(|p| attribute(p.attributes(), "fault.outcome") == Some(outcome.to_owned().into()))
+            .map(|p| p.value())
+    };
+    assert_eq!(count("ok"), Some(2));
+    assert_eq!(count("handled"), Some(1));
+    assert_eq!(count("rejected"), Some(1));
+    assert_eq!(count("panicked"), Some(0));
+}
