@@ -49,13 +49,9 @@ fn post_json(
 ) -> Case {
     Case {
         method: "POST",
-        path: "/json",
         content_type,
         body,
-        status,
-        code,
-        outcome,
-        detail_has,
+        ..get("/json", status, code, outcome, detail_has)
     }
 }
 
