@@ -93,13 +93,15 @@ fn push_string(out: &mut String, s: &str, cap: usize) {
 }
 
 /// Pushes the JSON-escaped content of `s`, at most `cap` bytes of it. When it does not fit,
-/// it keeps whole escapes and chars up to where the marker still fits within the cap.
+/// it keeps whole escapes and chars up to where the marker still fits within the cap, and
+/// never so many that the text with the marker reads longer than `s` itself, so a cut here
+/// keeps every cap the text was written under.
 fn push_escaped(out: &mut String, s: &str, cap: usize) {
     let start = out.len();
     // The end of the last piece after which the marker still fits.
     let mut safe = start;
     let mut buf = [0u8; 6];
-    for c in s.chars() {
+    for (at, c) in s.char_indices() {
         let piece = escape(c, &mut buf);
         if out.len() - start + piece.len() > cap {
             out.truncate(safe);
@@ -109,7 +111,10 @@ fn push_escaped(out: &mut String, s: &str, cap: usize) {
             return;
         }
         out.push_str(piece);
-        if out.len() - start + TRUNCATION_MARKER.len() <= cap {
+        let kept = at + c.len_utf8();
+        if out.len() - start + TRUNCATION_MARKER.len() <= cap
+            && kept + TRUNCATION_MARKER.len() <= s.len()
+        {
             safe = out.len();
         }
     }

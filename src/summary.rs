@@ -28,8 +28,8 @@ const OPAQUE_PANIC: &str = "<panic payload is not a string>";
 /// Placed between the links of a source chain in a summary.
 const CHAIN_SEPARATOR: &str = " <- ";
 
-/// Placed after the last link formatted when the chain goes on past the cap.
-const CHAIN_CONTINUES: &str = " <- …";
+/// Stands for the links past the cap when the chain goes on.
+const CHAIN_CONTINUES: &str = "…";
 
 /// A `fmt::Write` that accepts at most `cap` bytes and refuses everything past them.
 ///
@@ -148,12 +148,12 @@ fn write_chain(
         let mut next = error.source();
         let mut links = 0;
         while let Some(link) = next {
+            if links > 0 {
+                out.push_str(CHAIN_SEPARATOR);
+            }
             if links == max_links {
                 out.push_str(CHAIN_CONTINUES);
                 return true;
-            }
-            if links > 0 {
-                out.push_str(CHAIN_SEPARATOR);
             }
             write_bounded(out, cap, link);
             links += 1;
@@ -480,6 +480,9 @@ mod tests {
         let mut out = String::new();
         assert!(write_chain(&mut out, &deep, 3, 64));
         assert_eq!(out, "link 1 <- link 2 <- link 3 <- …");
+        let mut out = String::new();
+        assert!(write_chain(&mut out, &deep, 0, 64));
+        assert_eq!(out, "…");
         let short = chain(2);
         let mut out = String::new();
         assert!(!write_chain(&mut out, &short, 3, 64));
