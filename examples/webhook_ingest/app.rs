@@ -1,0 +1,385 @@
+//! The webhook ingestion service's routes, behind one fault layer.
+//!
+//! Shared with the integration tests, which serve it in-process. Organizations ("instances")
+//! own digests; each digest has inboxes; each inbox receives push webhooks from one provider
+//! and stores their commits.
+
+// Paths relative to this file, so the modules resolve the same whether this file is reached
+// from the example's `main.rs` or through a `#[path]` in a test.
+#[path = "error.rs"]
+pub mod error;
+#[path = "store.rs"]
+pub mod store;
+#[path = "webhook.rs"]
+pub mod webhook;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use faultline::{FaultLayer, Ledger};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use self::error::IngestError;
+use self::store::{Ingested, InstanceRow, Store};
+use self::webhook::{Event, Vcs};
+
+/// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
+pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
+/// The management routes take small JSON documents only.
+const API_BODY_LIMIT: usize = 64 * 1024;
+/// Commits per page when the client names no page size.
+const DEFAULT_PAGE_SIZE: u32 = 50;
+/// The largest page served, whatever the client asks: bounds the work and the response.
+const MAX_PAGE_SIZE: u32 = 200;
+/// Longest digest description and inbox name accepted, in bytes.
+const MAX_TEXT_BYTES: usize = 500;
+/// Random bytes in an id: at 64 bits a collision among one service's ids is vanishingly
+/// unlikely, and the primary key would refuse it rather than merge two records.
+const ID_BYTES: usize = 8;
+/// Random bytes in an API key or webhook secret: 192 bits, beyond guessing.
+const SECRET_BYTES: usize = 24;
+
+/// What the service can be configured with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The largest webhook body accepted; larger ones get 413.
+    pub body_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    store: Store,
+}
+
+/// The service's router, every route behind one fault layer whose ledger is returned with it.
+pub fn app(store: Store, config: Config) -> (Router, Ledger) {
+    let (layer, ledger) = FaultLayer::pair();
+    let state = AppState { store };
+    let api = Router::new()
+        .route("/api/instances", post(create_instance))
+        .route("/api/instances/{instance}", get(get_instance))
+        .route("/api/{instance}/stats", get(stats))
+        .route("/api/{instance}/digests", post(create_digest))
+        .route(
+            "/api/{instance}/digests/{digest}/inboxes",
+            post(create_inbox),
+        )
+        .route(
+            "/api/{instance}/digests/{digest}/commits",
+            get(list_commits),
+        )
+        .layer(DefaultBodyLimit::max(API_BODY_LIMIT));
+    let hooks = Router::new().route(
+        "/api/{instance}/inboxes/{inbox}/commits",
+        post(receive).layer(DefaultBodyLimit::max(config.body_limit)),
+    );
+    let router = api
+        .merge(hooks)
+        .route("/health", get(health))
+        .with_state(state)
+        .route("/metrics", get(ledger.metrics_handler()))
+        .route("/errors", get(ledger.errors_handler()))
+        .layer(layer);
+    (router, ledger)
+}
+
+/// A fresh random token: `prefix` and hex.
+fn token(prefix: &str, bytes: usize) -> String {
+    let mut buffer = vec![0; bytes];
+    getrandom::fill(&mut buffer).expect("the OS random source works");
+    format!("{prefix}{}", webhook::hex_encode(&buffer))
+}
+
+/// The API key sent as `Authorization: Bearer KEY` or, for clients that cannot set headers,
+/// `?apiKey=KEY`.
+fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        return value.as_bytes().strip_prefix(b"Bearer ");
+    }
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("apiKey="))
+        .map(str::as_bytes)
+}
+
+/// The instance, if it exists and the request carries its key.
+async fn authorize(
+    store: &Store,
+    instance: &str,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<InstanceRow, IngestError> {
+    let row = store
+        .instance(instance.to_owned())
+        .await?
+        .ok_or_else(|| IngestError::InstanceNotFound(instance.to_owned()))?;
+    let sent = Sha256::digest(api_key(headers, uri).unwrap_or_default());
+    if bool::from(sent.as_slice().ct_eq(&row.key_hash)) {
+        Ok(row)
+    } else {
+        Err(IngestError::BadApiKey)
+    }
+}
+
+async fn health(State(state): State<AppState>) -> Result<Json<serde_json::Value>, IngestError> {
+    state.store.health().await?;
+    Ok(Json(json!({ "status": "ok" })))
+}
+
+async fn create_instance(State(state): State<AppState>) -> Result<Response, IngestError> {
+    let id = token("in_", ID_BYTES);
+    let key = token("key_", SECRET_BYTES);
+    let key_hash = Sha256::digest(key.as_bytes()).to_vec();
+    state.store.create_instance(id.clone(), key_hash).await?;
+    tracing::info!(instance = %id, "instance created");
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": id, "api_key": key })),
+    )
+        .into_response())
+}
+
+async fn get_instance(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    let stats = state.store.stats(row.id.clone()).await?;
+    Ok(Json(json!({
+        "id": row.id,
+        "created_at": row.created_at,
+        "digests": stats.digests,
+        "inboxes": stats.inboxes,
+    })))
+}
+
+async fn stats(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<store::Stats>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    Ok(Json(state.store.stats(row.id).await?))
+}
+
+#[derive(serde::Deserialize)]
+struct NewDigest {
+    description: String,
+}
+
+/// A piece of client text that must be non-empty and short.
+fn bounded_text(field: &'static str, text: &str) -> Result<(), IngestError> {
+    let problem = if text.trim().is_empty() {
+        "must not be empty".into()
+    } else if text.len() > MAX_TEXT_BYTES {
+        format!("must be at most {MAX_TEXT_BYTES} bytes").into()
+    } else {
+        return Ok(());
+    };
+    Err(IngestError::InvalidField { field, problem })
+}
+
+async fn create_digest(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    Json(body): Json<NewDigest>,
+) -> Result<Response, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    bounded_text("description", &body.description)?;
+    let id = token("dg_", ID_BYTES);
+    state
+        .store
+        .create_digest(row.id, id.clone(), body.description.clone())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": id, "description": body.description })),
+    )
+        .into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct NewInbox {
+    vcs: String,
+    name: String,
+}
+
+async fn create_inbox(
+    State(state): State<AppState>,
+    Path((instance, digest)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    Json(body): Json<NewInbox>,
+) -> Result<Response, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    if !state
+        .store
+        .digest_exists(row.id.clone(), digest.clone())
+        .await?
+    {
+        return Err(IngestError::DigestNotFound(digest));
+    }
+    let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
+        field: "vcs",
+        problem: "must be `github`, `gitlab` or `bitbucket`".into(),
+    })?;
+    bounded_text("name", &body.name)?;
+    let id = token("ib_", ID_BYTES);
+    let secret = token("whs_", SECRET_BYTES);
+    state
+        .store
+        .create_inbox(
+            row.id.clone(),
+            digest.clone(),
+            id.clone(),
+            vcs,
+            body.name.clone(),
+            secret.clone(),
+        )
+        .await?;
+    // The host the client reached us by is the one its provider should use.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1:3000");
+    let url = format!("http://{host}/api/{}/inboxes/{id}/commits", row.id);
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "id": id,
+            "digest": digest,
+            "vcs": vcs.as_str(),
+            "name": body.name,
+            "secret": secret,
+            "url": url,
+        })),
+    )
+        .into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct Page {
+    page_size: Option<u32>,
+    /// The `next_before` of the previous page.
+    before: Option<i64>,
+}
+
+async fn list_commits(
+    State(state): State<AppState>,
+    Path((instance, digest)): Path<(String, String)>,
+    Query(page): Query<Page>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    if !state.store.digest_exists(row.id, digest.clone()).await? {
+        return Err(IngestError::DigestNotFound(digest));
+    }
+    let size = page
+        .page_size
+        .unwrap_or(DEFAULT_PAGE_SIZE)
+        .clamp(1, MAX_PAGE_SIZE);
+    let commits = state.store.commits(digest, page.before, size).await?;
+    let next_before = match commits.last() {
+        Some(last) if commits.len() == size as usize => Some(last.seq),
+        _ => None,
+    };
+    let commits: Vec<_> = commits
+        .into_iter()
+        .map(|stored| {
+            let c = stored.commit;
+            json!({
+                "sha": c.sha,
+                "message": c.message,
+                "author": c.author,
+                "timestamp": c.timestamp,
+                "repository": c.repository,
+                "branch": c.branch,
+                "inbox": stored.inbox_id,
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({ "commits": commits, "next_before": next_before }),
+    ))
+}
+
+/// Whether the request says its body is JSON (parameters such as `charset` allowed).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The webhook endpoint: authenticity on the raw bytes first, then the event, then the store.
+async fn receive(
+    State(state): State<AppState>,
+    Path((instance, inbox)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, IngestError> {
+    if !is_json(&headers) {
+        return Err(IngestError::UnsupportedMediaType);
+    }
+    let (sent, event) = webhook::detect(&headers)?;
+    let inbox = state
+        .store
+        .inbox(instance.clone(), inbox.clone())
+        .await?
+        .ok_or(IngestError::InboxNotFound(inbox))?;
+    if inbox.vcs != sent {
+        return Err(IngestError::WrongProvider {
+            inbox: inbox.vcs,
+            sent,
+        });
+    }
+    webhook::verify(sent, &headers, &inbox.secret, &body)?;
+    match event {
+        Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
+        Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
+        Event::Push => {
+            let delivery = webhook::delivery_id(sent, &headers, &body)?;
+            let commits = webhook::parse_push(sent, &body)?;
+            let inbox_id = inbox.id.clone();
+            match state
+                .store
+                .ingest(instance, inbox, delivery.clone(), commits)
+                .await?
+            {
+                Ingested::Stored(stored) => {
+                    tracing::debug!(inbox = %inbox_id, delivery = %delivery, stored, "push stored");
+                    Ok((
+                        StatusCode::CREATED,
+                        Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
+                    )
+                        .into_response())
+                }
+                Ingested::Duplicate => Ok((
+                    StatusCode::OK,
+                    Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
+                )
+                    .into_response()),
+            }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! What the three providers send: which provider and event a delivery is, whether it is
+//! authentic, its delivery id, and the commits of a push.
+//!
+//! Everything here works on headers and raw bytes and touches no store, so it is tested
+//! without a server.
+
+use std::fmt;
+
+use axum::http::HeaderMap;
+use hmac::{KeyInit, Mac};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::error::IngestError;
+
+type HmacSha256 = hmac::Hmac<Sha256>;
+
+/// Longest delivery id kept: providers send UUIDs (36 bytes); anything far longer is not one.
+pub const MAX_DELIVERY_ID_BYTES: usize = 128;
+
+const GITHUB_EVENT: &str = "x-github-event";
+const GITLAB_EVENT: &str = "x-gitlab-event";
+const BITBUCKET_EVENT: &str = "x-event-key";
+
+/// A version control provider, and the kind of an inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vcs {
+    Github,
+    Gitlab,
+    Bitbucket,
+}
+
+impl Vcs {
+    pub const ALL: [Vcs; 3] = [Vcs::Github, Vcs::Gitlab, Vcs::Bitbucket];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vcs::Github => "github",
+            Vcs::Gitlab => "gitlab",
+            Vcs::Bitbucket => "bitbucket",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Vcs> {
+        Vcs::ALL.into_iter().find(|vcs| vcs.as_str() == name)
+    }
+
+    /// The header that names the event.
+    fn event_header(self) -> &'static str {
+        match self {
+            Vcs::Github => GITHUB_EVENT,
+            Vcs::Gitlab => GITLAB_EVENT,
+            Vcs::Bitbucket => BITBUCKET_EVENT,
+        }
+    }
+
+    /// The headers that carry the delivery id, preferred first.
+    fn delivery_headers(self) -> &'static [&'static str] {
+        match self {
+            Vcs::Github => &["x-github-delivery"],
+            Vcs::Gitlab => &["idempotency-key", "x-gitlab-event-uuid"],
+            Vcs::Bitbucket => &["x-request-uuid"],
+        }
+    }
+}
+
+impl fmt::Display for Vcs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a delivery asks of us.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    Push,
+    Ping,
+    Unsupported(String),
+}
+
+/// The provider whose event header is present, and the event it names.
+pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
+    for vcs in Vcs::ALL {
+        if let Some(value) = headers.get(vcs.event_header()) {
+            let name = value.to_str().unwrap_or("(not text)");
+            return Ok((vcs, classify(vcs, name)));
+        }
+    }
+    Err(IngestError::UnknownProvider)
+}
+
+fn classify(vcs: Vcs, name: &str) -> Event {
+    match (vcs, name) {
+        (Vcs::Github, "push") | (Vcs::Gitlab, "Push Hook") | (Vcs::Bitbucket, "repo:push") => {
+            Event::Push
+        }
+        // GitHub's hook-created event and Bitbucket Server's "test connection".
+        (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
+        _ => Event::Unsupported(name.to_owned()),
+    }
+}
+
+/// Checks that `body` came from someone who holds `secret`, on the raw bytes, in constant
+/// time.
+pub fn verify(vcs: Vcs, headers: &HeaderMap, secret: &str, body: &[u8]) -> Result<(), IngestError> {
+    match vcs {
+        Vcs::Github => verify_hmac("x-hub-signature-256", headers, secret, body),
+        Vcs::Bitbucket => verify_hmac("x-hub-signature", headers, secret, body),
+        Vcs::Gitlab => {
+            let header = "x-gitlab-token";
+            let token = headers.get(header).ok_or(IngestError::BadSignature {
+                header: "X-Gitlab-Token",
+                problem: "is missing",
+            })?;
+            // Hashing both sides first makes the comparison independent of the lengths too.
+            let sent = Sha256::digest(token.as_bytes());
+            let expected = Sha256::digest(secret.as_bytes());
+            if bool::from(sent.as_slice().ct_eq(expected.as_slice())) {
+                Ok(())
+            } else {
+                Err(IngestError::BadSignature {
+                    header: "X-Gitlab-Token",
+                    problem: "does not match the inbox secret",
+                })
+            }
+        }
+    }
+}
+
+fn verify_hmac(
+    header: &'static str,
+    headers: &HeaderMap,
+    secret: &str,
+    body: &[u8],
+) -> Result<(), IngestError> {
+    let display = if header == "x-hub-signature-256" {
+        "X-Hub-Signature-256"
+    } else {
+        "X-Hub-Signature"
+    };
+    let value = headers.get(header).ok_or(IngestError::BadSignature {
+        header: display,
+        problem: "is missing",
+    })?;
+    let tag = value
+        .as_bytes()
+        .strip_prefix(b"sha256=")
+        .and_then(hex_decode)
+        .ok_or(IngestError::BadSignature {
+            header: display,
+            problem: "is not `sha256=` and 64 hex digits",
+        })?;
+    let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(body);
+    // `verify_slice` compares in constant time.
+    mac.verify_slice(&tag)
+        .map_err(|_| IngestError::BadSignature {
+            header: display,
+            problem: "does not match the body",
+        })
+}
+
+/// The hex HMAC-SHA256 of `body` under `secret`: what GitHub and Bitbucket put after
+/// `sha256=`.
+pub fn sign(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key");
+    mac.update(body);
+    hex_encode(&mac.finalize().into_bytes())
+}
+
+/// The delivery id the provider sent, or, when it sent none, one derived from the body, so
+/// a byte-identical redelivery is still recognized.
+pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
+    for &header in vcs.delivery_headers() {
+        if let Some(value) = headers.get(header) {
+            let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
+                "is too long for a delivery id"
+            } else if value.is_empty() {
+                "is empty"
+            } else {
+                match value.to_str() {
+                    Ok(id) => return Ok(id.to_owned()),
+                    Err(_) => "is not visible ASCII",
+                }
+            };
+            return Err(IngestError::BadDeliveryId {
+                header: display_name(header),
+                problem,
+            });
+        }
+    }
+    Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body))))
+}
+
+fn display_name(header: &str) -> &'static str {
+    match header {
+        "x-github-delivery" => "X-GitHub-Delivery",
+        "idempotency-key" => "Idempotency-Key",
+        "x-gitlab-event-uuid" => "X-Gitlab-Event-UUID",
+        _ => "X-Request-UUID",
+    }
+}
+
+/// One commit as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub sha: String,
+    pub message: String,
+    pub author: String,
+    pub timestamp: String,
+    pub repository: String,
+    pub branch: String,
+}
+
+/// The commits of a push event's payload; a missing or mistyped field is named in the error.
+pub fn parse_push(vcs: Vcs, body: &[u8]) -> Result<Vec<Commit>, IngestError> {
+    let payload: Value = serde_json::from_slice(body)
+        .map_err(|e| IngestError::Malformed(format!("is not valid JSON: {e}")))?;
+    match vcs {
+        Vcs::Github => parse_flat(&payload, &["repository", "full_name"]),
+        Vcs::Gitlab => parse_flat(&payload, &["project", "path_with_namespace"]),
+        Vcs::Bitbucket => parse_bitbucket(&payload),
+    }
+}
+
+/// GitHub and GitLab: one ref, a `commits` array of `id`, `message`, `timestamp`,
+/// `author.name`.
+fn parse_flat(payload: &Value, repository_path: &[&str]) -> Result<Vec<Commit>, IngestError> {
+    let repository = text_at(payload, repository_path, "")?;
+    let git_ref = text_at(payload, &["ref"], "")?;
+    let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
+    let commits = array_at(payload, "commits", "")?;
+    commits
+        .iter()
+        .enumerate()
+        .map(|(i, commit)| {
+            let at = format!("commits[{i}].");
+            Ok(Commit {
+                sha: text_at(commit, &["id"], &at)?.to_owned(),
+                message: text_at(commit, &["message"], &at)?.to_owned(),
+                author: text_at(commit, &["author", "name"], &at)?.to_owned(),
+                timestamp: text_at(commit, &["timestamp"], &at)?.to_owned(),
+                repository: repository.to_owned(),
+                branch: branch.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Bitbucket: `push.changes[]`, each with the branch in `new.name` and `commits[]` of `hash`,
+/// `message`, `date`, `author.raw`. A change whose `new` is null deleted a branch and brings
+/// no commits.
+fn parse_bitbucket(payload: &Value) -> Result<Vec<Commit>, IngestError> {
+    let repository = text_at(payload, &["repository", "full_name"], "")?;
+    let push = payload
+        .get("push")
+        .ok_or_else(|| IngestError::missing("push"))?;
+    let changes = array_at(push, "changes", "push.")?;
+    let mut stored = Vec::new();
+    for (c, change) in changes.iter().enumerate() {
+        let at = format!("push.changes[{c}].");
+        if change.get("new").is_none_or(Value::is_null) {
+            continue;
+        }
+        let branch = text_at(change, &["new", "name"], &at)?;
+        let commits = array_at(change, "commits", &at)?;
+        for (i, commit) in commits.iter().enumerate() {
+            let at = format!("{at}commits[{i}].");
+            stored.push(Commit {
+                sha: text_at(commit, &["hash"], &at)?.to_owned(),
+                message: text_at(commit, &["message"], &at)?.to_owned(),
+                author: text_at(commit, &["author", "raw"], &at)?.to_owned(),
+                timestamp: text_at(commit, &["date"], &at)?.to_owned(),
+                repository: repository.to_owned(),
+                branch: branch.to_owned(),
+            });
+        }
+    }
+    Ok(stored)
+}
+
+/// The string at `path` below `value`; `prefix` is where `value` sits, for the error.
+fn text_at<'a>(value: &'a Value, path: &[&str], prefix: &str) -> Result<&'a str, IngestError> {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{}", path.join("."))))
+}
+
+fn array_at<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], IngestError> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{key}")))
+}
+
+pub fn hex_encode(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
+}
+
+fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    text.chunks_exact(2)
+        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn githubs_published_test_vector() {
+        assert_eq!(
+            sign(b"It's a Secret to Everybody", b"Hello, World!"),
+            "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+        );
+    }
+}

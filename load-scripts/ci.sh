@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds the webhook ingestion service, starts it on a fresh temporary database and a free
+# port of 127.0.0.1, runs setup.sh, the classic 20 x 50 unsupported Bitbucket pull requests,
+# a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
+# the service's log; stops the server by its PID. Exits non-zero on any failure.
+#
+#   load-scripts/ci.sh             # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/ci.sh
+set -euo pipefail
+LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$LOAD_DIR/.."
+
+# The server prints its address within a second; a cold debug binary on a busy machine can
+# take a few.
+STARTUP_TIMEOUT_SECS=30
+CLASSIC_CLIENTS=20
+CLASSIC_REQUESTS=50
+MIXED_CLIENTS=4
+MIXED_REQUESTS=20
+
+began=$(date +%s%N)
+profile=${CI_PROFILE:-debug}
+case $profile in
+    debug) cargo_flags=() ;;
+    release) cargo_flags=(--release) ;;
+    *) echo "ci.sh: CI_PROFILE must be debug or release" >&2; exit 1 ;;
+esac
+
+command -v curl >/dev/null || { echo "ci.sh: curl is required" >&2; exit 1; }
+if ! command -v openssl >/dev/null; then
+    echo "ci.sh: no openssl; the scripts sign with the service's --sign mode"
+fi
+
+echo "== build ($profile)"
+cargo build "${cargo_flags[@]}" --example webhook_ingest
+bin=$PWD/target/$profile/examples/webhook_ingest
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-ci.XXXXXX")
+server_pid=
+stop_server() {
+    if [[ -n $server_pid ]]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=
+    fi
+}
+cleanup() {
+    local status=$?
+    stop_server
+    if ((status != 0)); then
+        echo "ci.sh: failed; the server log ends:" >&2
+        tail -n 20 "$work/server.log" >&2 2>/dev/null || true
+    fi
+    rm -rf "$work"
+    exit $status
+}
+trap cleanup EXIT
+
+echo "== start"
+"$bin" --port 0 --db "$work/ingest.db" >"$work/server.out" 2>"$work/server.log" &
+server_pid=$!
+port=
+for ((i = 0; i < STARTUP_TIMEOUT_SECS * 10; i++)); do
+    if [[ -s $work/server.out && $(<"$work/server.out") =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
+        port=${BASH_REMATCH[1]}
+        break
+    fi
+    kill -0 "$server_pid" 2>/dev/null || { echo "ci.sh: the server exited" >&2; exit 1; }
+    sleep 0.1
+done
+[[ -n $port ]] || { echo "ci.sh: the server printed no address" >&2; exit 1; }
+echo "server $server_pid on 127.0.0.1:$port, database $work/ingest.db"
+
+export FAULTLINE_URL=http://127.0.0.1:$port
+export FAULTLINE_ENV=$work/env
+export FAULTLINE_RESULTS=$work/results
+export WEBHOOK_INGEST_BIN=$bin
+
+curl -sf --max-time 5 "$FAULTLINE_URL/health" >/dev/null
+
+echo "== setup"
+"$LOAD_DIR/setup.sh"
+"$LOAD_DIR/reconcile.sh" begin
+
+echo "== classic: $CLASSIC_CLIENTS x $CLASSIC_REQUESTS unsupported Bitbucket pull requests"
+"$LOAD_DIR/runner.sh" "$CLASSIC_CLIENTS" "post-bitbucket-pull-request.sh $CLASSIC_REQUESTS"
+
+echo "== mixed: $MIXED_CLIENTS x $MIXED_REQUESTS of every scenario at once"
+"$LOAD_DIR/runner.sh" "$MIXED_CLIENTS" \
+    "post-github-push.sh $MIXED_REQUESTS" \
+    "post-bitbucket-pull-request.sh $MIXED_REQUESTS" \
+    "post-bad-signature.sh $MIXED_REQUESTS" \
+    "post-malformed.sh $MIXED_REQUESTS" \
+    "post-duplicate-delivery.sh $MIXED_REQUESTS" \
+    "post-new-digest.sh $MIXED_REQUESTS" \
+    "query-real-instance.sh $MIXED_REQUESTS" \
+    "query-non-existent-instance.sh $MIXED_REQUESTS"
+
+echo "== reconcile"
+"$LOAD_DIR/reconcile.sh"
+
+echo "== no key or secret in the log"
+stop_server
+# shellcheck disable=SC1090
+source "$FAULTLINE_ENV"
+log=$(<"$work/server.log")
+for secret in "$API_KEY" "$GITHUB_SECRET" "$GITLAB_SECRET" "$BITBUCKET_SECRET"; do
+    if [[ $log == *"$secret"* ]]; then
+        echo "ci.sh: a key or secret appears in the server log" >&2
+        exit 1
+    fi
+done
+echo "none in $(wc -l <"$work/server.log") log lines"
+
+elapsed=$((($(date +%s%N) - began) / 1000000))
+printf 'ci.sh: passed in %d.%03ds\n' $((elapsed / 1000)) $((elapsed % 1000))

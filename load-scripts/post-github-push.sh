@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# M signed GitHub pushes, each with new commits and its own delivery id: all 201.
+source "$(dirname "$0")/lib.sh"
+SCRIPT_NAME=post-github-push
+EXPECTED="201:-"
+COMMITS_PER_PUSH=3
+
+copy_begin "${1:-}"
+body=$SCRATCH/body
+for ((i = 1; i <= REQUESTS; i++)); do
+    in_time || break
+    commits=
+    for ((j = 1; j <= COMMITS_PER_PUSH; j++)); do
+        # 40 hex digits, unique per copy, push and commit, like a real sha.
+        sha=$(printf '%016x%08x%08x%08x' "$COPY_START" "$$" "$i" "$j")
+        commits+="${commits:+,}{\"id\":\"$sha\",\"message\":\"load commit $i.$j\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"author\":{\"name\":\"Load Runner\"}}"
+    done
+    printf '{"ref":"refs/heads/main","repository":{"full_name":"load/github"},"commits":[%s]}' \
+        "$commits" >"$body"
+    signature=$(sign_file "$GITHUB_SECRET" "$body")
+    request POST "/api/$INSTANCE_ID/inboxes/$GITHUB_INBOX/commits" \
+        -H 'content-type: application/json' -H 'X-GitHub-Event: push' \
+        -H "X-GitHub-Delivery: push-$RUNNER_ID-$COPY-$$-$i" \
+        -H "X-Hub-Signature-256: sha256=$signature" --data-binary "@$body"
+    if [[ $STATUS == 201 ]]; then
+        COMMITS_ACCEPTED=$((COMMITS_ACCEPTED + COMMITS_PER_PUSH))
+    fi
+done
+copy_end
