@@ -28,18 +28,27 @@ pin_project! {
 pin_project! {
     #[project = KindProj]
     enum Kind<B> {
-        // The inner service's body; the tally counts the request when it ends.
-        Watched { #[pin] inner: B, tally: Option<Tally>, failed: bool },
+        // The inner service's body; the tally counts the request when it ends. `remaining` is
+        // what is left of a declared length: hyper stops polling once that much is written,
+        // so reaching it is the end even when the body never says so.
+        Watched { #[pin] inner: B, tally: Option<Tally>, remaining: Option<u64>, failed: bool },
         // A rendered problem body, sent in one frame.
         Problem { bytes: Option<Bytes> },
     }
 }
 
 impl<B: Body> FaultBody<B> {
-    /// Watches `inner` to its end; an already finished body settles at once.
-    pub(crate) fn watched(inner: B, mut tally: Tally, status: http::StatusCode) -> Self {
+    /// Watches `inner` to its end; an already finished body settles at once. `length` is the
+    /// `Content-Length` the head declares, if any.
+    pub(crate) fn watched(
+        inner: B,
+        mut tally: Tally,
+        status: http::StatusCode,
+        length: Option<u64>,
+    ) -> Self {
         tally.streaming(status);
-        let tally = if inner.is_end_stream() {
+        let remaining = length.or_else(|| inner.size_hint().exact());
+        let tally = if inner.is_end_stream() || remaining == Some(0) {
             tally.settle_ok();
             None
         } else {
@@ -49,6 +58,19 @@ impl<B: Body> FaultBody<B> {
             kind: Kind::Watched {
                 inner,
                 tally,
+                remaining,
+                failed: false,
+            },
+        }
+    }
+
+    /// A body an inner fault layer already answered and counted: passed on untouched.
+    pub(crate) fn settled(inner: B) -> Self {
+        Self {
+            kind: Kind::Watched {
+                inner,
+                tally: None,
+                remaining: None,
                 failed: false,
             },
         }
@@ -80,6 +102,7 @@ where
             KindProj::Watched {
                 mut inner,
                 tally,
+                remaining,
                 failed,
             } => {
                 if *failed {
@@ -98,7 +121,10 @@ where
                         return Poll::Ready(None);
                     }
                     Ok(Poll::Ready(Some(Ok(frame)))) => {
-                        if inner.is_end_stream() {
+                        if let (Some(left), Some(data)) = (remaining.as_mut(), frame.data_ref()) {
+                            *left = left.saturating_sub(data.len() as u64);
+                        }
+                        if inner.is_end_stream() || *remaining == Some(0) {
                             watching.settle_ok();
                             *tally = None;
                         }

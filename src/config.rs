@@ -22,6 +22,16 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024;
 /// The smallest message cap accepted: room for the truncation marker and some text.
 pub const MIN_MESSAGE_BYTES: usize = 32;
 
+/// The largest message cap accepted: a cap is there to bound the cost, so "no cap" is this.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// The most `source()` links walked whatever the setting: also what ends a chain that loops
+/// back on itself.
+pub const MAX_CHAIN_LINKS: usize = 64;
+
+/// The largest body cap accepted.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
 /// The smallest body cap accepted: room for every fixed member of the problem object at its
 /// own cap, with some detail left.
 pub const MIN_BODY_BYTES: usize = 1024;

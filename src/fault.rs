@@ -68,7 +68,8 @@ pub trait Fault: StdError + Send + Sync + 'static {
 
     /// Whether the client may read [`public_message`](Fault::public_message).
     ///
-    /// By default a client error (4xx) is public and anything else is not.
+    /// By default a client error (4xx) is public and anything else is not. A 5xx is never
+    /// shown outside development mode, whatever this says: its text goes to the report only.
     fn is_public(&self) -> bool {
         self.status().is_client_error()
     }

@@ -8,14 +8,19 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING};
+use http::header::{
+    CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LANGUAGE, CONTENT_LENGTH, CONTENT_LOCATION,
+    CONTENT_RANGE, CONTENT_TYPE, ETAG, LAST_MODIFIED, TRANSFER_ENCODING,
+};
 use http::{response, HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use tower::{BoxError, Layer, Service};
 
 use crate::body::FaultBody;
-use crate::config::{Config, MIN_BODY_BYTES, MIN_MESSAGE_BYTES};
+use crate::config::{
+    Config, MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
+};
 use crate::fault::FaultMarker;
 use crate::ledger::{Ledger, LedgerLimits, Outcome};
 use crate::panic_hook::catch;
@@ -101,41 +106,43 @@ impl FaultLayer {
 
     /// Caps each message of a summary (the error's text, a panic's text, each chain link);
     /// default [`DEFAULT_MAX_MESSAGE_BYTES`](crate::DEFAULT_MAX_MESSAGE_BYTES), at least
-    /// [`MIN_MESSAGE_BYTES`](crate::MIN_MESSAGE_BYTES).
+    /// [`MIN_MESSAGE_BYTES`](crate::MIN_MESSAGE_BYTES), at most
+    /// [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.config_mut().max_message_bytes = bytes.max(MIN_MESSAGE_BYTES);
+        self.config_mut().max_message_bytes = bytes.clamp(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES);
         self
     }
 
     /// Caps the `source()` links walked; default
-    /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::DEFAULT_MAX_CHAIN_LINKS).
+    /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::DEFAULT_MAX_CHAIN_LINKS), at most
+    /// [`MAX_CHAIN_LINKS`](crate::MAX_CHAIN_LINKS).
     pub fn max_chain_links(mut self, links: usize) -> Self {
-        self.config_mut().max_chain_links = links;
+        self.config_mut().max_chain_links = links.min(MAX_CHAIN_LINKS);
         self
     }
 
     /// Caps a whole problem body; default
     /// [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES), at least
-    /// [`MIN_BODY_BYTES`](crate::MIN_BODY_BYTES).
+    /// [`MIN_BODY_BYTES`](crate::MIN_BODY_BYTES), at most
+    /// [`MAX_BODY_BYTES`](crate::MAX_BODY_BYTES).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
-        self.config_mut().max_body_bytes = bytes.max(MIN_BODY_BYTES);
+        self.config_mut().max_body_bytes = bytes.clamp(MIN_BODY_BYTES, MAX_BODY_BYTES);
         self
     }
 
-    /// Gives the layer a fresh ledger with changed limits.
-    fn ledger_limits(mut self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
-        let shared = Arc::make_mut(&mut self.shared);
-        let mut limits = shared.ledger.limits();
+    /// Changes the limits of the layer's ledger in place: handles taken before see them too.
+    fn ledger_limits(self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
+        let mut limits = self.shared.ledger.limits();
         change(&mut limits);
-        shared.ledger = Ledger::with_limits(limits);
+        self.shared.ledger.set_limits(limits);
         self
     }
 
     /// Caps the failure series of the ledger; default
     /// [`DEFAULT_MAX_SERIES`](crate::DEFAULT_MAX_SERIES).
     ///
-    /// This and the other ledger limits give the layer a fresh ledger: take the handle with
-    /// [`ledger`](Self::ledger) after setting them.
+    /// This and the other ledger limits belong to the ledger, which every clone of the layer
+    /// and every handle from [`pair`](Self::pair) or [`ledger`](Self::ledger) share.
     pub fn max_series(self, series: usize) -> Self {
         self.ledger_limits(|limits| limits.max_series = series)
     }
@@ -166,8 +173,6 @@ impl FaultLayer {
     /// (attributes `http.request.method`, `http.route`, `http.response.status_code`, and
     /// `error.type` set to the failure's code for every outcome but `ok`), and exports the
     /// ledger's outcome counts as the observable counter `faultline.requests`.
-    ///
-    /// Call it after the ledger limits, which replace the ledger.
     ///
     /// ```
     /// use opentelemetry::metrics::MeterProvider as _;
@@ -358,27 +363,59 @@ where
                     match polled {
                         Ok(Poll::Pending) => return Poll::Pending,
                         Ok(Poll::Ready(Ok(response))) => {
+                            if let Some(rendered) = response.extensions().get::<Rendered>() {
+                                // An inner fault layer answered already: count, keep its answer.
+                                let summary = Summary::already_answered(
+                                    rendered.outcome,
+                                    response.status(),
+                                    rendered.code,
+                                );
+                                let mut tally = this.tally.take().expect("checked above");
+                                tally.settle_unanswered(&summary);
+                                this.state.set(State::Done);
+                                return Poll::Ready(Ok(response.map(FaultBody::settled)));
+                            }
                             let marker = response.extensions().get::<FaultMarker>().cloned();
                             if let Some(FaultMarker(fault)) = marker {
-                                let summary = Summary::from_fault(&*fault, config);
                                 let mut head = response.into_parts().0;
-                                fault.headers(&mut head.headers);
-                                (Some(head), summary)
+                                // `status`, `code`, `headers` are the user's code: a panic there
+                                // is a panicking request, not a crashed connection.
+                                let described = catch(|| {
+                                    let summary = Summary::from_fault(&*fault, config);
+                                    fault.headers(&mut head.headers);
+                                    summary
+                                });
+                                match described {
+                                    Ok(summary) => (Some(head), summary),
+                                    Err(caught) => (
+                                        None,
+                                        Summary::from_panic(
+                                            Outcome::Panicked,
+                                            StatusCode::INTERNAL_SERVER_ERROR,
+                                            caught,
+                                            config,
+                                        ),
+                                    ),
+                                }
                             } else if is_error_status(response.status()) {
                                 let (head, body) = response.into_parts();
-                                this.state.set(State::Reading {
-                                    head: Some(head),
-                                    body,
-                                    text: Vec::new(),
-                                });
-                                continue;
+                                if is_readable(&head, &body) {
+                                    this.state.set(State::Reading {
+                                        head: Some(head),
+                                        body,
+                                        text: Vec::new(),
+                                    });
+                                    continue;
+                                }
+                                let summary = Summary::from_rejection(head.status, &[], config);
+                                (Some(head), summary)
                             } else {
                                 let tally = this.tally.take().expect("checked above");
                                 this.state.set(State::Done);
                                 let status = response.status();
-                                return Poll::Ready(Ok(
-                                    response.map(|body| FaultBody::watched(body, tally, status))
-                                ));
+                                let length = declared_length(response.headers());
+                                return Poll::Ready(Ok(response
+                                    .map(|body| FaultBody::watched(body, tally, status, length))));
                             }
                         }
                         Ok(Poll::Ready(Err(error))) => {
@@ -423,6 +460,46 @@ fn is_error_status(status: StatusCode) -> bool {
     status.is_client_error() || status.is_server_error()
 }
 
+/// The most an error response's body may declare for the layer to wait for its text.
+/// axum's rejections are a few dozen bytes; a larger or open-ended body (a proxied 502 that
+/// streams) is not waited for, so a stalled body cannot hold back the answer.
+const MAX_READABLE_BODY_BYTES: u64 = 64 * 1024;
+
+/// Whether an error response's body is worth reading for its message: plain text of a known,
+/// small size.
+fn is_readable<B: Body>(head: &response::Parts, body: &B) -> bool {
+    !head.headers.contains_key(CONTENT_ENCODING)
+        && body
+            .size_hint()
+            .upper()
+            .is_some_and(|upper| upper <= MAX_READABLE_BODY_BYTES)
+}
+
+/// The `Content-Length` a response head declares.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+/// Left in the extensions of every answer the layer rendered, so that a fault layer outside
+/// this one counts it without rendering it again.
+#[derive(Debug, Clone, Copy)]
+struct Rendered {
+    outcome: Outcome,
+    code: &'static str,
+}
+
+/// Headers that describe a body the problem body replaces.
+const REPLACED_BODY_HEADERS: [HeaderName; 8] = [
+    CONTENT_LENGTH,
+    TRANSFER_ENCODING,
+    CONTENT_ENCODING,
+    CONTENT_RANGE,
+    CONTENT_LANGUAGE,
+    CONTENT_LOCATION,
+    ETAG,
+    LAST_MODIFIED,
+];
+
 /// Reads `body` into `text` until its end or until `text` holds more than `cap` bytes, so a
 /// rejection's message costs at most the cap. An error or a panic of the body ends the read.
 fn read_bounded<B: Body<Data = Bytes>>(
@@ -459,9 +536,14 @@ fn answer<B>(
     let body = problem::render(&summary, &request_id, tally.meta.path(), config);
     let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
+    head.extensions.insert(Rendered {
+        outcome: summary.outcome,
+        code: summary.code,
+    });
     let headers = &mut head.headers;
-    headers.remove(CONTENT_LENGTH);
-    headers.remove(TRANSFER_ENCODING);
+    for name in REPLACED_BODY_HEADERS {
+        headers.remove(name);
+    }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -546,7 +628,7 @@ impl Tally {
     pub(crate) fn settle_ok(&mut self) {
         if !matches!(self.phase, Phase::Settled) {
             #[cfg(feature = "opentelemetry")]
-            self.record_duration(Some(self.status().as_u16()), None);
+            let _ = catch(|| self.record_duration(Some(self.status().as_u16()), None));
             self.phase = Phase::Settled;
             self.shared.ledger.finish(Outcome::Ok);
         }
@@ -558,14 +640,18 @@ impl Tally {
         }
         self.phase = Phase::Settled;
         let ledger = &self.shared.ledger;
-        let levels = &self.shared.config.report_levels;
-        ledger.report(summary, &self.meta, request_id, levels);
         ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
+        // The report runs the subscriber's code (and the exporter's): a panic there must not
+        // keep the request from being counted.
+        let levels = &self.shared.config.report_levels;
+        let _ = catch(|| ledger.report(summary, &self.meta, request_id, levels));
         #[cfg(feature = "opentelemetry")]
-        self.record_duration(
-            (summary.outcome != Outcome::Cancelled).then(|| summary.status.as_u16()),
-            Some(summary.code),
-        );
+        let _ = catch(|| {
+            self.record_duration(
+                (summary.outcome != Outcome::Cancelled).then(|| summary.status.as_u16()),
+                Some(summary.code),
+            )
+        });
         ledger.finish(summary.outcome);
     }
 
@@ -795,6 +881,239 @@ mod tests {
         assert_eq!(
             (snapshot.started, snapshot.cancelled, snapshot.in_flight),
             (1, 1, 0)
+        );
+    }
+
+    #[derive(Debug)]
+    struct BadHeaders;
+
+    impl fmt::Display for BadHeaders {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("slow down")
+        }
+    }
+
+    impl std::error::Error for BadHeaders {}
+
+    impl Fault for BadHeaders {
+        fn status(&self) -> StatusCode {
+            StatusCode::TOO_MANY_REQUESTS
+        }
+
+        fn code(&self) -> &'static str {
+            "slow-down"
+        }
+
+        fn headers(&self, _: &mut http::HeaderMap) {
+            panic!("a computed Retry-After failed to parse")
+        }
+    }
+
+    crate::impl_into_response!(BadHeaders);
+
+    #[tokio::test]
+    async fn a_panic_in_a_faults_own_methods_is_a_panicked_500() {
+        crate::install_panic_hook();
+        let (layer, ledger) = FaultLayer::pair();
+        let app = Router::new()
+            .route("/", get(|| async { Err::<(), _>(BadHeaders) }))
+            .layer(layer);
+        let response = app.oneshot(get_request("/")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["code"], "panic");
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.panicked, snapshot.in_flight), (1, 0));
+    }
+
+    /// A subscriber whose every event panics, like a broken log shipper.
+    struct PanickingSubscriber;
+
+    impl tracing::Subscriber for PanickingSubscriber {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {
+            panic!("the log shipper fell over")
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
+        crate::install_panic_hook();
+        let (layer, ledger) = FaultLayer::pair();
+        let service = layer.layer(service_fn(|_: Request<Body>| async {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::NOT_FOUND)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+        }));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let status = tracing::subscriber::with_default(PanickingSubscriber, || {
+            runtime.block_on(async { service.oneshot(get_request("/")).await.unwrap().status() })
+        });
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.rejected, snapshot.in_flight), (1, 0));
+        assert_eq!(snapshot.reported + snapshot.suppressed, 1);
+    }
+
+    #[tokio::test]
+    async fn a_replaced_body_takes_its_describing_headers_with_it() {
+        let (layer, _) = FaultLayer::pair();
+        let service = layer.layer(service_fn(|_: Request<Body>| async {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::BAD_REQUEST)
+                    .header("content-encoding", "gzip")
+                    .header("etag", "\"abc\"")
+                    .header("vary", "accept-encoding")
+                    .body(Body::from(vec![0x1f, 0x8b, 0x08, 0x00]))
+                    .unwrap(),
+            )
+        }));
+        let response = service.oneshot(get_request("/")).await.unwrap();
+        assert!(response.headers().get("content-encoding").is_none());
+        assert!(response.headers().get("etag").is_none());
+        assert_eq!(response.headers()["vary"], "accept-encoding");
+        let (_, problem) = problem_of(response).await;
+        assert_eq!(problem["detail"], "The request was rejected.");
+    }
+
+    #[tokio::test]
+    async fn an_error_body_that_stalls_does_not_hold_back_the_answer() {
+        let (layer, ledger) = FaultLayer::pair();
+        let service = layer.layer(service_fn(|_: Request<Body>| async {
+            let never = futures::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::BAD_GATEWAY)
+                    .body(Body::from_stream(never))
+                    .unwrap(),
+            )
+        }));
+        let answered =
+            tokio::time::timeout(Duration::from_secs(5), service.oneshot(get_request("/")))
+                .await
+                .expect("answered without waiting for the body");
+        let (status, problem) = problem_of(answered.unwrap()).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY);
+        assert_eq!(problem["code"], "bad-gateway");
+        assert_eq!(ledger.snapshot().rejected, 1);
+    }
+
+    #[tokio::test]
+    async fn limits_set_after_pair_apply_to_the_handed_out_ledger() {
+        let (layer, ledger) = FaultLayer::pair();
+        let layer = layer.report_burst(1, Duration::from_secs(60)).max_series(1);
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer);
+        for path in ["/", "/a", "/b", "/a"] {
+            app.clone().oneshot(get_request(path)).await.unwrap();
+        }
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.ok, snapshot.rejected), (1, 3));
+        // One 404 series fits; every failure shares its fingerprint, so one event is written.
+        assert_eq!((snapshot.reported, snapshot.suppressed), (1, 2));
+        assert_eq!(snapshot.series.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn caps_asked_to_be_unbounded_are_clamped_not_overflowed() {
+        let layer = FaultLayer::new()
+            .max_message_bytes(usize::MAX)
+            .max_chain_links(usize::MAX)
+            .max_body_bytes(usize::MAX);
+        let app = Router::new()
+            .route(
+                "/",
+                get(|| async {
+                    Err::<(), _>(crate::Error::new(
+                        StatusCode::BAD_REQUEST,
+                        "big",
+                        "x".repeat(200_000),
+                    ))
+                }),
+            )
+            .layer(layer);
+        let response = app.oneshot(get_request("/")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        assert!(body.len() <= crate::MAX_BODY_BYTES);
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.len() <= crate::MAX_MESSAGE_BYTES);
+        assert!(detail.ends_with(crate::TRUNCATION_MARKER));
+    }
+
+    #[tokio::test]
+    async fn nested_layers_render_once_and_each_counts_once() {
+        let (inner_layer, inner) = FaultLayer::pair();
+        let (outer_layer, outer) = FaultLayer::pair();
+        let app = Router::new()
+            .route(
+                "/",
+                get(|| async {
+                    Err::<(), _>(crate::Error::new(StatusCode::CONFLICT, "taken", "taken"))
+                }),
+            )
+            .layer(inner_layer)
+            .layer(outer_layer);
+        let response = app.oneshot(get_request("/missing")).await.unwrap();
+        let request_id = response.headers()["x-request-id"].clone();
+        let (status, problem) = problem_of_body(response).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(problem["code"], "not-found");
+        assert_eq!(problem["detail"], "No route matches this path.");
+        assert_eq!(problem["request_id"], request_id.to_str().unwrap());
+        for ledger in [inner, outer] {
+            let snapshot = ledger.snapshot();
+            assert_eq!((snapshot.started, snapshot.rejected), (1, 1));
+        }
+    }
+
+    async fn problem_of_body(response: Response<Body>) -> (StatusCode, serde_json::Value) {
+        let status = response.status();
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (status, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_panic_the_service_caught_itself_leaves_no_stale_site_behind() {
+        crate::install_panic_hook();
+        let (layer, ledger) = FaultLayer::pair();
+        let service = layer.layer(service_fn(|request: Request<Body>| async move {
+            if request.uri().path() == "/resume" {
+                // A re-raised panic skips every panic hook: it has no site of its own.
+                std::panic::resume_unwind(Box::new("re-raised"));
+            }
+            // A panic the service catches on its own, inside the layer.
+            let _ = std::panic::catch_unwind(|| panic!("handled inside"));
+            Ok::<_, Infallible>(Response::new(Body::empty()))
+        }));
+        let ok = service.clone().oneshot(get_request("/")).await.unwrap();
+        assert_eq!(ok.status(), StatusCode::OK);
+        let resumed = service.oneshot(get_request("/resume")).await.unwrap();
+        assert_eq!(resumed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let groups = ledger.groups();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].message, "re-raised");
+        assert_eq!(
+            groups[0].location, None,
+            "a stale site from the earlier panic"
         );
     }
 }

@@ -31,6 +31,7 @@ pub const UNMATCHED_ROUTE: &str = "~unmatched";
 
 /// How a request ended. Every request that enters the layer ends in exactly one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// 2xx or 3xx, no fault attached, body sent to the end.
     Ok,
@@ -99,7 +100,6 @@ struct Inner {
     outcomes: [AtomicU64; 7],
     series: Mutex<SeriesTable>,
     reporter: Reporter,
-    limits: LedgerLimits,
 }
 
 /// The bounds a ledger is built with.
@@ -118,24 +118,10 @@ impl Default for LedgerLimits {
     }
 }
 
-impl Default for Ledger {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Ledger {
     /// An empty ledger with the default caps.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_limits(LedgerLimits::default())
-    }
-
-    /// An empty ledger keeping at most `max_series` failure series besides the overflow one.
-    pub fn with_max_series(max_series: usize) -> Self {
-        Self::with_limits(LedgerLimits {
-            max_series,
-            ..LedgerLimits::default()
-        })
     }
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
@@ -146,13 +132,29 @@ impl Ledger {
                 outcomes: Default::default(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
                 reporter: Reporter::new(limits.reports),
-                limits,
             }),
         }
     }
 
+    fn series_table(&self) -> std::sync::MutexGuard<'_, SeriesTable> {
+        self.inner
+            .series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn limits(&self) -> LedgerLimits {
-        self.inner.limits
+        LedgerLimits {
+            max_series: self.series_table().max,
+            reports: self.inner.reporter.limits(),
+        }
+    }
+
+    /// Changes the limits in place, so every handle on this ledger keeps seeing it. Tables
+    /// already past a lowered cap keep what they hold and take nothing new.
+    pub(crate) fn set_limits(&self, limits: LedgerLimits) {
+        self.series_table().max = limits.max_series;
+        self.inner.reporter.set_limits(limits.reports);
     }
 
     /// Reports a failure (its event, under flood control, and its group).
@@ -186,19 +188,15 @@ impl Ledger {
     }
 
     pub(crate) fn record_failure(&self, route: &str, code: &'static str, status: u16) {
-        self.inner
-            .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .record(route, code, status);
+        self.series_table().record(route, code, status);
     }
 
     /// The counts as plain data. Each counter is exact; while requests are in flight the
     /// counters are read one after another, so the invariant holds exactly at quiescence.
     pub fn snapshot(&self) -> Snapshot {
         let outcome = |o: Outcome| self.inner.outcomes[o.index()].load(Ordering::Relaxed);
-        // Outcomes first, then in-flight, then started: a request finishing between two reads
-        // can only make `started` look larger, never the sum.
+        // Each read is exact for its counter; the counters are read one after another, so
+        // while requests are in flight the sum and `started` may be off by those requests.
         let ok = outcome(Outcome::Ok);
         let handled = outcome(Outcome::Handled);
         let rejected = outcome(Outcome::Rejected);
@@ -209,12 +207,7 @@ impl Ledger {
         let (reported, suppressed) = self.inner.reporter.counts();
         let in_flight = self.inner.in_flight.load(Ordering::Relaxed);
         let started = self.inner.started.load(Ordering::Relaxed);
-        let series = self
-            .inner
-            .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .to_vec();
+        let series = self.series_table().to_vec();
         Snapshot {
             started,
             in_flight,
@@ -259,8 +252,10 @@ impl Ledger {
 }
 
 impl Ledger {
-    /// An axum handler serving the error groups as JSON, the most frequent first, to mount
-    /// at `/errors` (behind whatever guards your admin routes).
+    /// An axum handler serving the error groups as JSON, the most frequent first.
+    ///
+    /// The groups hold internal text (5xx messages, panic text, source chains), which no
+    /// client may read: mount it only behind whatever guards your admin routes.
     ///
     /// ```
     /// use axum::{routing::get, Router};
@@ -316,6 +311,7 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The ledger's counts at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Requests that entered the layer.
     pub started: u64,
@@ -488,19 +484,23 @@ impl SeriesTable {
     fn record(&mut self, route: &str, code: &'static str, status: u16) {
         let mut hasher = DefaultHasher::new();
         (route, code, status).hash(&mut hasher);
-        let bucket = self.index.entry(hasher.finish()).or_default();
-        for &i in bucket.iter() {
-            let entry = &mut self.entries[i];
-            if entry.status == status && entry.code == code && &*entry.route == route {
-                entry.count += 1;
-                return;
-            }
+        let hash = hasher.finish();
+        let known = self.index.get(&hash).and_then(|bucket| {
+            bucket.iter().copied().find(|&i| {
+                let entry = &self.entries[i];
+                entry.status == status && entry.code == code && &*entry.route == route
+            })
+        });
+        if let Some(i) = known {
+            self.entries[i].count += 1;
+            return;
         }
+        // Past the cap nothing new is stored, not even an index bucket.
         if self.entries.len() >= self.max {
             self.overflow += 1;
             return;
         }
-        bucket.push(self.entries.len());
+        self.index.entry(hash).or_default().push(self.entries.len());
         self.entries.push(Entry {
             route: route.into(),
             code,
@@ -555,7 +555,10 @@ mod tests {
 
     #[test]
     fn series_past_the_cap_fold_into_one_overflow_series() {
-        let ledger = Ledger::with_max_series(3);
+        let ledger = Ledger::with_limits(LedgerLimits {
+            max_series: 3,
+            ..LedgerLimits::default()
+        });
         for n in 0..10 {
             let route = format!("/r{n}");
             ledger.record_failure(&route, "c", 400);
@@ -567,6 +570,7 @@ mod tests {
         assert!(series[3].is_overflow());
         assert_eq!(series[3].count, 14);
         assert_eq!(series.iter().map(|s| s.count).sum::<u64>(), 20);
+        assert_eq!(ledger.series_table().index.len(), 3);
     }
 
     #[test]

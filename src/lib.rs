@@ -102,7 +102,8 @@ mod summary;
 pub use crate::body::FaultBody;
 pub use crate::config::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_REQUEST_ID_HEADER, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
+    DEFAULT_REQUEST_ID_HEADER, MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES,
+    MIN_MESSAGE_BYTES,
 };
 pub use crate::fault::{Error, Fault};
 pub use crate::layer::{FaultLayer, FaultService, ResponseFuture};

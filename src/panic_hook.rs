@@ -35,12 +35,30 @@ pub(crate) struct Caught {
 /// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     GUARDED.with(|g| g.set(g.get() + 1));
+    // A site is only ever read by the `catch` that recorded it. (A panic caught and re-raised
+    // with `resume_unwind` within one call still reads the site of the first: std runs no
+    // hook for the second.)
     let result = catch_unwind(AssertUnwindSafe(f));
     GUARDED.with(|g| g.set(g.get() - 1));
-    result.map_err(|payload| Caught {
-        payload,
-        site: SITE.with(|site| site.borrow_mut().take()),
-    })
+    let site = SITE.with(|site| site.borrow_mut().take());
+    match result {
+        Ok(value) => {
+            if let Some(site) = site {
+                // The hook kept it off stderr, but the inner service caught it itself (a
+                // `catch_unwind` of its own, tower-http's `CatchPanicLayer`): say so once
+                // here, or it would go unseen.
+                tracing::event!(
+                    target: "faultline",
+                    tracing::Level::WARN,
+                    "code.filepath" = site.file.as_str(),
+                    "code.lineno" = site.line,
+                    "a panic inside the fault layer was caught by the service itself"
+                );
+            }
+            Ok(value)
+        }
+        Err(payload) => Err(Caught { payload, site }),
+    }
 }
 
 /// Installs faultline's panic hook in front of the current one. Call it once at start-up,

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use http::StatusCode;
 
 use crate::config::Config;
+use crate::request::MAX_REQUEST_ID_BYTES;
 use crate::summary::{Summary, TRUNCATION_MARKER};
 
 /// The media type of every body faultline renders.
@@ -18,8 +19,9 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 const TYPE_CAP: usize = 256;
 /// Cap on the escaped `code` member.
 const CODE_CAP: usize = 64;
-/// Cap on the escaped `request_id` member: request ids come from clients' headers.
-const REQUEST_ID_CAP: usize = 128;
+/// Cap on the escaped `request_id` member: ids from clients are at most
+/// `MAX_REQUEST_ID_BYTES`, and quotes and backslashes escape to two bytes.
+const REQUEST_ID_CAP: usize = 2 * MAX_REQUEST_ID_BYTES;
 /// Cap on the escaped `instance` member (the request path).
 const INSTANCE_CAP: usize = 256;
 

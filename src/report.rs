@@ -134,14 +134,14 @@ pub struct Group {
 /// Flood control and error groups; lives in the ledger, shared by every clone of a layer.
 #[derive(Debug)]
 pub(crate) struct Reporter {
-    limits: ReportLimits,
     reported: AtomicU64,
     suppressed: AtomicU64,
     tables: Mutex<Tables>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tables {
+    limits: ReportLimits,
     /// A logical clock for "least recently seen".
     tick: u64,
     floods: HashMap<u64, Flood>,
@@ -174,11 +174,27 @@ enum Verdict {
 impl Reporter {
     pub(crate) fn new(limits: ReportLimits) -> Self {
         Self {
-            limits,
             reported: AtomicU64::new(0),
             suppressed: AtomicU64::new(0),
-            tables: Mutex::new(Tables::default()),
+            tables: Mutex::new(Tables {
+                limits,
+                tick: 0,
+                floods: HashMap::new(),
+                groups: HashMap::new(),
+            }),
         }
+    }
+
+    fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn limits(&self) -> ReportLimits {
+        self.tables().limits
+    }
+
+    pub(crate) fn set_limits(&self, limits: ReportLimits) {
+        self.tables().limits = limits;
     }
 
     /// Events written and suppressed so far.
@@ -191,7 +207,7 @@ impl Reporter {
 
     /// The error groups, the most frequent first.
     pub(crate) fn groups(&self) -> Vec<Group> {
-        let tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        let tables = self.tables();
         let mut groups: Vec<Group> = tables.groups.values().map(|e| e.group.clone()).collect();
         groups.sort_by(|a, b| {
             b.count
@@ -212,11 +228,11 @@ impl Reporter {
     ) {
         let fingerprint = fingerprint(summary, meta.route());
         let verdict = {
-            let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut tables = self.tables();
             tables.tick += 1;
             let tick = tables.tick;
-            tables.record_group(fingerprint, tick, summary, meta, &self.limits);
-            tables.judge(fingerprint, tick, &self.limits)
+            tables.record_group(fingerprint, tick, summary, meta);
+            tables.judge(fingerprint, tick)
         };
         match verdict {
             Verdict::Suppress => {
@@ -238,7 +254,8 @@ impl Reporter {
 }
 
 impl Tables {
-    fn judge(&mut self, fingerprint: u64, tick: u64, limits: &ReportLimits) -> Verdict {
+    fn judge(&mut self, fingerprint: u64, tick: u64) -> Verdict {
+        let limits = self.limits;
         let now = Instant::now();
         if !self.floods.contains_key(&fingerprint) && self.floods.len() >= limits.max_fingerprints {
             evict_least_recent(&mut self.floods, |f| f.last_seen);
@@ -264,14 +281,8 @@ impl Tables {
         }
     }
 
-    fn record_group(
-        &mut self,
-        fingerprint: u64,
-        tick: u64,
-        summary: &Summary,
-        meta: &RequestMeta,
-        limits: &ReportLimits,
-    ) {
+    fn record_group(&mut self, fingerprint: u64, tick: u64, summary: &Summary, meta: &RequestMeta) {
+        let limits = self.limits;
         if limits.max_groups == 0 {
             return;
         }

@@ -11,6 +11,11 @@ use http::{HeaderName, HeaderValue, Method, Request, Uri};
 
 use crate::ledger::UNMATCHED_ROUTE;
 
+/// The longest request id taken from a client: it is echoed in a header, the problem body and
+/// every report, so a client must not be able to make it large. UUIDs and the ids of common
+/// tracing systems are well under it.
+pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
+
 /// The request facts a failure's summary, problem body and report need.
 #[derive(Debug)]
 pub(crate) struct RequestMeta {
@@ -52,10 +57,11 @@ impl RequestMeta {
         self.uri.path()
     }
 
-    /// The request id the client sent, or a new one unique to this process.
+    /// The request id the client sent, if it is printable and at most
+    /// [`MAX_REQUEST_ID_BYTES`]; else a new one unique to this process.
     pub(crate) fn request_id(&self) -> Cow<'_, str> {
         match self.request_id.as_ref().map(HeaderValue::to_str) {
-            Some(Ok(id)) if !id.is_empty() => Cow::Borrowed(id),
+            Some(Ok(id)) if !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES => Cow::Borrowed(id),
             _ => Cow::Owned(generate_request_id()),
         }
     }
@@ -101,5 +107,13 @@ mod tests {
         let (a, b) = (meta.request_id(), meta.request_id());
         assert_ne!(a, b);
         assert_eq!(a.len(), 8 + 1 + 12);
+
+        let long = "x".repeat(MAX_REQUEST_ID_BYTES + 1);
+        let too_long = Request::get("/")
+            .header("x-request-id", &long)
+            .body(())
+            .unwrap();
+        let meta = RequestMeta::capture(&too_long, &header);
+        assert_eq!(meta.request_id().len(), 8 + 1 + 12);
     }
 }

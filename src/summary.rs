@@ -50,7 +50,7 @@ impl<'a> BoundedWriter<'a> {
         Self {
             out,
             start,
-            end: start + cap,
+            end: start.saturating_add(cap),
             truncated: false,
         }
     }
@@ -286,6 +286,20 @@ impl Summary {
             summary.public = Some(summary.message.clone());
         }
         summary.expose_in_development(config);
+        summary
+    }
+
+    /// A response an inner fault layer already rendered, reported and counted in its own
+    /// ledger: counted here too, under the same outcome and code.
+    pub(crate) fn already_answered(
+        outcome: Outcome,
+        status: StatusCode,
+        code: &'static str,
+    ) -> Self {
+        let mut summary = Self::new(outcome, status, code);
+        summary
+            .message
+            .push_str("answered by an inner fault layer; its report has the detail");
         summary
     }
 

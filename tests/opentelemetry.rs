@@ -21,6 +21,9 @@ fn attribute<'a>(attributes: impl Iterator<Item = &'a KeyValue>, key: &str) -> O
         .map(|kv| kv.value.clone())
 }
 
+/// A histogram point: route, status, error type, count.
+type Point = (Option<Value>, Option<Value>, Option<Value>, u64);
+
 #[tokio::test]
 async fn requests_are_recorded_with_semantic_convention_names() {
     let exporter = InMemoryMetricExporter::default();
@@ -65,7 +68,7 @@ async fn requests_are_recorded_with_semantic_convention_names() {
     let AggregatedMetrics::F64(MetricData::Histogram(histogram)) = duration.data() else {
         panic!("not an f64 histogram: {:?}", duration.data());
     };
-    let mut points: Vec<(Option<Value>, Option<Value>, Option<Value>, u64)> = histogram
+    let mut points: Vec<Point> = histogram
         .data_points()
         .map(|p| {
             (
