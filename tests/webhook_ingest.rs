@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 
 /// The webhook body limit the test service runs with, small so a 413 costs nothing.
 const TEST_BODY_LIMIT: usize = 16 * 1024;
+/// The bearer token `/errors` asks for in the tests.
+const ADMIN_TOKEN: &str = "admin-token-for-tests";
 /// Copies of one delivery sent at the same moment.
 const CONCURRENT_COPIES: usize = 20;
 
@@ -53,6 +55,7 @@ impl Service {
         faultline::install_panic_hook();
         let config = ingest::Config {
             body_limit: TEST_BODY_LIMIT,
+            admin_token: Some(ADMIN_TOKEN.to_owned()),
         };
         let (app, ledger) = ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -495,8 +498,17 @@ async fn the_management_routes_and_their_failures() {
         .send(service.client.get(service.url("/health")))
         .await;
     assert_eq!(health.status, 200);
-    let errors = service
+    let refused = service
         .send(service.client.get(service.url("/errors")))
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text);
+    let errors = service
+        .send(
+            service
+                .client
+                .get(service.url("/errors"))
+                .bearer_auth(ADMIN_TOKEN),
+        )
         .await;
     assert_eq!(errors.status, 200, "{}", errors.text);
     assert!(errors.text.contains("bad-api-key"), "{}", errors.text);
@@ -505,10 +517,11 @@ async fn the_management_routes_and_their_failures() {
     let after = service.quiescent().await;
     assert!(after.is_balanced(), "{after:#?}");
     // Two look-ups, the stats, the health check and the error groups succeeded; the missing
-    // member and the form body are axum's rejections; the other eight are the handlers' own.
+    // member and the form body are axum's rejections; the other nine (the error groups asked
+    // for without the admin token among them) are the handlers' own.
     assert_eq!(after.ok - before.ok, 5);
     assert_eq!(after.rejected - before.rejected, 2);
-    assert_eq!(after.handled - before.handled, 8);
+    assert_eq!(after.handled - before.handled, 9);
     let series = |code: &str| {
         after
             .series
@@ -517,7 +530,8 @@ async fn the_management_routes_and_their_failures() {
             .map(|s| s.count)
             .sum::<u64>()
     };
-    assert_eq!(series("bad-api-key"), 3);
+    // Three wrong instance keys and the error groups asked for without the admin token.
+    assert_eq!(series("bad-api-key"), 4);
     assert_eq!(series("digest-not-found"), 2);
     assert!(after
         .series

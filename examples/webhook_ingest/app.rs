@@ -49,12 +49,17 @@ const SECRET_BYTES: usize = 24;
 pub struct Config {
     /// The largest webhook body accepted; larger ones get 413.
     pub body_limit: usize,
+    /// The bearer token `/errors` asks for. The error groups hold internal text (5xx messages,
+    /// chains, panic text) that no webhook sender may read; without a token `/errors` is not
+    /// served at all.
+    pub admin_token: Option<String>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             body_limit: DEFAULT_BODY_LIMIT,
+            admin_token: None,
         }
     }
 }
@@ -86,14 +91,35 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         "/api/{instance}/inboxes/{inbox}/commits",
         post(receive).layer(DefaultBodyLimit::max(config.body_limit)),
     );
-    let router = api
+    let mut router = api
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(ledger.metrics_handler()))
-        .route("/errors", get(ledger.errors_handler()))
-        .layer(layer);
-    (router, ledger)
+        .route("/metrics", get(ledger.metrics_handler()));
+    if let Some(admin_token) = config.admin_token {
+        let errors = ledger.errors_handler();
+        router = router.route(
+            "/errors",
+            get(move |headers: HeaderMap| async move {
+                let sent = Sha256::digest(bearer(&headers).unwrap_or_default());
+                let wanted = Sha256::digest(admin_token.as_bytes());
+                if bool::from(sent.as_slice().ct_eq(wanted.as_slice())) {
+                    Ok(errors().await)
+                } else {
+                    Err(IngestError::BadApiKey)
+                }
+            }),
+        );
+    }
+    (router.layer(layer), ledger)
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header.
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .as_bytes()
+        .strip_prefix(b"Bearer ")
 }
 
 /// A fresh random token: `prefix` and hex.
@@ -106,8 +132,8 @@ fn token(prefix: &str, bytes: usize) -> String {
 /// The API key sent as `Authorization: Bearer KEY` or, for clients that cannot set headers,
 /// `?apiKey=KEY`.
 fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
-    if let Some(value) = headers.get(header::AUTHORIZATION) {
-        return value.as_bytes().strip_prefix(b"Bearer ");
+    if headers.contains_key(header::AUTHORIZATION) {
+        return bearer(headers);
     }
     uri.query()?
         .split('&')

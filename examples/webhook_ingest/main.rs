@@ -11,6 +11,9 @@
 //! keeps nothing. `--fail-store` makes every store operation fail, to see the 503s providers
 //! would see.
 //!
+//! `/errors` (the error groups, which hold internal text) is served only when the environment
+//! variable `WEBHOOK_INGEST_ADMIN_TOKEN` is set, to clients that send it as a bearer token.
+//!
 //! `--sign` turns it into a signing helper for machines without openssl: it prints the hex
 //! HMAC-SHA256 of stdin under the secret in `WEBHOOK_SECRET` (an environment variable, so the
 //! secret stays out of the process list) and exits.
@@ -26,6 +29,9 @@ const USAGE: &str = "usage: webhook_ingest [--port N] [--db PATH] [--body-limit 
                      [--fail-store] | --sign";
 const DEFAULT_PORT: u16 = 3000;
 const DEFAULT_DB: &str = "webhook-ingest.db";
+/// Where the bearer token of `/errors` comes from: the environment, so it stays out of the
+/// process list.
+const ADMIN_TOKEN_ENV: &str = "WEBHOOK_INGEST_ADMIN_TOKEN";
 
 struct Args {
     port: u16,
@@ -43,7 +49,12 @@ fn parse_args() -> io::Result<Args> {
     let mut parsed = Args {
         port: DEFAULT_PORT,
         db: DEFAULT_DB.to_owned(),
-        config: app::Config::default(),
+        config: app::Config {
+            admin_token: std::env::var(ADMIN_TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.is_empty()),
+            ..app::Config::default()
+        },
         fail_store: false,
         sign: false,
     };
