@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 
+use crate::ledger::Outcome;
 use crate::summary::codes;
 
 /// An error that knows how it answers over HTTP: a status, a stable machine-readable code and
@@ -74,12 +75,13 @@ pub trait Fault: StdError + Send + Sync + 'static {
         self.status().is_client_error()
     }
 
-    /// Writes the message the client reads when the fault [is public](Fault::is_public).
+    /// The message the client reads when the fault [is public](Fault::is_public), when it
+    /// should differ from the error's `Display`.
     ///
-    /// By default the error's `Display`. It is written through a capped writer, so it may be
-    /// cut; write the part that matters first.
-    fn public_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+    /// By default `None`: the `Display` text is the public message, formatted once for the
+    /// client and the report alike. Either is cut at the message cap; put what matters first.
+    fn public_message(&self) -> Option<Cow<'_, str>> {
+        None
     }
 
     /// Adds headers to the problem response, such as `Retry-After` on a 503 that clients
@@ -194,7 +196,9 @@ impl fmt::Display for Error {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let mut response = self.status().into_response();
-        response.extensions_mut().insert(FaultMarker(self.fault));
+        response
+            .extensions_mut()
+            .insert(FaultMarker::Fault(self.fault));
         response
     }
 }
@@ -231,9 +235,18 @@ macro_rules! impl_into_response {
     };
 }
 
-/// The value a handler's error leaves in the response extensions for the layer to find.
+/// What faultline leaves in the response extensions for a fault layer to find.
 #[derive(Clone)]
-pub(crate) struct FaultMarker(pub(crate) Arc<dyn Fault>);
+pub(crate) enum FaultMarker {
+    /// A handler's error, for the layer to render.
+    Fault(Arc<dyn Fault>),
+    /// An answer a fault layer rendered already: a layer outside it counts it under the same
+    /// outcome and code, and passes it on untouched.
+    Rendered {
+        outcome: Outcome,
+        code: &'static str,
+    },
+}
 
 /// Any `std::error::Error` met with `?`: a 500 whose text and chain go to the report only.
 struct Internal<E>(E);
@@ -312,9 +325,11 @@ mod tests {
     fn the_response_carries_the_fault_for_the_layer() {
         let response = Error::new(StatusCode::CONFLICT, "taken", "already there").into_response();
         assert_eq!(response.status(), StatusCode::CONFLICT);
-        let marker = response.extensions().get::<FaultMarker>().expect("marker");
-        assert_eq!(marker.0.code(), "taken");
-        assert_eq!(marker.0.to_string(), "already there");
+        let Some(FaultMarker::Fault(fault)) = response.extensions().get::<FaultMarker>() else {
+            panic!("no fault in the extensions");
+        };
+        assert_eq!(fault.code(), "taken");
+        assert_eq!(fault.to_string(), "already there");
     }
 
     #[test]

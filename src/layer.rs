@@ -26,7 +26,7 @@ use crate::ledger::{Ledger, LedgerLimits, Outcome};
 use crate::panic_hook::catch;
 use crate::problem::{self, PROBLEM_JSON};
 use crate::report::ReportLevels;
-use crate::request::RequestMeta;
+use crate::request::{request_id_text, RequestMeta};
 use crate::summary::Summary;
 
 /// The one layer that catches every failure of the service it wraps, answers it with a
@@ -363,20 +363,17 @@ where
                     match polled {
                         Ok(Poll::Pending) => return Poll::Pending,
                         Ok(Poll::Ready(Ok(response))) => {
-                            if let Some(rendered) = response.extensions().get::<Rendered>() {
+                            let marker = response.extensions().get::<FaultMarker>().cloned();
+                            if let Some(FaultMarker::Rendered { outcome, code }) = marker {
                                 // An inner fault layer answered already: count, keep its answer.
-                                let summary = Summary::already_answered(
-                                    rendered.outcome,
-                                    response.status(),
-                                    rendered.code,
-                                );
+                                let summary =
+                                    Summary::already_answered(outcome, response.status(), code);
                                 let mut tally = this.tally.take().expect("checked above");
                                 tally.settle_unanswered(&summary);
                                 this.state.set(State::Done);
                                 return Poll::Ready(Ok(response.map(FaultBody::settled)));
                             }
-                            let marker = response.extensions().get::<FaultMarker>().cloned();
-                            if let Some(FaultMarker(fault)) = marker {
+                            if let Some(FaultMarker::Fault(fault)) = marker {
                                 let mut head = response.into_parts().0;
                                 // `status`, `code`, `headers` are the user's code: a panic there
                                 // is a panicking request, not a crashed connection.
@@ -480,14 +477,6 @@ fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
     headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
 
-/// Left in the extensions of every answer the layer rendered, so that a fault layer outside
-/// this one counts it without rendering it again.
-#[derive(Debug, Clone, Copy)]
-struct Rendered {
-    outcome: Outcome,
-    code: &'static str,
-}
-
 /// Headers that describe a body the problem body replaces.
 const REPLACED_BODY_HEADERS: [HeaderName; 8] = [
     CONTENT_LENGTH,
@@ -533,24 +522,34 @@ fn answer<B>(
 ) -> Response<FaultBody<B>> {
     let config = &tally.shared.config;
     let request_id = tally.meta.request_id();
-    let body = problem::render(&summary, &request_id, tally.meta.path(), config);
+    let body = problem::render(
+        &summary,
+        request_id_text(&request_id),
+        tally.meta.path(),
+        config,
+    );
     let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
-    head.extensions.insert(Rendered {
+    // Marks the answer as rendered, so that a fault layer outside this one does not render
+    // it again; a handler's fault marker is overwritten in place, without an allocation.
+    let rendered = FaultMarker::Rendered {
         outcome: summary.outcome,
         code: summary.code,
-    });
+    };
+    match head.extensions.get_mut::<FaultMarker>() {
+        Some(marker) => *marker = rendered,
+        None => {
+            head.extensions.insert(rendered);
+        }
+    }
     let headers = &mut head.headers;
     for name in REPLACED_BODY_HEADERS {
         headers.remove(name);
     }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Ok(value) = HeaderValue::from_str(&request_id) {
-        headers.insert(config.request_id_header.clone(), value);
-    }
-    let request_id = request_id.into_owned();
-    tally.settle_failure(&summary, &request_id);
+    headers.insert(config.request_id_header.clone(), request_id.clone());
+    tally.settle_failure(&summary, request_id_text(&request_id));
     Response::from_parts(head, FaultBody::problem(Bytes::from(body)))
 }
 
@@ -657,8 +656,8 @@ impl Tally {
 
     /// Settles a failure that has no answer to render (the head is gone or never comes).
     pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
-        let request_id = self.meta.request_id().into_owned();
-        self.settle_failure(summary, &request_id);
+        let request_id = self.meta.request_id();
+        self.settle_failure(summary, request_id_text(&request_id));
     }
 }
 

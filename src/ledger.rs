@@ -4,10 +4,10 @@
 //! in a series labelled by route template, code and status; the table is capped, and label
 //! sets past the cap fold into one overflow series so that no input can grow it.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -453,12 +453,14 @@ impl Series {
     }
 }
 
+/// Hashed with FxHash, which has no defence against chosen collisions: the labels come from
+/// the application's route templates and codes, never from raw input.
 #[derive(Debug)]
 struct SeriesTable {
     max: usize,
     /// Hash of the labels to indexes in `entries`; the labels are compared on lookup, so a
     /// collision costs a comparison, never a miscount.
-    index: HashMap<u64, Vec<usize>>,
+    index: FxHashMap<u64, Vec<usize>>,
     entries: Vec<Entry>,
     overflow: u64,
 }
@@ -475,14 +477,14 @@ impl SeriesTable {
     fn new(max: usize) -> Self {
         Self {
             max,
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             entries: Vec::new(),
             overflow: 0,
         }
     }
 
     fn record(&mut self, route: &str, code: &'static str, status: u16) {
-        let mut hasher = DefaultHasher::new();
+        let mut hasher = FxHasher::default();
         (route, code, status).hash(&mut hasher);
         let hash = hasher.finish();
         let known = self.index.get(&hash).and_then(|bucket| {

@@ -4,8 +4,6 @@
 //! body cap leaves, so no input (a long request id header, a message of control characters
 //! that escape to six bytes each) can push the body past the cap.
 
-use std::fmt::Write as _;
-
 use http::StatusCode;
 
 use crate::config::Config;
@@ -62,7 +60,7 @@ pub(crate) fn render(summary: &Summary, request_id: &str, path: &str, config: &C
         CODE_CAP,
     );
     out.push_str(",\"status\":");
-    let _ = write!(out, "{}", summary.status.as_u16());
+    out.push_str(summary.status.as_str());
     out.push_str(",\"code\":");
     push_string(&mut out, summary.code, CODE_CAP);
     out.push_str(",\"request_id\":");
@@ -71,8 +69,7 @@ pub(crate) fn render(summary: &Summary, request_id: &str, path: &str, config: &C
     push_string(&mut out, path, INSTANCE_CAP);
     out.push_str(",\"detail\":");
     let detail = summary
-        .public
-        .as_deref()
+        .public_text()
         .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)))
         .unwrap_or_else(|| status_detail(summary.status));
     // Two quotes and the closing brace follow the detail's text.
@@ -99,6 +96,17 @@ fn push_string(out: &mut String, s: &str, cap: usize) {
 /// never so many that the text with the marker reads longer than `s` itself, so a cut here
 /// keeps every cap the text was written under.
 fn push_escaped(out: &mut String, s: &str, cap: usize) {
+    // The usual case, in one pass without an early exit so that it vectorizes: nothing to
+    // escape, and it fits.
+    if s.len() <= cap && !s.bytes().fold(false, |any, byte| any | needs_escape(byte)) {
+        out.push_str(s);
+        return;
+    }
+    let escaped_len: usize = s.bytes().map(escaped_byte_len).sum();
+    if escaped_len <= cap {
+        push_all_escaped(out, s, escaped_len);
+        return;
+    }
     let start = out.len();
     // The end of the last piece after which the marker still fits.
     let mut safe = start;
@@ -122,6 +130,38 @@ fn push_escaped(out: &mut String, s: &str, cap: usize) {
     }
 }
 
+/// Whether JSON escapes this byte: quotes, backslashes and control characters.
+fn needs_escape(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// Bytes a byte of UTF-8 takes once escaped. Every byte JSON escapes is ASCII, so the bytes
+/// of multi-byte chars count one each, as they are copied.
+fn escaped_byte_len(byte: u8) -> usize {
+    match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
+        0..=0x1f => 6,
+        _ => 1,
+    }
+}
+
+/// Pushes all of `s` escaped, copying the runs between escapes whole: the usual case, where
+/// the text fits its cap.
+fn push_all_escaped(out: &mut String, s: &str, escaped_len: usize) {
+    out.reserve(escaped_len);
+    let mut buf = [0u8; 6];
+    let mut run = 0;
+    for (at, byte) in s.bytes().enumerate() {
+        if needs_escape(byte) {
+            // `at` is an ASCII byte, so both slices end on char boundaries.
+            out.push_str(&s[run..at]);
+            out.push_str(escape(char::from(byte), &mut buf));
+            run = at + 1;
+        }
+    }
+    out.push_str(&s[run..]);
+}
+
 fn escape(c: char, buf: &mut [u8; 6]) -> &str {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     match c {
@@ -143,5 +183,40 @@ fn escape(c: char, buf: &mut [u8; 6]) -> &str {
             std::str::from_utf8(&buf[..]).unwrap_or("?")
         }
         c => c.encode_utf8(&mut buf[..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(s: &str, cap: usize) -> String {
+        let mut out = String::new();
+        push_escaped(&mut out, s, cap);
+        out
+    }
+
+    #[test]
+    fn plain_text_that_fits_is_copied_as_is() {
+        assert_eq!(
+            escaped("event `issues` is not handled", 64),
+            "event `issues` is not handled"
+        );
+    }
+
+    #[test]
+    fn quotes_backslashes_and_controls_are_escaped_between_whole_runs() {
+        assert_eq!(escaped("a\"b\\c\nd\u{1}é", 64), "a\\\"b\\\\c\\nd\\u0001é");
+        assert_eq!(escaped("\u{1f}", 6), "\\u001f");
+    }
+
+    #[test]
+    fn a_cut_keeps_whole_escapes_and_the_marker_within_the_cap() {
+        let text = "\"".repeat(40);
+        let out = escaped(&text, 30);
+        assert!(out.len() <= 30, "{out}");
+        assert!(out.ends_with(TRUNCATION_MARKER));
+        let kept = &out[..out.len() - TRUNCATION_MARKER.len()];
+        assert_eq!(kept, "\\\"".repeat(kept.len() / 2));
     }
 }

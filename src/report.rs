@@ -9,9 +9,9 @@
 //! stays flat whatever the input. `failures == reported + suppressed` always holds at
 //! quiescence.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -144,8 +144,8 @@ struct Tables {
     limits: ReportLimits,
     /// A logical clock for "least recently seen".
     tick: u64,
-    floods: HashMap<u64, Flood>,
-    groups: HashMap<u64, GroupEntry>,
+    floods: FxHashMap<u64, Flood>,
+    groups: FxHashMap<u64, GroupEntry>,
 }
 
 #[derive(Debug)]
@@ -179,8 +179,8 @@ impl Reporter {
             tables: Mutex::new(Tables {
                 limits,
                 tick: 0,
-                floods: HashMap::new(),
-                groups: HashMap::new(),
+                floods: FxHashMap::default(),
+                groups: FxHashMap::default(),
             }),
         }
     }
@@ -330,7 +330,7 @@ impl Tables {
 /// Removes the entry seen least recently. A scan, not a list: it runs only when a new
 /// fingerprint meets a full table, and fingerprints come from the application's own routes,
 /// codes and panic sites, not from raw input.
-fn evict_least_recent<V>(table: &mut HashMap<u64, V>, last_seen: impl Fn(&V) -> u64) {
+fn evict_least_recent<V>(table: &mut FxHashMap<u64, V>, last_seen: impl Fn(&V) -> u64) {
     if let Some(oldest) = table
         .iter()
         .min_by_key(|(_, v)| last_seen(v))
@@ -341,8 +341,9 @@ fn evict_least_recent<V>(table: &mut HashMap<u64, V>, last_seen: impl Fn(&V) -> 
 }
 
 /// Outcome, code, route template and panic location: what makes two failures the same.
+/// FxHash is enough: none of these comes from raw input.
 fn fingerprint(summary: &Summary, route: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = FxHasher::default();
     summary.outcome.hash(&mut hasher);
     summary.code.hash(&mut hasher);
     route.hash(&mut hasher);

@@ -1,7 +1,6 @@
 //! What the layer keeps of a request to describe its failure: captured at `call` by
 //! reference-counted clones only, so the success path copies no bytes.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -58,18 +57,32 @@ impl RequestMeta {
     }
 
     /// The request id the client sent, if it is printable and at most
-    /// [`MAX_REQUEST_ID_BYTES`]; else a new one unique to this process.
-    pub(crate) fn request_id(&self) -> Cow<'_, str> {
-        match self.request_id.as_ref().map(HeaderValue::to_str) {
-            Some(Ok(id)) if !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES => Cow::Borrowed(id),
-            _ => Cow::Owned(generate_request_id()),
+    /// [`MAX_REQUEST_ID_BYTES`]; else a new one unique to this process. A header value, so a
+    /// client's id is shared, not copied, and either goes straight into the response head.
+    pub(crate) fn request_id(&self) -> HeaderValue {
+        match &self.request_id {
+            Some(id) if is_usable(id) => id.clone(),
+            _ => generate_request_id(),
         }
     }
 }
 
-/// A process-unique id: a per-process prefix and a counter. Made only when a failure needs
-/// one and the request brought none, so it costs nothing on the success path.
-fn generate_request_id() -> String {
+fn is_usable(id: &HeaderValue) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES && id.to_str().is_ok()
+}
+
+/// The text of a request id from [`RequestMeta::request_id`], which is always printable.
+pub(crate) fn request_id_text(id: &HeaderValue) -> &str {
+    id.to_str().unwrap_or_default()
+}
+
+/// Digits of the per-process prefix and of the counter in a generated request id.
+const PREFIX_DIGITS: usize = 8;
+const COUNTER_DIGITS: usize = 12;
+
+/// A process-unique id: a per-process prefix and a counter, in hex. Made only when a failure
+/// needs one and the request brought none, so it costs nothing on the success path.
+fn generate_request_id() -> HeaderValue {
     static PREFIX: OnceLock<u32> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let prefix = *PREFIX.get_or_init(|| {
@@ -82,7 +95,21 @@ fn generate_request_id() -> String {
         (mixed >> 32) as u32
     });
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix:08x}-{n:012x}")
+    let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
+    write_hex(&mut id[..PREFIX_DIGITS], u64::from(prefix));
+    write_hex(&mut id[PREFIX_DIGITS + 1..], n);
+    HeaderValue::from_bytes(&id).expect("hex digits and a dash are a valid header value")
+}
+
+/// Writes the low hex digits of `value` into `out`, most significant first: what `{:0N$x}`
+/// writes, without the formatting machinery, which costs more than the rest of the id.
+fn write_hex(out: &mut [u8], value: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = out.len();
+    for (i, slot) in out.iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = HEX[(value >> shift & 0xf) as usize];
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +126,7 @@ mod tests {
             .unwrap();
         let meta = RequestMeta::capture(&with, &header);
         assert_eq!(meta.request_id(), "abc-123");
+        assert_eq!(request_id_text(&meta.request_id()), "abc-123");
         assert_eq!(meta.path(), "/a/b");
         assert_eq!(meta.route(), UNMATCHED_ROUTE);
 
@@ -107,6 +135,9 @@ mod tests {
         let (a, b) = (meta.request_id(), meta.request_id());
         assert_ne!(a, b);
         assert_eq!(a.len(), 8 + 1 + 12);
+        let mut hex = [0; 12];
+        write_hex(&mut hex, 0xab_cdef_0123);
+        assert_eq!(&hex, format!("{:012x}", 0xab_cdef_0123_u64).as_bytes());
 
         let long = "x".repeat(MAX_REQUEST_ID_BYTES + 1);
         let too_long = Request::get("/")

@@ -25,6 +25,9 @@ const DISPLAY_PANICKED: &str = "<the error's Display implementation panicked>";
 /// What a summary says of a panic whose payload is neither `&str` nor `String`.
 const OPAQUE_PANIC: &str = "<panic payload is not a string>";
 
+/// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
+const MESSAGE_CAPACITY: usize = 128;
+
 /// Placed between the links of a source chain in a summary.
 const CHAIN_SEPARATOR: &str = " <- ";
 
@@ -175,8 +178,8 @@ pub(crate) struct Summary {
     pub(crate) outcome: Outcome,
     pub(crate) status: StatusCode,
     pub(crate) code: &'static str,
-    /// What a client may read; `None` means the problem body carries a generic detail.
-    pub(crate) public: Option<String>,
+    /// What a client may read.
+    pub(crate) public: Public,
     /// The internal message: the error's `Display`, the panic text, the rejection body.
     pub(crate) message: String,
     /// The bounded `source()` chain, links joined by `" <- "`; empty when there is none.
@@ -191,8 +194,8 @@ impl Summary {
             outcome,
             status,
             code,
-            public: None,
-            message: String::new(),
+            public: Public::Hidden,
+            message: String::with_capacity(MESSAGE_CAPACITY),
             chain: String::new(),
             site: None,
         }
@@ -205,9 +208,15 @@ impl Summary {
         write_bounded(&mut summary.message, cap, &fault);
         write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
         if fault.is_public() {
-            let mut public = String::new();
-            write_bounded(&mut public, cap, &PublicMessage(fault));
-            summary.public = Some(public);
+            summary.public = match fault.public_message() {
+                // The usual case: the message is the public text, formatted once for both.
+                None => Public::Message,
+                Some(text) => {
+                    let mut public = String::new();
+                    write_bounded(&mut public, cap, &text);
+                    Public::Text(public)
+                }
+            };
         }
         summary.expose_in_development(config);
         summary
@@ -283,7 +292,7 @@ impl Summary {
         let text = String::from_utf8_lossy(text);
         write_bounded(&mut summary.message, config.max_message_bytes, &text.trim());
         if status.is_client_error() && !summary.message.is_empty() {
-            summary.public = Some(summary.message.clone());
+            summary.public = Public::Message;
         }
         summary.expose_in_development(config);
         summary
@@ -318,24 +327,35 @@ impl Summary {
 
     /// In development mode clients see the internal message and chain of every failure.
     fn expose_in_development(&mut self, config: &Config) {
-        if config.development && self.public.is_none() {
+        if config.development && matches!(self.public, Public::Hidden) {
             let mut public = self.message.clone();
             if !self.chain.is_empty() {
                 public.push_str(CHAIN_SEPARATOR);
                 public.push_str(&self.chain);
             }
-            self.public = Some(public);
+            self.public = Public::Text(public);
+        }
+    }
+
+    /// The text a client may read, if any.
+    pub(crate) fn public_text(&self) -> Option<&str> {
+        match &self.public {
+            Public::Hidden => None,
+            Public::Message => Some(&self.message),
+            Public::Text(text) => Some(text),
         }
     }
 }
 
-/// Shows a fault's public message through `Display`, so it goes through the bounded writer.
-struct PublicMessage<'a>(&'a dyn Fault);
-
-impl fmt::Display for PublicMessage<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.public_message(f)
-    }
+/// What of a failure a client may read.
+#[derive(Debug, Clone)]
+pub(crate) enum Public {
+    /// Nothing: the problem body carries a generic detail.
+    Hidden,
+    /// The internal message itself.
+    Message,
+    /// A text of its own.
+    Text(String),
 }
 
 /// The stable codes faultline itself gives to failures that carry none of their own.
