@@ -38,8 +38,8 @@ pin_project! {
 }
 
 impl<B: Body> FaultBody<B> {
-    /// Watches `inner` to its end; an already finished body settles at once. `length` is the
-    /// `Content-Length` the head declares, if any.
+    /// Watches `inner` to its end; an already finished body settles at once. `length` is how
+    /// many bytes the body will send, if known: its exact size or the declared length.
     pub(crate) fn watched(
         inner: B,
         mut tally: Tally,
@@ -47,7 +47,7 @@ impl<B: Body> FaultBody<B> {
         length: Option<u64>,
     ) -> Self {
         tally.streaming(status);
-        let remaining = length.or_else(|| inner.size_hint().exact());
+        let remaining = length;
         let tally = if inner.is_end_stream() || remaining == Some(0) {
             tally.settle_ok();
             None

@@ -410,7 +410,12 @@ where
                                 let tally = this.tally.take().expect("checked above");
                                 this.state.set(State::Done);
                                 let status = response.status();
-                                let length = declared_length(response.headers());
+                                // A body of exact size says so itself; only one that does
+                                // not needs its declared length parsed from the head.
+                                let length = match response.body().size_hint().exact() {
+                                    Some(exact) => Some(exact),
+                                    None => declared_length(response.headers()),
+                                };
                                 return Poll::Ready(Ok(response
                                     .map(|body| FaultBody::watched(body, tally, status, length))));
                             }
