@@ -28,6 +28,9 @@ const OPAQUE_PANIC: &str = "<panic payload is not a string>";
 /// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
 const MESSAGE_CAPACITY: usize = 128;
 
+/// Room reserved for a source chain once it has a first link.
+const CHAIN_CAPACITY: usize = 1024;
+
 /// Placed between the links of a source chain in a summary.
 const CHAIN_SEPARATOR: &str = " <- ";
 
@@ -108,12 +111,7 @@ pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
 /// A panicking `Display` leaves a placeholder in place of whatever it had written.
 pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
     let start = out.len();
-    let result = catch(|| {
-        let mut writer = BoundedWriter::new(out, cap);
-        // An `Err` here is our own refusal (or the impl's own error): what was written stays.
-        let _ = write!(writer, "{value}");
-        writer.truncated()
-    });
+    let result = catch(|| write_unguarded(out, cap, value));
     match result {
         Ok(truncated) => truncated,
         Err(_) => {
@@ -122,6 +120,14 @@ pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Displ
             false
         }
     }
+}
+
+/// [`write_bounded`] without the panic guard, for callers that hold one already.
+fn write_unguarded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
+    let mut writer = BoundedWriter::new(out, cap);
+    // An `Err` here is our own refusal (or the impl's own error): what was written stays.
+    let _ = write!(writer, "{value}");
+    writer.truncated()
 }
 
 /// The text a panic payload carries, bounded; `&str` and `String` payloads are read as is.
@@ -139,7 +145,9 @@ pub(crate) fn write_panic_payload(out: &mut String, cap: usize, payload: &(dyn A
 /// Appends the `source()` chain of `error` (not `error` itself), at most `max_links` links of
 /// at most `cap` bytes each; returns whether the chain goes on past what was written.
 ///
-/// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs.
+/// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs. One
+/// guard covers the whole walk: a link whose `Display` or `source()` panics leaves the
+/// placeholder in place of the chain.
 fn write_chain(
     out: &mut String,
     error: &(dyn StdError + 'static),
@@ -149,6 +157,10 @@ fn write_chain(
     let start = out.len();
     let walked = catch(|| {
         let mut next = error.source();
+        if next.is_some() {
+            // Room for a few links up front, so a long chain grows the string once or twice.
+            out.reserve(cap.min(CHAIN_CAPACITY));
+        }
         let mut links = 0;
         while let Some(link) = next {
             if links > 0 {
@@ -158,7 +170,7 @@ fn write_chain(
                 out.push_str(CHAIN_CONTINUES);
                 return true;
             }
-            write_bounded(out, cap, link);
+            write_unguarded(out, cap, link);
             links += 1;
             next = link.source();
         }
@@ -521,6 +533,40 @@ mod tests {
         let mut out = String::new();
         assert!(!write_chain(&mut out, &short, 3, 64));
         assert_eq!(out, "link 1 <- link 2");
+    }
+
+    #[derive(Debug)]
+    struct PanickyLink;
+
+    impl fmt::Display for PanickyLink {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("link display exploded")
+        }
+    }
+
+    impl StdError for PanickyLink {}
+
+    #[derive(Debug)]
+    struct Top(PanickyLink);
+
+    impl fmt::Display for Top {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("top")
+        }
+    }
+
+    impl StdError for Top {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_link_whose_display_panics_leaves_the_placeholder() {
+        crate::install_panic_hook();
+        let mut out = String::new();
+        assert!(!write_chain(&mut out, &Top(PanickyLink), 8, 64));
+        assert_eq!(out, DISPLAY_PANICKED);
     }
 
     #[test]
