@@ -247,3 +247,112 @@ pub fn app() -> (Router, Ledger) {
         );
     (routes.merge(timed), ledger)
 }
+
+// The benchmark's comparison modes: the same success, handled-error and panic routes as
+// `app()`, served the ways a service would without faultline.
+
+/// How many structs the naive mode's error carries: a parsed request that is kept inside the
+/// error "for context", as error types often do.
+const NAIVE_PAYLOAD_ITEMS: usize = 1_000;
+/// How deep the naive mode's context chain goes above that payload.
+const NAIVE_CONTEXT_DEPTH: usize = 10;
+/// Where the naive mode cuts its formatted error: after the work, like
+/// `util.inspect(err, {depth: null}).substr(0, 5000)`.
+const NAIVE_CUT_CHARS: usize = 5_000;
+
+/// `/handled` written by hand: a small JSON 422 built with serde_json.
+async fn handled_by_hand() -> (StatusCode, Json<serde_json::Value>) {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(serde_json::json!({
+            "error": "the demo input is invalid: `amount` must be positive",
+            "code": "demo-invalid",
+        })),
+    )
+}
+
+/// `bare` mode: plain axum, no error layer. Errors are small JSON responses written by hand,
+/// and `/panic` is not caught: hyper drops the connection.
+pub fn bare() -> Router {
+    Router::new()
+        .route("/ok", get(ok))
+        .route("/handled", get(handled_by_hand))
+        .route("/panic", get(panics))
+}
+
+/// `catch-panic` mode: the `bare` routes behind tower-http's `CatchPanicLayer` with its default
+/// response; std's panic hook stays in place, so each panic is printed to stderr.
+pub fn catch_panic() -> Router {
+    bare().layer(tower_http::catch_panic::CatchPanicLayer::new())
+}
+
+/// One of the small structs of the naive mode's payload.
+#[derive(Debug)]
+#[allow(dead_code)] // Read through `Debug` only, which is the point.
+struct LineItem {
+    id: u64,
+    sku: &'static str,
+    quantity: u32,
+    price_cents: u64,
+    tags: [&'static str; 2],
+}
+
+/// An error as many services build it: context on context above the data that failed.
+#[derive(Debug)]
+#[allow(dead_code)] // Read through `Debug` only, which is the point.
+enum NaiveError {
+    Context {
+        context: String,
+        source: Box<NaiveError>,
+    },
+    Rejected {
+        reason: &'static str,
+        payload: Vec<LineItem>,
+    },
+}
+
+fn naive_error() -> NaiveError {
+    let payload = (0..NAIVE_PAYLOAD_ITEMS as u64)
+        .map(|id| LineItem {
+            id,
+            sku: "SKU-0042-BLUE",
+            quantity: 1 + (id % 7) as u32,
+            price_cents: 1_999 + id,
+            tags: ["webhook", "push"],
+        })
+        .collect();
+    let mut error = NaiveError::Rejected {
+        reason: "amount must be positive",
+        payload,
+    };
+    for depth in (1..=NAIVE_CONTEXT_DEPTH).rev() {
+        error = NaiveError::Context {
+            context: format!("while processing step {depth}"),
+            source: Box::new(error),
+        };
+    }
+    error
+}
+
+/// `naive` mode's `/handled`: the whole error pretty-printed with `{:#?}`, cut to
+/// [`NAIVE_CUT_CHARS`] afterwards, logged synchronously and sent to the client.
+async fn handled_naively() -> (StatusCode, Json<serde_json::Value>) {
+    let error = naive_error();
+    let text: String = format!("{error:#?}")
+        .chars()
+        .take(NAIVE_CUT_CHARS)
+        .collect();
+    tracing::error!(error = %text, "request failed");
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(serde_json::json!({ "error": text })),
+    )
+}
+
+/// `naive` mode: the `bare` routes, but `/handled` formats and logs its whole error.
+pub fn naive() -> Router {
+    Router::new()
+        .route("/ok", get(ok))
+        .route("/handled", get(handled_naively))
+        .route("/panic", get(panics))
+}
