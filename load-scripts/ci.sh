@@ -33,7 +33,7 @@ fi
 
 echo "== build ($profile)"
 cargo build "${cargo_flags[@]}" --example webhook_ingest
-bin=$PWD/target/$profile/examples/webhook_ingest
+bin=${CARGO_TARGET_DIR:-$PWD/target}/$profile/examples/webhook_ingest
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-ci.XXXXXX")
 server_pid=

@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-SERVER = ROOT / "target" / "release" / "examples" / "failure_lab"
+SERVER = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "examples" / "failure_lab"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 BEGIN_MARK = "<!-- bench:begin (written by load-scripts/bench.sh; edits inside are lost) -->"
 END_MARK = "<!-- bench:end -->"
