@@ -12,8 +12,8 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use crate::layer::Tally;
-use crate::ledger::Outcome;
+use crate::guard::RequestGuard;
+use crate::outcome::Outcome;
 use crate::panic_hook::catch;
 use crate::summary::Summary;
 
@@ -31,7 +31,7 @@ pin_project! {
         // The inner service's body; the tally counts the request when it ends. `remaining` is
         // what is left of a declared length: hyper stops polling once that much is written,
         // so reaching it is the end even when the body never says so.
-        Watched { #[pin] inner: B, tally: Option<Tally>, remaining: Option<u64>, failed: bool },
+        Watched { #[pin] inner: B, tally: Option<RequestGuard>, remaining: Option<u64>, failed: bool },
         // A rendered problem body, sent in one frame.
         Problem { bytes: Option<Bytes> },
     }
@@ -42,7 +42,7 @@ impl<B: Body> FaultBody<B> {
     /// many bytes the body will send, if known: its exact size or the declared length.
     pub(crate) fn watched(
         inner: B,
-        mut tally: Tally,
+        mut tally: RequestGuard,
         status: http::StatusCode,
         length: Option<u64>,
     ) -> Self {

@@ -1,10 +1,12 @@
 //! The caps and switches a [`FaultLayer`](crate::FaultLayer) works with.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
-use http::HeaderName;
+use http::{HeaderName, StatusCode};
+use tracing::Level;
 
-use crate::report::ReportLevels;
+use crate::outcome::Outcome;
 
 /// Default cap on each message in a summary: the error's text, a panic's text, each link of
 /// the source chain. Enough for any message a person reads; small enough that a `Display`
@@ -61,6 +63,108 @@ impl Default for Config {
             request_id_header: DEFAULT_REQUEST_ID_HEADER,
             type_base: None,
             report_levels: ReportLevels::default(),
+        }
+    }
+}
+
+/// Default cap on the number of failure series: far above what an application's routes times
+/// its codes reach, far below what a scrape should carry.
+pub const DEFAULT_MAX_SERIES: usize = 512;
+
+/// Default number of events written in full per fingerprint and window: enough to see a
+/// problem and its variety, few enough that a flood of one failure costs no log volume.
+pub const DEFAULT_REPORTS_PER_WINDOW: u32 = 10;
+
+/// Default flood-control window.
+pub const DEFAULT_REPORT_WINDOW: Duration = Duration::from_secs(10);
+
+/// Default cap on fingerprints under flood control; past it the least recently seen goes.
+pub const DEFAULT_MAX_FINGERPRINTS: usize = 1024;
+
+/// Default cap on error groups; past it the least recently seen goes.
+pub const DEFAULT_MAX_GROUPS: usize = 256;
+
+/// The levels of the failure events, by kind of failure.
+///
+/// ```
+/// use faultline::{FaultLayer, ReportLevels};
+/// use tracing::Level;
+///
+/// let layer = FaultLayer::new().report_levels(ReportLevels {
+///     client_error: Level::DEBUG,
+///     ..ReportLevels::default()
+/// });
+/// # let _ = layer;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportLevels {
+    /// `handled` and `rejected` with a 4xx status: routine client mistakes. Default INFO.
+    pub client_error: Level,
+    /// `handled` and `rejected` with a 5xx status, `service_error` and `panicked`.
+    /// Default ERROR.
+    pub server_error: Level,
+    /// `aborted`: the body failed after the head went out. Default WARN.
+    pub aborted: Level,
+    /// `cancelled`: the client went away. Default DEBUG.
+    pub cancelled: Level,
+}
+
+impl Default for ReportLevels {
+    fn default() -> Self {
+        Self {
+            client_error: Level::INFO,
+            server_error: Level::ERROR,
+            aborted: Level::WARN,
+            cancelled: Level::DEBUG,
+        }
+    }
+}
+
+impl ReportLevels {
+    /// The level of a failure's event.
+    pub(crate) fn of(&self, outcome: Outcome, status: StatusCode) -> Level {
+        match outcome {
+            Outcome::Cancelled => self.cancelled,
+            Outcome::Aborted => self.aborted,
+            Outcome::ServiceError | Outcome::Panicked => self.server_error,
+            _ if status.is_server_error() => self.server_error,
+            _ => self.client_error,
+        }
+    }
+}
+
+/// The bounds of flood control and of the error groups.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReportLimits {
+    pub(crate) per_window: u32,
+    pub(crate) window: Duration,
+    pub(crate) max_fingerprints: usize,
+    pub(crate) max_groups: usize,
+}
+
+impl Default for ReportLimits {
+    fn default() -> Self {
+        Self {
+            per_window: DEFAULT_REPORTS_PER_WINDOW,
+            window: DEFAULT_REPORT_WINDOW,
+            max_fingerprints: DEFAULT_MAX_FINGERPRINTS,
+            max_groups: DEFAULT_MAX_GROUPS,
+        }
+    }
+}
+
+/// The bounds a ledger is built with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LedgerLimits {
+    pub(crate) max_series: usize,
+    pub(crate) reports: ReportLimits,
+}
+
+impl Default for LedgerLimits {
+    fn default() -> Self {
+        Self {
+            max_series: DEFAULT_MAX_SERIES,
+            reports: ReportLimits::default(),
         }
     }
 }

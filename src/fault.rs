@@ -9,8 +9,8 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 
-use crate::ledger::Outcome;
-use crate::summary::codes;
+use crate::codes;
+use crate::outcome::Outcome;
 
 /// An error that knows how it answers over HTTP: a status, a stable machine-readable code and
 /// a public message.

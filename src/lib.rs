@@ -86,38 +86,60 @@
 #![deny(unreachable_pub)]
 #![warn(missing_docs)]
 
-mod body;
+// The modules form layers, ground first: a module uses only modules of its own layer or of
+// the layers above it here, and never in a cycle (tests/module_order.rs checks both).
+
+// vocabulary
+mod codes;
 mod config;
+mod outcome;
+
+// mechanisms
+mod bounded;
+mod panic_hook;
+mod request;
+
+// errors
 mod fault;
-mod layer;
+
+// summary
+mod summary;
+
+// output
+mod problem;
+mod report;
+
+// counting
 mod ledger;
 #[cfg(feature = "opentelemetry")]
 mod otel;
-mod panic_hook;
-mod problem;
-mod report;
-mod request;
-mod summary;
+
+// tower
+mod body;
+mod classify;
+mod future;
+mod guard;
+mod layer;
+mod service;
+mod shared;
 
 pub use crate::body::FaultBody;
+pub use crate::bounded::TRUNCATION_MARKER;
 pub use crate::config::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_REQUEST_ID_HEADER, MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES,
-    MIN_MESSAGE_BYTES,
+    ReportLevels, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_FINGERPRINTS,
+    DEFAULT_MAX_GROUPS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
+    DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER, MAX_BODY_BYTES, MAX_CHAIN_LINKS,
+    MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
 pub use crate::fault::{Error, Fault};
-pub use crate::layer::{FaultLayer, FaultService, ResponseFuture};
-pub use crate::ledger::{
-    Ledger, Outcome, Series, Snapshot, DEFAULT_MAX_SERIES, OVERFLOW_LABEL, PROMETHEUS_TEXT,
-    UNMATCHED_ROUTE,
-};
+pub use crate::future::ResponseFuture;
+pub use crate::layer::FaultLayer;
+pub use crate::ledger::{Ledger, Series, Snapshot, PROMETHEUS_TEXT};
+pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
-pub use crate::report::{
-    Group, ReportLevels, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS, DEFAULT_REPORTS_PER_WINDOW,
-    DEFAULT_REPORT_WINDOW,
-};
-pub use crate::summary::TRUNCATION_MARKER;
+pub use crate::report::Group;
+pub use crate::service::FaultService;
 
 /// What [`impl_into_response!`] expands to needs; not part of the API.
 #[doc(hidden)]

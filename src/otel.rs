@@ -7,7 +7,8 @@ use std::time::Instant;
 use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::KeyValue;
 
-use crate::ledger::{Ledger, Outcome};
+use crate::ledger::Ledger;
+use crate::outcome::Outcome;
 use crate::request::RequestMeta;
 
 /// The instruments one layer records into.

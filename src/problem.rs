@@ -6,9 +6,10 @@
 
 use http::StatusCode;
 
+use crate::bounded::TRUNCATION_MARKER;
 use crate::config::Config;
 use crate::request::MAX_REQUEST_ID_BYTES;
-use crate::summary::{Summary, TRUNCATION_MARKER};
+use crate::summary::Summary;
 
 /// The media type of every body faultline renders.
 pub const PROBLEM_JSON: &str = "application/problem+json";

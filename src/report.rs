@@ -14,95 +14,14 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tracing::Level;
 
-use crate::ledger::Outcome;
+use crate::config::{ReportLevels, ReportLimits};
+use crate::outcome::Outcome;
 use crate::request::RequestMeta;
 use crate::summary::Summary;
-
-/// Default number of events written in full per fingerprint and window: enough to see a
-/// problem and its variety, few enough that a flood of one failure costs no log volume.
-pub const DEFAULT_REPORTS_PER_WINDOW: u32 = 10;
-
-/// Default flood-control window.
-pub const DEFAULT_REPORT_WINDOW: Duration = Duration::from_secs(10);
-
-/// Default cap on fingerprints under flood control; past it the least recently seen goes.
-pub const DEFAULT_MAX_FINGERPRINTS: usize = 1024;
-
-/// Default cap on error groups; past it the least recently seen goes.
-pub const DEFAULT_MAX_GROUPS: usize = 256;
-
-/// The levels of the failure events, by kind of failure.
-///
-/// ```
-/// use faultline::{FaultLayer, ReportLevels};
-/// use tracing::Level;
-///
-/// let layer = FaultLayer::new().report_levels(ReportLevels {
-///     client_error: Level::DEBUG,
-///     ..ReportLevels::default()
-/// });
-/// # let _ = layer;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReportLevels {
-    /// `handled` and `rejected` with a 4xx status: routine client mistakes. Default INFO.
-    pub client_error: Level,
-    /// `handled` and `rejected` with a 5xx status, `service_error` and `panicked`.
-    /// Default ERROR.
-    pub server_error: Level,
-    /// `aborted`: the body failed after the head went out. Default WARN.
-    pub aborted: Level,
-    /// `cancelled`: the client went away. Default DEBUG.
-    pub cancelled: Level,
-}
-
-impl Default for ReportLevels {
-    fn default() -> Self {
-        Self {
-            client_error: Level::INFO,
-            server_error: Level::ERROR,
-            aborted: Level::WARN,
-            cancelled: Level::DEBUG,
-        }
-    }
-}
-
-impl ReportLevels {
-    /// The level of a failure's event.
-    fn of(&self, summary: &Summary) -> Level {
-        match summary.outcome {
-            Outcome::Cancelled => self.cancelled,
-            Outcome::Aborted => self.aborted,
-            Outcome::ServiceError | Outcome::Panicked => self.server_error,
-            _ if summary.status.is_server_error() => self.server_error,
-            _ => self.client_error,
-        }
-    }
-}
-
-/// The bounds of flood control and of the error groups.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ReportLimits {
-    pub(crate) per_window: u32,
-    pub(crate) window: Duration,
-    pub(crate) max_fingerprints: usize,
-    pub(crate) max_groups: usize,
-}
-
-impl Default for ReportLimits {
-    fn default() -> Self {
-        Self {
-            per_window: DEFAULT_REPORTS_PER_WINDOW,
-            window: DEFAULT_REPORT_WINDOW,
-            max_fingerprints: DEFAULT_MAX_FINGERPRINTS,
-            max_groups: DEFAULT_MAX_GROUPS,
-        }
-    }
-}
 
 /// One error group: every failure with the same fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,7 +160,7 @@ impl Reporter {
             Verdict::Write { suppressed_since } => {
                 self.reported.fetch_add(1, Ordering::Relaxed);
                 emit(
-                    levels.of(summary),
+                    levels.of(summary.outcome, summary.status),
                     summary,
                     meta,
                     request_id,
@@ -403,6 +322,7 @@ fn emit(
 mod tests {
     use std::io;
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
     use http::{HeaderName, Request, StatusCode};
 

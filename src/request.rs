@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::extract::MatchedPath;
 use http::{HeaderName, HeaderValue, Method, Request, Uri};
 
-use crate::ledger::UNMATCHED_ROUTE;
+use crate::outcome::UNMATCHED_ROUTE;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
 /// every report, so a client must not be able to make it large. UUIDs and the ids of common

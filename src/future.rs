@@ -1,0 +1,269 @@
+//! [`ResponseFuture`]: the state machine of one request, from the inner future to exactly one
+//! outcome.
+//!
+//! | state | on | next |
+//! |---|---|---|
+//! | `Calling` | a success | pass the response on, its body watched to the end |
+//! | `Calling` | a response an inner fault layer answered | pass it on, count it here too |
+//! | `Calling` | a handler's fault, an error status, a service error, a panic | answer |
+//! | `Calling` | an error status with a small plain body | `Reading` |
+//! | `Reading` | the body read up to the cap | answer |
+//! | `Failed` | (a failure known at `call`) | answer |
+//!
+//! "Answer" renders the problem body, reports and counts the failure, and ends in `Done`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{response, HeaderValue, Response, StatusCode};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use tower::BoxError;
+
+use crate::body::FaultBody;
+use crate::classify::{
+    declared_length, is_error_status, is_readable, read_bounded, REPLACED_BODY_HEADERS,
+};
+use crate::config::Config;
+use crate::fault::FaultMarker;
+use crate::guard::RequestGuard;
+use crate::outcome::Outcome;
+use crate::panic_hook::{catch, Caught};
+use crate::problem::{self, PROBLEM_JSON};
+use crate::request::request_id_text;
+use crate::summary::Summary;
+
+pin_project! {
+    /// The response future of [`FaultService`](crate::FaultService).
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+        guard: Option<RequestGuard>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, B> {
+        // The inner service's future is being polled.
+        Calling { #[pin] future: F },
+        // An error status came without a fault: its body is read, bounded, for the message.
+        Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
+        // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
+        Failed { summary: Option<Summary> },
+        Done,
+    }
+}
+
+/// What one poll of a state decided.
+enum Step<B> {
+    Pending,
+    /// A success, passed on with its body watched.
+    Pass(Response<B>),
+    /// An answer an inner fault layer rendered and counted: passed on, counted here too.
+    Forward(Response<B>, Summary),
+    /// An error status whose body is read for its message first.
+    Read(response::Parts, B),
+    /// A failure to answer, with the head of the response it replaces, if any.
+    Answer(Option<response::Parts>, Summary),
+}
+
+impl<F, B> ResponseFuture<F, B> {
+    pub(crate) fn calling(future: F, guard: RequestGuard) -> Self {
+        Self {
+            state: State::Calling { future },
+            guard: Some(guard),
+        }
+    }
+
+    pub(crate) fn failed(summary: Summary, guard: RequestGuard) -> Self {
+        Self {
+            state: State::Failed {
+                summary: Some(summary),
+            },
+            guard: Some(guard),
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<Response<FaultBody<B>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            let guard = this
+                .guard
+                .as_ref()
+                .expect("ResponseFuture polled after completion");
+            let config = guard.config();
+            let step = match this.state.as_mut().project() {
+                StateProj::Calling { future } => poll_inner(future, cx, config),
+                StateProj::Reading { head, body, text } => {
+                    ready!(read_bounded(body, text, config.max_message_bytes, cx));
+                    let head = head.take().expect("head is taken once");
+                    let summary = Summary::from_rejection(head.status, text, config);
+                    Step::Answer(Some(head), summary)
+                }
+                StateProj::Failed { summary } => {
+                    Step::Answer(None, summary.take().expect("taken once"))
+                }
+                StateProj::Done => panic!("ResponseFuture polled after completion"),
+            };
+            let response = match step {
+                Step::Pending => return Poll::Pending,
+                Step::Read(head, body) => {
+                    let head = Some(head);
+                    this.state.set(State::Reading {
+                        head,
+                        body,
+                        text: Vec::new(),
+                    });
+                    continue;
+                }
+                Step::Pass(response) => {
+                    this.state.set(State::Done);
+                    pass(response, this.guard.take().expect("checked above"))
+                }
+                Step::Forward(response, summary) => {
+                    this.state.set(State::Done);
+                    let mut guard = this.guard.take().expect("checked above");
+                    guard.settle_unanswered(&summary);
+                    response.map(FaultBody::settled)
+                }
+                Step::Answer(head, summary) => {
+                    // The inner future or body may panic in its destructor too; that must not
+                    // unwind through the server.
+                    let state = this.state.as_mut();
+                    let _ = catch(move || {
+                        let mut state = state;
+                        state.set(State::Done)
+                    });
+                    answer(this.guard.take().expect("checked above"), head, summary)
+                }
+            };
+            return Poll::Ready(Ok(response));
+        }
+    }
+}
+
+/// Polls the inner future once, under a panic guard, and says what its answer is.
+fn poll_inner<F, B, E>(future: Pin<&mut F>, cx: &mut Context<'_>, config: &Config) -> Step<B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body,
+{
+    match catch(|| future.poll(cx)) {
+        Ok(Poll::Pending) => Step::Pending,
+        Ok(Poll::Ready(Ok(response))) => classify(response, config),
+        Ok(Poll::Ready(Err(error))) => {
+            Step::Answer(None, Summary::from_service_error(&*error.into(), config))
+        }
+        Err(caught) => Step::Answer(None, panicked(caught, config)),
+    }
+}
+
+/// What a response of the inner service is: a fault to render, an answer already rendered,
+/// an error status to re-render, or a success.
+fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
+    match response.extensions().get::<FaultMarker>().cloned() {
+        Some(FaultMarker::Rendered { outcome, code }) => {
+            let summary = Summary::already_answered(outcome, response.status(), code);
+            Step::Forward(response, summary)
+        }
+        Some(FaultMarker::Fault(fault)) => {
+            let mut head = response.into_parts().0;
+            // `status`, `code`, `headers` are the user's code: a panic there is a panicking
+            // request, not a crashed connection.
+            let described = catch(|| {
+                let summary = Summary::from_fault(&*fault, config);
+                fault.headers(&mut head.headers);
+                summary
+            });
+            match described {
+                Ok(summary) => Step::Answer(Some(head), summary),
+                Err(caught) => Step::Answer(None, panicked(caught, config)),
+            }
+        }
+        None if is_error_status(response.status()) => {
+            let (head, body) = response.into_parts();
+            if is_readable(&head, &body) {
+                return Step::Read(head, body);
+            }
+            let summary = Summary::from_rejection(head.status, &[], config);
+            Step::Answer(Some(head), summary)
+        }
+        None => Step::Pass(response),
+    }
+}
+
+fn panicked(caught: Caught, config: &Config) -> Summary {
+    Summary::from_panic(
+        Outcome::Panicked,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        caught,
+        config,
+    )
+}
+
+/// Passes a success on, its body watched until its end.
+fn pass<B: Body>(response: Response<B>, guard: RequestGuard) -> Response<FaultBody<B>> {
+    let status = response.status();
+    // A body of exact size says so itself; only one that does not needs its declared length
+    // parsed from the head.
+    let length = match response.body().size_hint().exact() {
+        Some(exact) => Some(exact),
+        None => declared_length(response.headers()),
+    };
+    response.map(|body| FaultBody::watched(body, guard, status, length))
+}
+
+/// Renders, reports and counts a failure, and builds the problem response.
+fn answer<B>(
+    mut guard: RequestGuard,
+    head: Option<response::Parts>,
+    summary: Summary,
+) -> Response<FaultBody<B>> {
+    let config = guard.config();
+    let request_id = guard.meta().request_id();
+    let body = problem::render(
+        &summary,
+        request_id_text(&request_id),
+        guard.meta().path(),
+        config,
+    );
+    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
+    head.status = summary.status;
+    // Marks the answer as rendered, so that a fault layer outside this one does not render
+    // it again; a handler's fault marker is overwritten in place, without an allocation.
+    let rendered = FaultMarker::Rendered {
+        outcome: summary.outcome,
+        code: summary.code,
+    };
+    match head.extensions.get_mut::<FaultMarker>() {
+        Some(marker) => *marker = rendered,
+        None => {
+            head.extensions.insert(rendered);
+        }
+    }
+    let headers = &mut head.headers;
+    for name in REPLACED_BODY_HEADERS {
+        headers.remove(name);
+    }
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(config.request_id_header.clone(), request_id.clone());
+    guard.settle_failure(&summary, request_id_text(&request_id));
+    Response::from_parts(head, FaultBody::problem(Bytes::from(body)))
+}

@@ -1,0 +1,140 @@
+//! The per-request drop guard: a request's place in the ledger from `call` until its outcome
+//! is counted. Dropped before that, it counts the request as cancelled, so no request can
+//! leave the layer uncounted.
+
+use std::sync::Arc;
+
+use http::StatusCode;
+
+use crate::config::Config;
+use crate::outcome::Outcome;
+use crate::panic_hook::catch;
+use crate::request::{request_id_text, RequestMeta};
+use crate::shared::Shared;
+use crate::summary::Summary;
+
+/// One request's place in the ledger, from `call` until its outcome is counted. Dropped
+/// before that, it counts the request as cancelled.
+#[derive(Debug)]
+pub(crate) struct RequestGuard {
+    shared: Arc<Shared>,
+    meta: RequestMeta,
+    phase: Phase,
+    #[cfg(feature = "opentelemetry")]
+    started_at: Option<std::time::Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for the inner service's response.
+    Waiting,
+    /// The head went out and the body is streaming; `polled` once the body was asked for.
+    Streaming { status: StatusCode, polled: bool },
+    /// Counted.
+    Settled,
+}
+
+impl RequestGuard {
+    pub(crate) fn start(shared: Arc<Shared>, meta: RequestMeta) -> Self {
+        shared.ledger.start();
+        Self {
+            #[cfg(feature = "opentelemetry")]
+            started_at: shared.otel.as_ref().map(|_| std::time::Instant::now()),
+            shared,
+            meta,
+            phase: Phase::Waiting,
+        }
+    }
+
+    /// Records the request's duration, when an OpenTelemetry meter is configured.
+    #[cfg(feature = "opentelemetry")]
+    fn record_duration(&self, status: Option<u16>, error_type: Option<&'static str>) {
+        if let (Some(otel), Some(started_at)) = (&self.shared.otel, self.started_at) {
+            otel.record(crate::otel::Finished {
+                started_at,
+                meta: &self.meta,
+                status,
+                error_type,
+            });
+        }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// What was kept of the request.
+    pub(crate) fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// The head went out with `status`; the body decides the outcome from here.
+    pub(crate) fn streaming(&mut self, status: StatusCode) {
+        self.phase = Phase::Streaming {
+            status,
+            polled: false,
+        };
+    }
+
+    pub(crate) fn mark_polled(&mut self) {
+        if let Phase::Streaming { polled, .. } = &mut self.phase {
+            *polled = true;
+        }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        match self.phase {
+            Phase::Streaming { status, .. } => status,
+            _ => StatusCode::OK,
+        }
+    }
+
+    pub(crate) fn settle_ok(&mut self) {
+        if !matches!(self.phase, Phase::Settled) {
+            #[cfg(feature = "opentelemetry")]
+            let _ = catch(|| self.record_duration(Some(self.status().as_u16()), None));
+            self.phase = Phase::Settled;
+            self.shared.ledger.finish(Outcome::Ok);
+        }
+    }
+
+    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &str) {
+        if matches!(self.phase, Phase::Settled) {
+            return;
+        }
+        self.phase = Phase::Settled;
+        let ledger = &self.shared.ledger;
+        ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
+        // The report runs the subscriber's code (and the exporter's): a panic there must not
+        // keep the request from being counted.
+        let levels = &self.shared.config.report_levels;
+        let _ = catch(|| ledger.report(summary, &self.meta, request_id, levels));
+        #[cfg(feature = "opentelemetry")]
+        let _ = catch(|| {
+            self.record_duration(
+                (summary.outcome != Outcome::Cancelled).then(|| summary.status.as_u16()),
+                Some(summary.code),
+            )
+        });
+        ledger.finish(summary.outcome);
+    }
+
+    /// Settles a failure that has no answer to render (the head is gone or never comes).
+    pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
+        let request_id = self.meta.request_id();
+        self.settle_failure(summary, request_id_text(&request_id));
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        match self.phase {
+            Phase::Settled => {}
+            // A body that was never asked for (a HEAD request, a 204) was delivered whole.
+            Phase::Streaming { polled: false, .. } => self.settle_ok(),
+            Phase::Waiting | Phase::Streaming { polled: true, .. } => {
+                self.settle_unanswered(&Summary::cancelled())
+            }
+        }
+    }
+}

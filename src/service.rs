@@ -1,0 +1,105 @@
+//! [`FaultService`]: calls the inner service under a panic guard, with the request's drop
+//! guard armed before anything else runs.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body::Body;
+use tower::{BoxError, Service};
+
+use crate::body::FaultBody;
+use crate::future::ResponseFuture;
+use crate::guard::RequestGuard;
+use crate::outcome::Outcome;
+use crate::panic_hook::catch;
+use crate::request::RequestMeta;
+use crate::shared::Shared;
+use crate::summary::Summary;
+
+/// The service [`FaultLayer`] builds. Its error type is `Infallible`: every failure of the
+/// inner service becomes a response.
+#[derive(Debug)]
+pub struct FaultService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+    /// A failure of `poll_ready` (an error or a panic), answered by the next call.
+    not_ready: Option<Summary>,
+}
+
+impl<S: Clone> Clone for FaultService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+            not_ready: None,
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for FaultService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes>,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response<FaultBody<ResBody>>;
+    type Error = Infallible;
+    type Future = ResponseFuture<S::Future, ResBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.not_ready.is_some() {
+            return Poll::Ready(Ok(()));
+        }
+        let config = &self.shared.config;
+        let inner = &mut self.inner;
+        self.not_ready = match catch(|| inner.poll_ready(cx)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(()))) => None,
+            Ok(Poll::Ready(Err(error))) => {
+                Some(Summary::from_service_error(&*error.into(), config))
+            }
+            Err(payload) => Some(Summary::from_panic(
+                Outcome::Panicked,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                payload,
+                config,
+            )),
+        };
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let meta = RequestMeta::capture(&request, &self.shared.config.request_id_header);
+        let guard = RequestGuard::start(self.shared.clone(), meta);
+        if let Some(summary) = self.not_ready.take() {
+            return ResponseFuture::failed(summary, guard);
+        }
+        let inner = &mut self.inner;
+        match catch(|| inner.call(request)) {
+            Ok(future) => ResponseFuture::calling(future, guard),
+            Err(payload) => {
+                let summary = Summary::from_panic(
+                    Outcome::Panicked,
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    payload,
+                    &self.shared.config,
+                );
+                ResponseFuture::failed(summary, guard)
+            }
+        }
+    }
+}
+
+impl<S> FaultService<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self {
+            inner,
+            shared,
+            not_ready: None,
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The layer driven in process with `oneshot`: the paths that need a hand-made inner service
+//! (a `poll_ready` error, load shedding, a pending future, a stalled body) or a subscriber.
+
+use std::fmt;
+use std::time::Duration;
+
+use axum::body::{to_bytes, Body};
+use axum::routing::get;
+use axum::Router;
+use http::header::RETRY_AFTER;
+use tower::{service_fn, ServiceBuilder, ServiceExt};
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use faultline::{Fault, FaultBody, FaultLayer};
+use http::{HeaderValue, Request, Response, StatusCode};
+use tower::{Layer, Service};
+
+async fn problem_of(response: Response<FaultBody<Body>>) -> (StatusCode, serde_json::Value) {
+    let status = response.status();
+    let body = to_bytes(axum::body::Body::new(response.into_body()), usize::MAX)
+        .await
+        .unwrap();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+fn get_request(path: &str) -> Request<Body> {
+    Request::get(path).body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn a_panic_in_the_synchronous_part_of_call_is_a_500() {
+    faultline::install_panic_hook();
+    let (layer, ledger) = FaultLayer::pair();
+    let service = layer.layer(tower::service_fn(
+        |_: Request<Body>| -> std::future::Ready<Result<Response<Body>, Infallible>> {
+            panic!("call exploded before returning a future")
+        },
+    ));
+    let (status, problem) = problem_of(service.oneshot(get_request("/x")).await.unwrap()).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(problem["code"], "panic");
+    assert_eq!(ledger.snapshot().panicked, 1);
+}
+
+#[derive(Debug)]
+struct NotReady;
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("backend pool exhausted")
+    }
+}
+
+impl std::error::Error for NotReady {}
+
+/// A service whose `poll_ready` fails.
+#[derive(Clone)]
+struct NeverReady;
+
+impl Service<Request<Body>> for NeverReady {
+    type Response = Response<Body>;
+    type Error = NotReady;
+    type Future = std::future::Ready<Result<Response<Body>, NotReady>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), NotReady>> {
+        Poll::Ready(Err(NotReady))
+    }
+
+    fn call(&mut self, _: Request<Body>) -> Self::Future {
+        unreachable!("never ready")
+    }
+}
+
+#[tokio::test]
+async fn a_poll_ready_error_answers_the_next_call_as_a_service_error() {
+    let (layer, ledger) = FaultLayer::pair();
+    let response = layer
+        .layer(NeverReady)
+        .oneshot(get_request("/x"))
+        .await
+        .unwrap();
+    let (status, problem) = problem_of(response).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(problem["code"], "service-error");
+    assert!(!problem["detail"].as_str().unwrap().contains("pool"));
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.service_error, snapshot.started), (1, 1));
+}
+
+#[tokio::test]
+async fn overload_from_load_shed_is_a_503() {
+    let (layer, ledger) = FaultLayer::pair();
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+    let gate = std::sync::Arc::new(tokio::sync::Mutex::new(Some(gate_rx)));
+    let service = ServiceBuilder::new()
+        .layer(layer)
+        .load_shed()
+        .concurrency_limit(1)
+        .service(service_fn(move |_: Request<Body>| {
+            let gate = gate.clone();
+            async move {
+                if let Some(rx) = gate.lock().await.take() {
+                    let _ = rx.await;
+                }
+                Ok::<_, Infallible>(Response::new(Body::empty()))
+            }
+        }));
+    let mut first = service.clone();
+    let first = tokio::spawn(async move {
+        first
+            .ready()
+            .await
+            .unwrap()
+            .call(get_request("/a"))
+            .await
+            .unwrap()
+            .status()
+    });
+    // Wait until the first request holds the only permit.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (status, problem) = problem_of(service.oneshot(get_request("/b")).await.unwrap()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(problem["code"], "overloaded");
+    gate_tx.send(()).unwrap();
+    assert_eq!(first.await.unwrap(), StatusCode::OK);
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.ok, snapshot.service_error), (1, 1));
+}
+
+#[derive(Debug)]
+struct Busy;
+
+impl fmt::Display for Busy {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        panic!("Display exploded")
+    }
+}
+
+impl std::error::Error for Busy {}
+
+impl Fault for Busy {
+    fn status(&self) -> StatusCode {
+        StatusCode::TOO_MANY_REQUESTS
+    }
+
+    fn code(&self) -> &'static str {
+        "busy"
+    }
+
+    fn headers(&self, headers: &mut http::HeaderMap) {
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+    }
+}
+
+faultline::impl_into_response!(Busy);
+
+#[tokio::test]
+async fn a_fault_whose_display_panics_is_answered_with_a_placeholder_and_its_headers() {
+    faultline::install_panic_hook();
+    let (layer, ledger) = FaultLayer::pair();
+    let app = Router::new()
+        .route("/busy", get(|| async { Err::<(), _>(Busy) }))
+        .layer(layer);
+    let response = app.oneshot(get_request("/busy")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(response.headers()[RETRY_AFTER], "7");
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["code"], "busy");
+    assert!(problem["detail"].as_str().unwrap().contains("panicked"));
+    assert_eq!(ledger.snapshot().handled, 1);
+}
+
+#[tokio::test]
+async fn development_mode_shows_internal_text_to_the_client() {
+    let layer = FaultLayer::new()
+        .development(true)
+        .problem_type_base("https://errors.example.com/");
+    let app = Router::new()
+        .route(
+            "/io",
+            get(|| async {
+                Err::<(), faultline::Error>(std::io::Error::other("disk quota exceeded").into())
+            }),
+        )
+        .layer(layer);
+    let response = app.oneshot(get_request("/io")).await.unwrap();
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["status"], 500);
+    assert_eq!(problem["detail"], "disk quota exceeded");
+    assert_eq!(problem["type"], "https://errors.example.com/internal");
+}
+
+#[tokio::test]
+async fn a_dropped_response_future_is_cancelled() {
+    let (layer, ledger) = FaultLayer::pair();
+    let service = layer.layer(service_fn(|_: Request<Body>| async {
+        std::future::pending::<Result<Response<Body>, Infallible>>().await
+    }));
+    let attempt = tokio::time::timeout(
+        Duration::from_millis(10),
+        service.oneshot(get_request("/x")),
+    );
+    assert!(attempt.await.is_err());
+    let snapshot = ledger.snapshot();
+    assert_eq!(
+        (snapshot.started, snapshot.cancelled, snapshot.in_flight),
+        (1, 1, 0)
+    );
+}
+
+#[derive(Debug)]
+struct BadHeaders;
+
+impl fmt::Display for BadHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("slow down")
+    }
+}
+
+impl std::error::Error for BadHeaders {}
+
+impl Fault for BadHeaders {
+    fn status(&self) -> StatusCode {
+        StatusCode::TOO_MANY_REQUESTS
+    }
+
+    fn code(&self) -> &'static str {
+        "slow-down"
+    }
+
+    fn headers(&self, _: &mut http::HeaderMap) {
+        panic!("a computed Retry-After failed to parse")
+    }
+}
+
+faultline::impl_into_response!(BadHeaders);
+
+#[tokio::test]
+async fn a_panic_in_a_faults_own_methods_is_a_panicked_500() {
+    faultline::install_panic_hook();
+    let (layer, ledger) = FaultLayer::pair();
+    let app = Router::new()
+        .route("/", get(|| async { Err::<(), _>(BadHeaders) }))
+        .layer(layer);
+    let response = app.oneshot(get_request("/")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["code"], "panic");
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.panicked, snapshot.in_flight), (1, 0));
+}
+
+/// A subscriber whose every event panics, like a broken log shipper.
+struct PanickingSubscriber;
+
+impl tracing::Subscriber for PanickingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {
+        panic!("the log shipper fell over")
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
+    faultline::install_panic_hook();
+    let (layer, ledger) = FaultLayer::pair();
+    let service = layer.layer(service_fn(|_: Request<Body>| async {
+        Ok::<_, Infallible>(
+            Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Body::empty())
+                .unwrap(),
+        )
+    }));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let status = tracing::subscriber::with_default(PanickingSubscriber, || {
+        runtime.block_on(async { service.oneshot(get_request("/")).await.unwrap().status() })
+    });
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.rejected, snapshot.in_flight), (1, 0));
+    assert_eq!(snapshot.reported + snapshot.suppressed, 1);
+}
+
+#[tokio::test]
+async fn a_replaced_body_takes_its_describing_headers_with_it() {
+    let (layer, _) = FaultLayer::pair();
+    let service = layer.layer(service_fn(|_: Request<Body>| async {
+        Ok::<_, Infallible>(
+            Response::builder()
+                .status(StatusCode::BAD_REQUEST)
+                .header("content-encoding", "gzip")
+                .header("etag", "\"abc\"")
+                .header("vary", "accept-encoding")
+                .body(Body::from(vec![0x1f, 0x8b, 0x08, 0x00]))
+                .unwrap(),
+        )
+    }));
+    let response = service.oneshot(get_request("/")).await.unwrap();
+    assert!(response.headers().get("content-encoding").is_none());
+    assert!(response.headers().get("etag").is_none());
+    assert_eq!(response.headers()["vary"], "accept-encoding");
+    let (_, problem) = problem_of(response).await;
+    assert_eq!(problem["detail"], "The request was rejected.");
+}
+
+#[tokio::test]
+async fn an_error_body_that_stalls_does_not_hold_back_the_answer() {
+    let (layer, ledger) = FaultLayer::pair();
+    let service = layer.layer(service_fn(|_: Request<Body>| async {
+        let never = futures::stream::pending::<Result<bytes::Bytes, std::io::Error>>();
+        Ok::<_, Infallible>(
+            Response::builder()
+                .status(StatusCode::BAD_GATEWAY)
+                .body(Body::from_stream(never))
+                .unwrap(),
+        )
+    }));
+    let answered = tokio::time::timeout(Duration::from_secs(5), service.oneshot(get_request("/")))
+        .await
+        .expect("answered without waiting for the body");
+    let (status, problem) = problem_of(answered.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(problem["code"], "bad-gateway");
+    assert_eq!(ledger.snapshot().rejected, 1);
+}
+
+#[tokio::test]
+async fn limits_set_after_pair_apply_to_the_handed_out_ledger() {
+    let (layer, ledger) = FaultLayer::pair();
+    let layer = layer.report_burst(1, Duration::from_secs(60)).max_series(1);
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    for path in ["/", "/a", "/b", "/a"] {
+        app.clone().oneshot(get_request(path)).await.unwrap();
+    }
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.ok, snapshot.rejected), (1, 3));
+    // One 404 series fits; every failure shares its fingerprint, so one event is written.
+    assert_eq!((snapshot.reported, snapshot.suppressed), (1, 2));
+    assert_eq!(snapshot.series.len(), 1);
+}
+
+#[tokio::test]
+async fn caps_asked_to_be_unbounded_are_clamped_not_overflowed() {
+    let layer = FaultLayer::new()
+        .max_message_bytes(usize::MAX)
+        .max_chain_links(usize::MAX)
+        .max_body_bytes(usize::MAX);
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                Err::<(), _>(faultline::Error::new(
+                    StatusCode::BAD_REQUEST,
+                    "big",
+                    "x".repeat(200_000),
+                ))
+            }),
+        )
+        .layer(layer);
+    let response = app.oneshot(get_request("/")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    assert!(body.len() <= faultline::MAX_BODY_BYTES);
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.len() <= faultline::MAX_MESSAGE_BYTES);
+    assert!(detail.ends_with(faultline::TRUNCATION_MARKER));
+}
+
+#[tokio::test]
+async fn nested_layers_render_once_and_each_counts_once() {
+    let (inner_layer, inner) = FaultLayer::pair();
+    let (outer_layer, outer) = FaultLayer::pair();
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                Err::<(), _>(faultline::Error::new(
+                    StatusCode::CONFLICT,
+                    "taken",
+                    "taken",
+                ))
+            }),
+        )
+        .layer(inner_layer)
+        .layer(outer_layer);
+    let response = app.oneshot(get_request("/missing")).await.unwrap();
+    let request_id = response.headers()["x-request-id"].clone();
+    let (status, problem) = problem_of_body(response).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(problem["code"], "not-found");
+    assert_eq!(problem["detail"], "No route matches this path.");
+    assert_eq!(problem["request_id"], request_id.to_str().unwrap());
+    for ledger in [inner, outer] {
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.started, snapshot.rejected), (1, 1));
+    }
+}
+
+async fn problem_of_body(response: Response<Body>) -> (StatusCode, serde_json::Value) {
+    let status = response.status();
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[tokio::test]
+async fn a_panic_the_service_caught_itself_leaves_no_stale_site_behind() {
+    faultline::install_panic_hook();
+    let (layer, ledger) = FaultLayer::pair();
+    let service = layer.layer(service_fn(|request: Request<Body>| async move {
+        if request.uri().path() == "/resume" {
+            // A re-raised panic skips every panic hook: it has no site of its own.
+            std::panic::resume_unwind(Box::new("re-raised"));
+        }
+        // A panic the service catches on its own, inside the layer.
+        let _ = std::panic::catch_unwind(|| panic!("handled inside"));
+        Ok::<_, Infallible>(Response::new(Body::empty()))
+    }));
+    let ok = service.clone().oneshot(get_request("/")).await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let resumed = service.oneshot(get_request("/resume")).await.unwrap();
+    assert_eq!(resumed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let groups = ledger.groups();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].message, "re-raised");
+    assert_eq!(
+        groups[0].location, None,
+        "a stale site from the earlier panic"
+    );
+}
