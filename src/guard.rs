@@ -10,14 +10,15 @@ use crate::config::Config;
 use crate::outcome::Outcome;
 use crate::panic_hook::catch;
 use crate::request::{request_id_text, RequestMeta};
-use crate::shared::Shared;
+use crate::shared::Lane;
 use crate::summary::Summary;
 
 /// One request's place in the ledger, from `call` until its outcome is counted. Dropped
 /// before that, it counts the request as cancelled.
 #[derive(Debug)]
 pub(crate) struct RequestGuard {
-    shared: Arc<Shared>,
+    /// The shared state, through the lane of the thread that started the request.
+    shared: Arc<Lane>,
     meta: RequestMeta,
     phase: Phase,
     #[cfg(feature = "opentelemetry")]
@@ -35,7 +36,7 @@ enum Phase {
 }
 
 impl RequestGuard {
-    pub(crate) fn start(shared: Arc<Shared>, meta: RequestMeta) -> Self {
+    pub(crate) fn start(shared: Arc<Lane>, meta: RequestMeta) -> Self {
         shared.ledger.start();
         Self {
             #[cfg(feature = "opentelemetry")]
@@ -104,11 +105,10 @@ impl RequestGuard {
         }
         self.phase = Phase::Settled;
         let ledger = &self.shared.ledger;
-        ledger.record_failure(self.meta.route(), summary.code, summary.status.as_u16());
         // The report runs the subscriber's code (and the exporter's): a panic there must not
         // keep the request from being counted.
         let levels = &self.shared.config.report_levels;
-        let _ = catch(|| ledger.report(summary, &self.meta, request_id, levels));
+        let _ = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
         #[cfg(feature = "opentelemetry")]
         let _ = catch(|| {
             self.record_duration(

@@ -2,6 +2,7 @@
 //! works with.
 
 use std::borrow::Cow;
+#[cfg(feature = "opentelemetry")]
 use std::sync::Arc;
 
 use http::HeaderName;
@@ -43,7 +44,10 @@ use crate::shared::Shared;
 /// ```
 #[derive(Clone, Debug)]
 pub struct FaultLayer {
-    shared: Arc<Shared>,
+    config: Config,
+    ledger: Ledger,
+    #[cfg(feature = "opentelemetry")]
+    otel: Option<Arc<crate::otel::OtelMetrics>>,
 }
 
 impl Default for FaultLayer {
@@ -56,12 +60,10 @@ impl FaultLayer {
     /// A layer with the default caps and a fresh ledger.
     pub fn new() -> Self {
         Self {
-            shared: Arc::new(Shared {
-                config: Config::default(),
-                ledger: Ledger::new(),
-                #[cfg(feature = "opentelemetry")]
-                otel: None,
-            }),
+            config: Config::default(),
+            ledger: Ledger::new(),
+            #[cfg(feature = "opentelemetry")]
+            otel: None,
         }
     }
 
@@ -74,11 +76,11 @@ impl FaultLayer {
 
     /// The handle on this layer's ledger.
     pub fn ledger(&self) -> Ledger {
-        self.shared.ledger.clone()
+        self.ledger.clone()
     }
 
     fn config_mut(&mut self) -> &mut Config {
-        &mut Arc::make_mut(&mut self.shared).config
+        &mut self.config
     }
 
     /// Caps each message of a summary (the error's text, a panic's text, each chain link);
@@ -109,9 +111,9 @@ impl FaultLayer {
 
     /// Changes the limits of the layer's ledger in place: handles taken before see them too.
     fn ledger_limits(self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
-        let mut limits = self.shared.ledger.limits();
+        let mut limits = self.ledger.limits();
         change(&mut limits);
-        self.shared.ledger.set_limits(limits);
+        self.ledger.set_limits(limits);
         self
     }
 
@@ -161,8 +163,7 @@ impl FaultLayer {
     #[cfg(feature = "opentelemetry")]
     pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
-        Arc::make_mut(&mut self.shared).otel =
-            Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
+        self.otel = Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
         self
     }
 
@@ -198,6 +199,12 @@ impl<S> Layer<S> for FaultLayer {
     type Service = FaultService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        FaultService::new(inner, self.shared.clone())
+        let shared = Shared::new(
+            self.config.clone(),
+            self.ledger.clone(),
+            #[cfg(feature = "opentelemetry")]
+            self.otel.clone(),
+        );
+        FaultService::new(inner, shared.into_lanes())
     }
 }

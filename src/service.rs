@@ -16,7 +16,7 @@ use crate::guard::RequestGuard;
 use crate::outcome::Outcome;
 use crate::panic_hook::catch;
 use crate::request::RequestMeta;
-use crate::shared::Shared;
+use crate::shared::{Lane, Lanes};
 use crate::summary::Summary;
 
 /// The service [`FaultLayer`] builds. Its error type is `Infallible`: every failure of the
@@ -24,7 +24,11 @@ use crate::summary::Summary;
 #[derive(Debug)]
 pub struct FaultService<S> {
     inner: S,
-    shared: Arc<Shared>,
+    /// The shared state, through the calling thread's lane.
+    lane: Arc<Lane>,
+    /// Every lane, held by the services the layer built (not by per-request clones), so that
+    /// the lanes live as long as the router does.
+    _lanes: Option<Lanes>,
     /// A failure of `poll_ready` (an error or a panic), answered by the next call.
     not_ready: Option<Summary>,
 }
@@ -33,7 +37,8 @@ impl<S: Clone> Clone for FaultService<S> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            shared: self.shared.clone(),
+            lane: self.lane.here(),
+            _lanes: None,
             not_ready: None,
         }
     }
@@ -54,7 +59,7 @@ where
         if self.not_ready.is_some() {
             return Poll::Ready(Ok(()));
         }
-        let config = &self.shared.config;
+        let config = &self.lane.config;
         let inner = &mut self.inner;
         self.not_ready = match catch(|| inner.poll_ready(cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -73,8 +78,8 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let meta = RequestMeta::capture(&request, &self.shared.config.request_id_header);
-        let guard = RequestGuard::start(self.shared.clone(), meta);
+        let meta = RequestMeta::capture(&request, &self.lane.config.request_id_header);
+        let guard = RequestGuard::start(self.lane.clone(), meta);
         if let Some(summary) = self.not_ready.take() {
             return ResponseFuture::failed(summary, guard);
         }
@@ -86,7 +91,7 @@ where
                     Outcome::Panicked,
                     StatusCode::INTERNAL_SERVER_ERROR,
                     payload,
-                    &self.shared.config,
+                    &self.lane.config,
                 );
                 ResponseFuture::failed(summary, guard)
             }
@@ -95,10 +100,11 @@ where
 }
 
 impl<S> FaultService<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(inner: S, lanes: Lanes) -> Self {
         Self {
             inner,
-            shared,
+            lane: lanes[0].here(),
+            _lanes: Some(lanes),
             not_ready: None,
         }
     }

@@ -1,26 +1,34 @@
 //! The ledger: exact counts of every request's outcome, and a bounded table of failure series.
 //!
-//! Outcome counters are fixed atomics, so the success path takes no lock. Failures also land
-//! in a series labelled by route template, code and status; the table is capped, and label
-//! sets past the cap fold into one overflow series so that no input can grow it.
+//! Counters are striped ([`counters`]): each thread adds to its own stripe, and a read sums
+//! them, so the success path writes no cache line that other cores write. Failures are
+//! tallied under the thread's own stripe lock too: its own small series table, its flood
+//! control cache and its pending error groups, handed to the shared tables when they fill
+//! up or when someone reads. Past the series cap, new label sets fold into one overflow
+//! series so that no input can grow the table.
 
+mod counters;
 mod series;
 mod snapshot;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
+use self::counters::{Counts, Totals};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
 use crate::config::{LedgerLimits, ReportLevels};
 use crate::outcome::Outcome;
-use crate::report::{Group, Reporter};
+use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::RequestMeta;
+use crate::stripe::{self, Padded};
 use crate::summary::Summary;
+
+/// The label sets one thread counts in its own series table before handing them over.
+const SERIES_PER_THREAD: usize = 64;
 
 /// A handle on the counts of one [`FaultLayer`](crate::FaultLayer); cheap to clone.
 ///
@@ -38,11 +46,23 @@ pub struct Ledger {
 
 #[derive(Debug)]
 struct Inner {
-    started: AtomicU64,
-    in_flight: AtomicU64,
-    outcomes: [AtomicU64; 7],
+    stripes: Box<[Padded<Stripe>]>,
     series: Mutex<SeriesTable>,
     reporter: Reporter,
+}
+
+/// One thread's share of the ledger.
+#[derive(Debug)]
+struct Stripe {
+    counts: Counts,
+    failures: Mutex<Failures>,
+}
+
+/// What a thread tallies of its failures between hand-overs.
+#[derive(Debug)]
+struct Failures {
+    series: SeriesTable,
+    reports: ThreadReports,
 }
 
 impl Ledger {
@@ -52,27 +72,32 @@ impl Ledger {
     }
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
+        let stripe = || {
+            Padded(Stripe {
+                counts: Counts::default(),
+                failures: Mutex::new(Failures {
+                    series: SeriesTable::new(SERIES_PER_THREAD),
+                    reports: ThreadReports::default(),
+                }),
+            })
+        };
         Self {
             inner: Arc::new(Inner {
-                started: AtomicU64::new(0),
-                in_flight: AtomicU64::new(0),
-                outcomes: Default::default(),
+                stripes: (0..stripe::count()).map(|_| stripe()).collect(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
                 reporter: Reporter::new(limits.reports),
             }),
         }
     }
 
-    fn series_table(&self) -> std::sync::MutexGuard<'_, SeriesTable> {
-        self.inner
-            .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// The calling thread's stripe.
+    fn stripe(&self) -> &Stripe {
+        &self.inner.stripes[stripe::this_thread()]
     }
 
     pub(crate) fn limits(&self) -> LedgerLimits {
         LedgerLimits {
-            max_series: self.series_table().max,
+            max_series: series::lock(&self.inner.series).max,
             reports: self.inner.reporter.limits(),
         }
     }
@@ -80,73 +105,94 @@ impl Ledger {
     /// Changes the limits in place, so every handle on this ledger keeps seeing it. Tables
     /// already past a lowered cap keep what they hold and take nothing new.
     pub(crate) fn set_limits(&self, limits: LedgerLimits) {
-        self.series_table().max = limits.max_series;
+        series::lock(&self.inner.series).max = limits.max_series;
         self.inner.reporter.set_limits(limits.reports);
     }
 
-    /// Reports a failure (its event, under flood control, and its group).
-    pub(crate) fn report(
+    pub(crate) fn start(&self) {
+        self.stripe().counts.start();
+    }
+
+    pub(crate) fn finish(&self, outcome: Outcome) {
+        self.stripe().counts.finish(outcome);
+    }
+
+    /// Counts a failure in its series and its group, and writes its event unless flood
+    /// control holds it back. The event runs the subscriber's code, last, with no lock held.
+    pub(crate) fn fail(
         &self,
         summary: &Summary,
         meta: &RequestMeta,
         request_id: &str,
         levels: &ReportLevels,
     ) {
-        self.inner
-            .reporter
-            .report(summary, meta, request_id, levels);
+        let stripe = self.stripe();
+        let route = meta.route();
+        let fingerprint = fingerprint(summary, route);
+        let verdict = {
+            let mut failures = lock(&stripe.failures);
+            let Failures { series, reports } = &mut *failures;
+            let status = summary.status.as_u16();
+            series.record_local(route, summary.code, status, &self.inner.series);
+            self.inner
+                .reporter
+                .judge(reports, fingerprint, summary, route)
+        };
+        match verdict {
+            Verdict::Suppress => stripe.counts.suppressed(),
+            Verdict::Write { suppressed_since } => {
+                stripe.counts.reported();
+                let level = levels.of(summary.outcome, summary.status);
+                emit(
+                    level,
+                    summary,
+                    meta,
+                    request_id,
+                    fingerprint,
+                    suppressed_since,
+                );
+            }
+        }
+    }
+
+    /// Every thread's tallies into the shared tables, so that a read sees them all.
+    fn hand_over(&self) {
+        for stripe in self.inner.stripes.iter() {
+            let mut failures = lock(&stripe.failures);
+            failures
+                .series
+                .hand_over(&mut series::lock(&self.inner.series), false);
+            self.inner.reporter.hand_over(&mut failures.reports);
+        }
     }
 
     /// The error groups, the most frequent first: a bounded local inbox of what failed.
+    /// Counts, first and last seen are exact at quiescence; the latest message is one of the
+    /// latest (each thread keeps its own latest until a read gathers them).
     pub fn groups(&self) -> Vec<Group> {
+        self.hand_over();
         self.inner.reporter.groups()
     }
 
-    pub(crate) fn start(&self) {
-        // Relaxed is enough: each counter is exact on its own, and a snapshot taken at
-        // quiescence happens after every finish through whatever synchronized with it.
-        self.inner.started.fetch_add(1, Ordering::Relaxed);
-        self.inner.in_flight.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn finish(&self, outcome: Outcome) {
-        self.inner.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
-        self.inner.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_failure(&self, route: &str, code: &'static str, status: u16) {
-        self.series_table().record(route, code, status);
-    }
-
-    /// The counts as plain data. Each counter is exact; while requests are in flight the
-    /// counters are read one after another, so the invariant holds exactly at quiescence.
+    /// The counts as plain data. Each stripe's counters are exact; while requests are in
+    /// flight they are read one after another, so the sums balance exactly at quiescence.
     pub fn snapshot(&self) -> Snapshot {
-        let outcome = |o: Outcome| self.inner.outcomes[o.index()].load(Ordering::Relaxed);
-        // Each read is exact for its counter; the counters are read one after another, so
-        // while requests are in flight the sum and `started` may be off by those requests.
-        let ok = outcome(Outcome::Ok);
-        let handled = outcome(Outcome::Handled);
-        let rejected = outcome(Outcome::Rejected);
-        let service_error = outcome(Outcome::ServiceError);
-        let panicked = outcome(Outcome::Panicked);
-        let aborted = outcome(Outcome::Aborted);
-        let cancelled = outcome(Outcome::Cancelled);
-        let (reported, suppressed) = self.inner.reporter.counts();
-        let in_flight = self.inner.in_flight.load(Ordering::Relaxed);
-        let started = self.inner.started.load(Ordering::Relaxed);
-        let series = self.series_table().to_vec();
+        self.hand_over();
+        let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
+        let outcome = |o: Outcome| totals.outcome(o);
+        let series = series::lock(&self.inner.series).to_vec();
         Snapshot {
-            started,
-            in_flight,
-            ok,
-            handled,
-            rejected,
-            service_error,
-            panicked,
-            aborted,
-            cancelled,
-            reported,
-            suppressed,
+            started: totals.started,
+            in_flight: totals.in_flight(),
+            ok: outcome(Outcome::Ok),
+            handled: outcome(Outcome::Handled),
+            rejected: outcome(Outcome::Rejected),
+            service_error: outcome(Outcome::ServiceError),
+            panicked: outcome(Outcome::Panicked),
+            aborted: outcome(Outcome::Aborted),
+            cancelled: outcome(Outcome::Cancelled),
+            reported: totals.reported,
+            suppressed: totals.suppressed,
             series,
         }
     }
@@ -233,58 +279,10 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_balance_against_started() {
-        let ledger = Ledger::new();
-        for outcome in Outcome::ALL {
-            ledger.start();
-            ledger.finish(outcome);
-        }
-        ledger.start();
-        let snapshot = ledger.snapshot();
-        assert_eq!(snapshot.started, 8);
-        assert_eq!(snapshot.in_flight, 1);
-        assert_eq!(snapshot.finished(), 7);
-        assert_eq!(snapshot.failures(), 6);
-        assert!(snapshot.is_balanced());
-    }
-
-    #[test]
-    fn series_past_the_cap_fold_into_one_overflow_series() {
-        let ledger = Ledger::with_limits(LedgerLimits {
-            max_series: 3,
-            ..LedgerLimits::default()
-        });
-        for n in 0..10 {
-            let route = format!("/r{n}");
-            ledger.record_failure(&route, "c", 400);
-            ledger.record_failure(&route, "c", 400);
-        }
-        let series = ledger.snapshot().series;
-        assert_eq!(series.len(), 4);
-        assert!(series[..3].iter().all(|s| s.count == 2 && !s.is_overflow()));
-        assert!(series[3].is_overflow());
-        assert_eq!(series[3].count, 14);
-        assert_eq!(series.iter().map(|s| s.count).sum::<u64>(), 20);
-        assert_eq!(ledger.series_table().index.len(), 3);
-    }
-
-    #[test]
-    fn exposition_escapes_label_values() {
-        let ledger = Ledger::new();
-        ledger.record_failure("/a\"b\\c\nd", "bad-request", 400);
-        let text = ledger.render_prometheus();
-        assert!(
-            text.contains(
-                "faultline_errors_total{route=\"/a\\\"b\\\\c\\nd\",code=\"bad-request\",status=\"400\"} 1"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("faultline_requests_total{outcome=\"service_error\"} 0"));
-        assert!(text.contains("faultline_in_flight 0"));
-    }
+/// Locks a stripe's tallies; a panic elsewhere while they were held leaves them usable.
+fn lock(failures: &Mutex<Failures>) -> MutexGuard<'_, Failures> {
+    failures.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,10 +1,25 @@
 //! The bounded table of failure series, keyed by route template, code and status.
+//!
+//! The same table serves twice: each thread counts into a small one of its own (under its
+//! stripe's lock), and hands its counts to the shared one, which holds the cap and the
+//! overflow series, when its own is full or when a snapshot is taken.
 
 use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use crate::outcome::OVERFLOW_LABEL;
+
+/// A table with no room for new labels.
+#[derive(Debug)]
+struct Full;
+
+/// Locks the shared table; a panic elsewhere while it was held leaves it usable.
+pub(crate) fn lock(table: &Mutex<SeriesTable>) -> MutexGuard<'_, SeriesTable> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// The count of one failure label set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +72,9 @@ impl SeriesTable {
         }
     }
 
-    pub(crate) fn record(&mut self, route: &str, code: &'static str, status: u16) {
+    /// Counts `n` failures under these labels; refuses (and counts nothing) when they are
+    /// new and the table is full.
+    fn add(&mut self, route: &str, code: &'static str, status: u16, n: u64) -> Result<(), Full> {
         let mut hasher = FxHasher::default();
         (route, code, status).hash(&mut hasher);
         let hash = hasher.finish();
@@ -68,21 +85,57 @@ impl SeriesTable {
             })
         });
         if let Some(i) = known {
-            self.entries[i].count += 1;
-            return;
+            self.entries[i].count += n;
+            return Ok(());
         }
         // Past the cap nothing new is stored, not even an index bucket.
         if self.entries.len() >= self.max {
-            self.overflow += 1;
-            return;
+            return Err(Full);
         }
         self.index.entry(hash).or_default().push(self.entries.len());
         self.entries.push(Entry {
             route: route.into(),
             code,
             status,
-            count: 1,
+            count: n,
         });
+        Ok(())
+    }
+
+    /// Counts `n` failures under these labels, or under the overflow series past the cap.
+    pub(crate) fn record(&mut self, route: &str, code: &'static str, status: u16, n: u64) {
+        if self.add(route, code, status, n).is_err() {
+            self.overflow += n;
+        }
+    }
+
+    /// Counts one failure in a thread's own table, first handing the table's counts to
+    /// `shared` when it is full.
+    pub(crate) fn record_local(
+        &mut self,
+        route: &str,
+        code: &'static str,
+        status: u16,
+        shared: &Mutex<SeriesTable>,
+    ) {
+        if self.add(route, code, status, 1).is_err() {
+            self.hand_over(&mut lock(shared), true);
+            self.record(route, code, status, 1);
+        }
+    }
+
+    /// Moves this table's counts into `shared`. `empty` drops the entries too; otherwise they
+    /// stay, zeroed, so that the next failures under them allocate nothing.
+    pub(crate) fn hand_over(&mut self, shared: &mut SeriesTable, empty: bool) {
+        for entry in self.entries.iter_mut().filter(|e| e.count > 0) {
+            shared.record(&entry.route, entry.code, entry.status, entry.count);
+            entry.count = 0;
+        }
+        shared.overflow += std::mem::take(&mut self.overflow);
+        if empty {
+            self.entries.clear();
+            self.index.clear();
+        }
     }
 
     pub(crate) fn to_vec(&self) -> Vec<Series> {

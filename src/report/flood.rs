@@ -1,0 +1,242 @@
+//! Flood control without a process-wide lock: one atomic budget per fingerprint and window,
+//! reached through a per-thread cache.
+//!
+//! The budget of a fingerprint is one word: the window it counts (windows are numbered from
+//! the ledger's start) and the events written in it. Taking a unit is a compare-and-swap;
+//! once the window's units are spent, a failure only *reads* the word, so a flood of one
+//! fingerprint from every core shares a read-only cache line instead of a lock. The bound is
+//! kept across threads because every thread takes from the same word: at most `per_window`
+//! events per fingerprint per window, wherever they come from.
+//!
+//! Budgets live in a bounded table (least recently seen evicted), taken under its lock only
+//! when a thread meets a fingerprint its cache lacks. An evicted budget is marked so, and
+//! caches drop it at their next use; a fingerprint evicted and seen again starts afresh, as
+//! one never seen would.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::evict_least_recent;
+
+/// The fingerprints one thread's cache keeps; past it the cache is emptied and refilled
+/// from the shared table. An application has a few dozen fingerprints.
+const CACHED_PER_THREAD: usize = 64;
+
+/// Suppressed failures a thread counts on its own before handing them to the fingerprint's
+/// shared tally, which the next written event reads: one shared write per this many.
+const HAND_OVER_EVERY: u64 = 64;
+
+/// One fingerprint's budget: the window and the events written in it, in one word.
+#[derive(Debug, Default)]
+pub(super) struct Budget {
+    /// `window << 32 | written`.
+    state: AtomicU64,
+    /// Suppressed failures handed over by threads and not yet told by an event.
+    held: AtomicU64,
+    evicted: AtomicBool,
+}
+
+const WRITTEN_BITS: u32 = 32;
+
+impl Budget {
+    /// Takes one event of `window`'s budget of `per_window`; false when it is spent.
+    fn take(&self, window: u64, per_window: u32) -> bool {
+        let window = window & u64::from(u32::MAX);
+        let mut current = self.state.load(Ordering::Relaxed);
+        loop {
+            let (seen, written) = (current >> WRITTEN_BITS, current as u32);
+            let next = if seen == window {
+                if written >= per_window {
+                    return false;
+                }
+                current + 1
+            } else {
+                if per_window == 0 {
+                    return false;
+                }
+                window << WRITTEN_BITS | 1
+            };
+            match self.state.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+/// The shared table of budgets, bounded.
+#[derive(Debug, Default)]
+pub(super) struct Budgets {
+    pub(super) max: usize,
+    tick: u64,
+    table: FxHashMap<u64, (Arc<Budget>, u64)>,
+}
+
+impl Budgets {
+    pub(super) fn new(max: usize) -> Self {
+        Self {
+            max,
+            ..Self::default()
+        }
+    }
+
+    /// The budget of `fingerprint`, made if new; a full table evicts the least recently met.
+    fn get(&mut self, fingerprint: u64) -> Arc<Budget> {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some((budget, seen)) = self.table.get_mut(&fingerprint) {
+            *seen = tick;
+            return budget.clone();
+        }
+        if self.table.len() >= self.max.max(1) {
+            if let Some((evicted, _)) = evict_least_recent(&mut self.table, |(_, seen)| *seen) {
+                evicted.evicted.store(true, Ordering::Relaxed);
+            }
+        }
+        let budget = Arc::new(Budget::default());
+        self.table.insert(fingerprint, (budget.clone(), tick));
+        budget
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// What flood control decided for one failure.
+pub(crate) enum Verdict {
+    /// Write the event; this many were suppressed since one was last written.
+    Write {
+        suppressed_since: u64,
+    },
+    Suppress,
+}
+
+/// One thread's cache of budgets, with the failures it suppressed and has not handed over.
+#[derive(Debug, Default)]
+pub(super) struct CachedBudgets {
+    entries: FxHashMap<u64, Cached>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    budget: Arc<Budget>,
+    suppressed: u64,
+}
+
+impl CachedBudgets {
+    /// Decides one failure of `fingerprint` in `window`. `shared` is locked only when the
+    /// cache lacks the fingerprint.
+    pub(super) fn judge(
+        &mut self,
+        fingerprint: u64,
+        window: u64,
+        per_window: u32,
+        shared: &std::sync::Mutex<Budgets>,
+    ) -> Verdict {
+        let stale = self
+            .entries
+            .get(&fingerprint)
+            .is_some_and(|c| c.budget.evicted.load(Ordering::Relaxed));
+        if stale {
+            self.entries.remove(&fingerprint);
+        }
+        if !self.entries.contains_key(&fingerprint) {
+            if self.entries.len() >= CACHED_PER_THREAD {
+                self.hand_over_all();
+            }
+            let budget = super::lock(shared).get(fingerprint);
+            let cached = Cached {
+                budget,
+                suppressed: 0,
+            };
+            self.entries.insert(fingerprint, cached);
+        }
+        let cached = self.entries.get_mut(&fingerprint).expect("inserted above");
+        if cached.budget.take(window, per_window) {
+            let handed = cached.budget.held.swap(0, Ordering::Relaxed);
+            let suppressed_since = std::mem::take(&mut cached.suppressed) + handed;
+            return Verdict::Write { suppressed_since };
+        }
+        cached.suppressed += 1;
+        if cached.suppressed >= HAND_OVER_EVERY {
+            let suppressed = std::mem::take(&mut cached.suppressed);
+            cached.budget.held.fetch_add(suppressed, Ordering::Relaxed);
+        }
+        Verdict::Suppress
+    }
+
+    /// Hands every suppressed count to its budget and empties the cache.
+    pub(super) fn hand_over_all(&mut self) {
+        for (_, cached) in self.entries.drain() {
+            if cached.suppressed > 0 {
+                cached
+                    .budget
+                    .held
+                    .fetch_add(cached.suppressed, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn a_budget_gives_per_window_events_then_refuses_until_the_next_window() {
+        let budget = Budget::default();
+        assert!((0..3).all(|_| budget.take(7, 3)));
+        assert!(!budget.take(7, 3));
+        assert!(budget.take(8, 3));
+        assert!(!Budget::default().take(1, 0));
+    }
+
+    #[test]
+    fn threads_share_one_budget_and_hand_over_what_they_held_back() {
+        let shared = Mutex::new(Budgets::new(16));
+        let written = std::sync::atomic::AtomicU64::new(0);
+        let told = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    let mut cache = CachedBudgets::default();
+                    for _ in 0..1000 {
+                        if let Verdict::Write { suppressed_since } = cache.judge(42, 1, 5, &shared)
+                        {
+                            written.fetch_add(1, Ordering::Relaxed);
+                            told.fetch_add(suppressed_since, Ordering::Relaxed);
+                        }
+                    }
+                    cache.hand_over_all();
+                });
+            }
+        });
+        assert_eq!(written.into_inner(), 5);
+        let budgets = shared.lock().unwrap();
+        let held = budgets.table[&42].0.held.load(Ordering::Relaxed);
+        // Every suppressed failure is told by an event or still held for the next one.
+        assert_eq!(told.into_inner() + held, 8000 - 5);
+    }
+
+    #[test]
+    fn the_table_stays_bounded_and_marks_what_it_evicts() {
+        let mut budgets = Budgets::new(4);
+        let first = budgets.get(0);
+        for fingerprint in 1..100 {
+            budgets.get(fingerprint);
+            assert!(budgets.len() <= 4);
+        }
+        assert!(first.evicted.load(Ordering::Relaxed));
+    }
+}

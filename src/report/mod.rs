@@ -1,0 +1,151 @@
+//! Reports: one tracing event per failure, never for a success, under flood control that
+//! counts every event it holds back; and the error groups, a bounded local inbox of what
+//! failed, how often and when.
+//!
+//! A failure's fingerprint is its outcome, code, route template and panic location. Per
+//! fingerprint at most `per_window` events are written per window, from all threads
+//! together; the rest are suppressed and counted, and the next event written for that
+//! fingerprint says how many were suppressed since (those held back by other threads join
+//! that tally in batches, see [`flood`]). `failures == reported + suppressed` holds exactly
+//! at quiescence.
+//!
+//! Nothing here takes a process-wide lock per failure: each thread decides and tallies under
+//! its own stripe's lock ([`ThreadReports`]), and the shared tables are locked only when a
+//! thread meets a fingerprint its cache lacks, when its tallies fill up, or when someone
+//! reads the groups.
+
+mod event;
+mod flood;
+mod groups;
+
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustc_hash::FxHashMap;
+
+pub(crate) use self::event::{emit, fingerprint};
+pub(crate) use self::flood::Verdict;
+use self::flood::{Budgets, CachedBudgets};
+pub use self::groups::Group;
+use self::groups::{GroupTable, PendingGroups};
+use crate::config::ReportLimits;
+use crate::summary::Summary;
+
+/// Flood control and error groups, shared by every clone of a layer.
+#[derive(Debug)]
+pub(crate) struct Reporter {
+    per_window: AtomicU32,
+    window_nanos: AtomicU64,
+    /// Windows are numbered from here.
+    started: Instant,
+    budgets: Mutex<Budgets>,
+    groups: Mutex<GroupTable>,
+}
+
+/// What one thread (one stripe) keeps between hand-overs.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadReports {
+    budgets: CachedBudgets,
+    groups: PendingGroups,
+}
+
+impl Reporter {
+    pub(crate) fn new(limits: ReportLimits) -> Self {
+        let reporter = Self {
+            per_window: AtomicU32::new(0),
+            window_nanos: AtomicU64::new(1),
+            started: Instant::now(),
+            budgets: Mutex::new(Budgets::new(limits.max_fingerprints)),
+            groups: Mutex::new(GroupTable::new(limits.max_groups)),
+        };
+        reporter.set_limits(limits);
+        reporter
+    }
+
+    pub(crate) fn limits(&self) -> ReportLimits {
+        ReportLimits {
+            per_window: self.per_window.load(Ordering::Relaxed),
+            window: Duration::from_nanos(self.window_nanos.load(Ordering::Relaxed)),
+            max_fingerprints: lock(&self.budgets).max,
+            max_groups: lock(&self.groups).max,
+        }
+    }
+
+    /// Changes the limits in place. Tables past a lowered cap shrink as they take new
+    /// entries.
+    pub(crate) fn set_limits(&self, limits: ReportLimits) {
+        let nanos = u64::try_from(limits.window.as_nanos()).unwrap_or(u64::MAX);
+        self.per_window.store(limits.per_window, Ordering::Relaxed);
+        self.window_nanos.store(nanos.max(1), Ordering::Relaxed);
+        lock(&self.budgets).max = limits.max_fingerprints;
+        lock(&self.groups).max = limits.max_groups;
+    }
+
+    /// Tallies one failure in its group and decides whether its event is written.
+    pub(crate) fn judge(
+        &self,
+        local: &mut ThreadReports,
+        fingerprint: u64,
+        summary: &Summary,
+        route: &str,
+    ) -> Verdict {
+        if local.groups.is_full(fingerprint) {
+            lock(&self.groups).take(&mut local.groups, true);
+        }
+        local.groups.note(fingerprint, summary, route, unix_ms());
+        let window_nanos = self.window_nanos.load(Ordering::Relaxed);
+        let window = (self.started.elapsed().as_nanos() / u128::from(window_nanos)) as u64;
+        let per_window = self.per_window.load(Ordering::Relaxed);
+        local
+            .budgets
+            .judge(fingerprint, window, per_window, &self.budgets)
+    }
+
+    /// Takes one thread's tallies into the shared tables, so that a read sees them.
+    pub(crate) fn hand_over(&self, local: &mut ThreadReports) {
+        lock(&self.groups).take(&mut local.groups, false);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn elapsed_nanos(&self) -> u128 {
+        self.started.elapsed().as_nanos()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fingerprints(&self) -> usize {
+        lock(&self.budgets).len()
+    }
+
+    /// The error groups, the most frequent first: only what was handed over.
+    pub(crate) fn groups(&self) -> Vec<Group> {
+        lock(&self.groups).to_vec()
+    }
+}
+
+/// Locks a table; a panic elsewhere while it was held leaves it usable (every update is a
+/// whole entry).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes and returns the entry seen least recently. A scan, not a list: it runs only when
+/// a new fingerprint meets a full table, and fingerprints come from the application's own
+/// routes, codes and panic sites, not from raw input.
+fn evict_least_recent<K: Copy + Eq + Hash, V>(
+    table: &mut FxHashMap<K, V>,
+    last_seen: impl Fn(&V) -> u64,
+) -> Option<V> {
+    let oldest = table
+        .iter()
+        .min_by_key(|(_, v)| last_seen(v))
+        .map(|(k, _)| *k)?;
+    table.remove(&oldest)
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
