@@ -35,6 +35,7 @@ use crate::outcome::Outcome;
 use crate::panic_hook::{catch, Caught};
 use crate::problem::{self, PROBLEM_JSON};
 use crate::request::request_id_text;
+use crate::scratch;
 use crate::summary::Summary;
 
 pin_project! {
@@ -237,12 +238,10 @@ fn answer<B>(
 ) -> Response<FaultBody<B>> {
     let config = guard.config();
     let request_id = guard.meta().request_id();
-    let body = problem::render(
-        &summary,
-        request_id_text(&request_id),
-        guard.meta().path(),
-        config,
-    );
+    let body = scratch::freeze_text(|out| {
+        let request_id = request_id_text(&request_id);
+        problem::render(out, &summary, request_id, guard.meta().path(), config);
+    });
     let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
@@ -265,5 +264,5 @@ fn answer<B>(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), request_id.clone());
     guard.settle_failure(&summary, request_id_text(&request_id));
-    Response::from_parts(head, FaultBody::problem(Bytes::from(body)))
+    Response::from_parts(head, FaultBody::problem(body))
 }

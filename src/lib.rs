@@ -98,6 +98,7 @@ mod outcome;
 mod bounded;
 mod panic_hook;
 mod request;
+mod scratch;
 mod stripe;
 
 // errors

@@ -45,29 +45,35 @@ fn status_detail(status: StatusCode) -> &'static str {
     }
 }
 
-/// Renders the problem body of `summary` for the request at `path`.
-pub(crate) fn render(summary: &Summary, request_id: &str, path: &str, config: &Config) -> String {
+/// Renders the problem body of `summary` for the request at `path` into `out`.
+pub(crate) fn render(
+    out: &mut String,
+    summary: &Summary,
+    request_id: &str,
+    path: &str,
+    config: &Config,
+) {
     let cap = config.max_body_bytes;
-    let mut out = String::with_capacity(cap.min(1024));
+    out.reserve(cap.min(1024));
     out.push_str("{\"type\":");
     match &config.type_base {
-        Some(base) => push_string(&mut out, &format!("{base}{}", summary.code), TYPE_CAP),
+        Some(base) => push_string(out, &format!("{base}{}", summary.code), TYPE_CAP),
         None => out.push_str("\"about:blank\""),
     }
     out.push_str(",\"title\":");
     push_string(
-        &mut out,
+        out,
         summary.status.canonical_reason().unwrap_or("Error"),
         CODE_CAP,
     );
     out.push_str(",\"status\":");
     out.push_str(summary.status.as_str());
     out.push_str(",\"code\":");
-    push_string(&mut out, summary.code, CODE_CAP);
+    push_string(out, summary.code, CODE_CAP);
     out.push_str(",\"request_id\":");
-    push_string(&mut out, request_id, REQUEST_ID_CAP);
+    push_string(out, request_id, REQUEST_ID_CAP);
     out.push_str(",\"instance\":");
-    push_string(&mut out, path, INSTANCE_CAP);
+    push_string(out, path, INSTANCE_CAP);
     out.push_str(",\"detail\":");
     let detail = summary
         .public_text()
@@ -75,9 +81,8 @@ pub(crate) fn render(summary: &Summary, request_id: &str, path: &str, config: &C
         .unwrap_or_else(|| status_detail(summary.status));
     // Two quotes and the closing brace follow the detail's text.
     let room = cap.saturating_sub(out.len() + 3);
-    push_string(&mut out, detail, room);
+    push_string(out, detail, room);
     out.push('}');
-    out
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.

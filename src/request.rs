@@ -1,14 +1,19 @@
-//! What the layer keeps of a request to describe its failure: captured at `call` by
-//! reference-counted clones only, so the success path copies no bytes.
+//! What the layer keeps of a request to describe its failure, captured at `call` without
+//! copying bytes and without writing memory that other cores write: the route template is
+//! interned once per process (see [`route_label`]), the rest are clones of the request's own
+//! parts.
 
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::MatchedPath;
 use http::{HeaderName, HeaderValue, Method, Request, Uri};
+use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
+use crate::scratch;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
 /// every report, so a client must not be able to make it large. UUIDs and the ids of common
@@ -20,8 +25,19 @@ pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
 pub(crate) struct RequestMeta {
     method: Method,
     uri: Uri,
-    route: Option<MatchedPath>,
+    route: Route,
     request_id: Option<HeaderValue>,
+}
+
+/// The route template of a request.
+#[derive(Debug)]
+enum Route {
+    /// No route matched, or the layer sits outside the router.
+    Unmatched,
+    /// Interned: no reference count to bump.
+    Interned(&'static str),
+    /// Past the interning cap: axum's own shared string.
+    Shared(MatchedPath),
 }
 
 impl RequestMeta {
@@ -29,7 +45,10 @@ impl RequestMeta {
         Self {
             method: request.method().clone(),
             uri: request.uri().clone(),
-            route: request.extensions().get::<MatchedPath>().cloned(),
+            route: request
+                .extensions()
+                .get::<MatchedPath>()
+                .map_or(Route::Unmatched, route_label),
             request_id: request.headers().get(request_id_header).cloned(),
         }
     }
@@ -40,15 +59,16 @@ impl RequestMeta {
 
     /// The route template from axum's `MatchedPath`, never the raw path.
     pub(crate) fn route(&self) -> &str {
-        self.route
-            .as_ref()
-            .map_or(UNMATCHED_ROUTE, MatchedPath::as_str)
+        self.matched_route().unwrap_or(UNMATCHED_ROUTE)
     }
 
     /// The route template, when a route matched.
-    #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
     pub(crate) fn matched_route(&self) -> Option<&str> {
-        self.route.as_ref().map(MatchedPath::as_str)
+        match &self.route {
+            Route::Unmatched => None,
+            Route::Interned(route) => Some(route),
+            Route::Shared(matched) => Some(matched.as_str()),
+        }
     }
 
     /// The request path without its query: query strings carry API keys.
@@ -67,6 +87,55 @@ impl RequestMeta {
     }
 }
 
+/// The most route templates interned per process. Templates come from the application's own
+/// routes, a few dozen; the cap only bounds what a process that builds routers from data
+/// could leak. Past it, routes are kept as axum's shared string.
+const MAX_INTERNED_ROUTES: usize = 4096;
+
+/// Slots of the per-thread cache in front of the interned set.
+const ROUTE_CACHE_SLOTS: usize = 16;
+
+/// The route template as a `&'static str`, interned once per process.
+///
+/// axum hands every request of a route the same reference-counted string; keeping a clone
+/// would write its count, one cache line that every core's requests of that route share.
+/// Interning copies each template once; a per-thread cache keyed by the string's address
+/// (and checked by its text, since an address can be reused) finds it again without a lock.
+fn route_label(matched: &MatchedPath) -> Route {
+    type Slots = [(usize, &'static str); ROUTE_CACHE_SLOTS];
+    thread_local! {
+        static CACHE: RefCell<Slots> = const { RefCell::new([(0, ""); ROUTE_CACHE_SLOTS]) };
+    }
+    static INTERNED: Mutex<Option<FxHashSet<&'static str>>> = Mutex::new(None);
+    let route = matched.as_str();
+    let address = route.as_ptr() as usize;
+    let slot = (address >> 3) % ROUTE_CACHE_SLOTS;
+    let cached = CACHE.with(|cache| cache.borrow()[slot]);
+    if cached.0 == address && cached.1 == route {
+        return Route::Interned(cached.1);
+    }
+    let interned = {
+        let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+        let set = set.get_or_insert_with(FxHashSet::default);
+        match set.get(route) {
+            Some(&interned) => Some(interned),
+            None if set.len() < MAX_INTERNED_ROUTES => {
+                let interned: &'static str = Box::leak(route.into());
+                set.insert(interned);
+                Some(interned)
+            }
+            None => None,
+        }
+    };
+    match interned {
+        Some(interned) => {
+            CACHE.with(|cache| cache.borrow_mut()[slot] = (address, interned));
+            Route::Interned(interned)
+        }
+        None => Route::Shared(matched.clone()),
+    }
+}
+
 fn is_usable(id: &HeaderValue) -> bool {
     !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES && id.to_str().is_ok()
 }
@@ -80,11 +149,32 @@ pub(crate) fn request_id_text(id: &HeaderValue) -> &str {
 const PREFIX_DIGITS: usize = 8;
 const COUNTER_DIGITS: usize = 12;
 
-/// A process-unique id: a per-process prefix and a counter, in hex. Made only when a failure
+/// Ids a thread takes from the process-wide counter at a time, so that failures on different
+/// cores do not all write one counter.
+const ID_BLOCK: u64 = 1024;
+
+/// The next number of this process's request ids: unique, increasing per thread.
+fn next_id_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        /// The next number of this thread's block, and the end of the block.
+        static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    BLOCK.with(|block| {
+        let (mut next, mut end) = block.get();
+        if next == end {
+            next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            end = next + ID_BLOCK;
+        }
+        block.set((next + 1, end));
+        next
+    })
+}
+
+/// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure
 /// needs one and the request brought none, so it costs nothing on the success path.
 fn generate_request_id() -> HeaderValue {
     static PREFIX: OnceLock<u32> = OnceLock::new();
-    static NEXT: AtomicU64 = AtomicU64::new(1);
     let prefix = *PREFIX.get_or_init(|| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -94,11 +184,12 @@ fn generate_request_id() -> HeaderValue {
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
         (mixed >> 32) as u32
     });
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let n = next_id_number();
     let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
     write_hex(&mut id[..PREFIX_DIGITS], u64::from(prefix));
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
-    HeaderValue::from_bytes(&id).expect("hex digits and a dash are a valid header value")
+    HeaderValue::from_maybe_shared(scratch::freeze(&id))
+        .expect("hex digits and a dash are a valid header value")
 }
 
 /// Writes the low hex digits of `value` into `out`, most significant first: what `{:0N$x}`
@@ -146,5 +237,35 @@ mod tests {
             .unwrap();
         let meta = RequestMeta::capture(&too_long, &header);
         assert_eq!(meta.request_id().len(), 8 + 1 + 12);
+    }
+
+    #[tokio::test]
+    async fn route_templates_are_interned_once_and_found_again_by_text() {
+        use axum::{body::Body, routing::get, Router};
+        use tower::ServiceExt;
+
+        let labels = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = labels.clone();
+        let app = Router::new().route(
+            "/users/{id}",
+            get(move |matched: MatchedPath| async move {
+                let label = match route_label(&matched) {
+                    Route::Interned(route) => route,
+                    other => panic!("not interned: {other:?}"),
+                };
+                seen.lock().unwrap().push(label);
+            }),
+        );
+        for id in 0..3 {
+            let request = Request::get(format!("/users/{id}"))
+                .body(Body::empty())
+                .unwrap();
+            app.clone().oneshot(request).await.unwrap();
+        }
+        let labels = labels.lock().unwrap();
+        assert_eq!(labels.len(), 3);
+        assert!(labels.iter().all(|l| *l == "/users/{id}"));
+        // One copy, however many requests and threads ask.
+        assert!(labels.iter().all(|l| std::ptr::eq(*l, labels[0])));
     }
 }

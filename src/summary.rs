@@ -39,7 +39,8 @@ impl Summary {
             status,
             code,
             public: Public::Hidden,
-            message: String::with_capacity(MESSAGE_CAPACITY),
+            // Allocated when there is something to say: a rejection without text says nothing.
+            message: String::new(),
             chain: String::new(),
             site: None,
         }
@@ -48,6 +49,7 @@ impl Summary {
     /// A handler's error, as its [`Fault`] implementation describes it.
     pub(crate) fn from_fault(fault: &dyn Fault, config: &Config) -> Self {
         let mut summary = Self::new(Outcome::Handled, fault.status(), fault.code());
+        summary.message.reserve(MESSAGE_CAPACITY);
         let cap = config.max_message_bytes;
         write_bounded(&mut summary.message, cap, &fault);
         write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
@@ -78,6 +80,7 @@ impl Summary {
             _ => codes::PANIC,
         };
         let mut summary = Self::new(outcome, status, code);
+        summary.message.reserve(MESSAGE_CAPACITY);
         write_panic_payload(
             &mut summary.message,
             config.max_message_bytes,
@@ -118,6 +121,7 @@ impl Summary {
         config: &Config,
     ) -> Self {
         let mut summary = Self::new(outcome, status, code);
+        summary.message.reserve(MESSAGE_CAPACITY);
         write_bounded(&mut summary.message, config.max_message_bytes, &error);
         write_chain(
             &mut summary.chain,
