@@ -13,11 +13,19 @@ use std::panic::{self, catch_unwind, AssertUnwindSafe, PanicHookInfo};
 use std::sync::Once;
 
 thread_local! {
-    /// How many [`catch`] calls are open on this thread.
-    static GUARDED: Cell<u32> = const { Cell::new(0) };
+    /// [`OPEN`] per open [`catch`] call on this thread, plus [`RECORDED`] while [`SITE`]
+    /// holds a site: one cell, so that a `catch` whose call did not panic (nearly all) reads
+    /// and writes one word and never touches the site.
+    static GUARD: Cell<u32> = const { Cell::new(0) };
     /// Where the last guarded panic on this thread happened, until [`catch`] takes it.
     static SITE: RefCell<Option<PanicSite>> = const { RefCell::new(None) };
 }
+
+/// What one open [`catch`] adds to [`GUARD`].
+const OPEN: u32 = 2;
+
+/// The bit of [`GUARD`] that says [`SITE`] holds a site.
+const RECORDED: u32 = 1;
 
 /// Where a panic happened, as the hook saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,13 +42,21 @@ pub(crate) struct Caught {
 
 /// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
-    GUARDED.with(|g| g.set(g.get() + 1));
+    GUARD.with(|g| g.set(g.get() + OPEN));
     // A site is only ever read by the `catch` that recorded it. (A panic caught and re-raised
     // with `resume_unwind` within one call still reads the site of the first: std runs no
     // hook for the second.)
     let result = catch_unwind(AssertUnwindSafe(f));
-    GUARDED.with(|g| g.set(g.get() - 1));
-    let site = SITE.with(|site| site.borrow_mut().take());
+    let recorded = GUARD.with(|g| {
+        let state = g.get() - OPEN;
+        g.set(state & !RECORDED);
+        state & RECORDED != 0
+    });
+    let site = if recorded {
+        SITE.with(|site| site.borrow_mut().take())
+    } else {
+        None
+    };
     match result {
         Ok(value) => {
             if let Some(site) = site {
@@ -79,7 +95,7 @@ pub fn install_panic_hook() {
     INSTALL.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if GUARDED.with(Cell::get) > 0 {
+            if GUARD.with(Cell::get) >= OPEN {
                 record(info);
             } else {
                 previous(info);
@@ -94,4 +110,5 @@ fn record(info: &PanicHookInfo<'_>) {
         line: location.line(),
     });
     SITE.with(|slot| *slot.borrow_mut() = site);
+    GUARD.with(|g| g.set(g.get() | RECORDED));
 }
