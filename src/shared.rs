@@ -76,7 +76,7 @@ impl Lane {
         self.shared
             .lanes
             .get()
-            .and_then(|lanes| lanes[stripe::this_thread()].upgrade())
+            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
             .unwrap_or_else(|| self.clone())
     }
 }
@@ -104,7 +104,7 @@ mod tests {
         .into_lanes();
         let first = lanes[0].clone();
         let here = first.here();
-        assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread()]));
+        assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));
         assert_eq!(std::mem::align_of::<Lane>(), 128);
         drop((lanes, here));
         // Only a per-request clone is left: it still works, on its own lane.

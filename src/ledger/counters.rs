@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::outcome::Outcome;
+use crate::stripe::Slot;
 
 const OUTCOMES: usize = Outcome::ALL.len();
 
@@ -25,24 +26,25 @@ pub(super) struct Totals {
     pub(super) suppressed: u64,
 }
 
-// Relaxed is enough throughout: each cell is exact on its own, and a read taken at
+// Each add goes to the calling thread's stripe (`slot`), as a plain store when the thread
+// owns it. Relaxed is enough throughout: each cell is exact on its own, and a read taken at
 // quiescence happens after every add through whatever synchronized with it (a join, the
 // response a client read).
 impl Counts {
-    pub(super) fn start(&self) {
-        self.started.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn start(&self, slot: Slot) {
+        slot.add(&self.started);
     }
 
-    pub(super) fn finish(&self, outcome: Outcome) {
-        self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
+    pub(super) fn finish(&self, slot: Slot, outcome: Outcome) {
+        slot.add(&self.outcomes[outcome.index()]);
     }
 
-    pub(super) fn reported(&self) {
-        self.reported.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn reported(&self, slot: Slot) {
+        slot.add(&self.reported);
     }
 
-    pub(super) fn suppressed(&self) {
-        self.suppressed.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn suppressed(&self, slot: Slot) {
+        slot.add(&self.suppressed);
     }
 }
 
@@ -75,27 +77,30 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stripe::{self, Padded};
 
     #[test]
     fn stripes_add_up_exactly_from_more_threads_than_cores() {
-        let stripes: Vec<Counts> = (0..4).map(|_| Counts::default()).collect();
+        let stripes: Vec<Padded<Counts>> =
+            (0..stripe::count()).map(|_| Padded::default()).collect();
         std::thread::scope(|scope| {
-            for t in 0..16 {
-                let counts = &stripes[t % stripes.len()];
-                scope.spawn(move || {
+            for _ in 0..16 {
+                scope.spawn(|| {
+                    let slot = stripe::this_thread();
+                    let counts = &stripes[slot.index];
                     for n in 0..10_000 {
-                        counts.start();
+                        counts.start(slot);
                         if n % 3 == 0 {
-                            counts.finish(Outcome::Rejected);
-                            counts.suppressed();
+                            counts.finish(slot, Outcome::Rejected);
+                            counts.suppressed(slot);
                         } else {
-                            counts.finish(Outcome::Ok);
+                            counts.finish(slot, Outcome::Ok);
                         }
                     }
                 });
             }
         });
-        let totals = Totals::sum(stripes.iter());
+        let totals = Totals::sum(stripes.iter().map(|s| &s.0));
         assert_eq!(totals.started, 160_000);
         assert_eq!(totals.outcome(Outcome::Rejected), 16 * 3_334);
         assert_eq!(totals.outcome(Outcome::Ok), 160_000 - 16 * 3_334);

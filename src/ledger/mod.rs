@@ -24,7 +24,7 @@ use crate::config::{LedgerLimits, ReportLevels};
 use crate::outcome::Outcome;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::RequestMeta;
-use crate::stripe::{self, Padded};
+use crate::stripe::{self, Padded, Slot};
 use crate::summary::Summary;
 
 /// The label sets one thread counts in its own series table before handing them over.
@@ -90,9 +90,10 @@ impl Ledger {
         }
     }
 
-    /// The calling thread's stripe.
-    fn stripe(&self) -> &Stripe {
-        &self.inner.stripes[stripe::this_thread()]
+    /// The calling thread's stripe, and how it writes there.
+    fn stripe(&self) -> (&Stripe, Slot) {
+        let slot = stripe::this_thread();
+        (&self.inner.stripes[slot.index], slot)
     }
 
     pub(crate) fn limits(&self) -> LedgerLimits {
@@ -110,11 +111,13 @@ impl Ledger {
     }
 
     pub(crate) fn start(&self) {
-        self.stripe().counts.start();
+        let (stripe, slot) = self.stripe();
+        stripe.counts.start(slot);
     }
 
     pub(crate) fn finish(&self, outcome: Outcome) {
-        self.stripe().counts.finish(outcome);
+        let (stripe, slot) = self.stripe();
+        stripe.counts.finish(slot, outcome);
     }
 
     /// Counts a failure in its series and its group, and writes its event unless flood
@@ -126,7 +129,7 @@ impl Ledger {
         request_id: &str,
         levels: &ReportLevels,
     ) {
-        let stripe = self.stripe();
+        let (stripe, slot) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
         let verdict = {
@@ -139,9 +142,9 @@ impl Ledger {
                 .judge(reports, fingerprint, summary, route)
         };
         match verdict {
-            Verdict::Suppress => stripe.counts.suppressed(),
+            Verdict::Suppress => stripe.counts.suppressed(slot),
             Verdict::Write { suppressed_since } => {
-                stripe.counts.reported();
+                stripe.counts.reported(slot);
                 let level = levels.of(summary.outcome, summary.status);
                 emit(
                     level,

@@ -106,7 +106,7 @@ fn series_past_the_cap_fold_into_one_overflow_series_from_every_thread() {
             scope.spawn(|| {
                 for n in 0..(SERIES_PER_THREAD + 10) {
                     let route = format!("/r{n}");
-                    let mut failures = lock(&ledger.stripe().failures);
+                    let mut failures = lock(&ledger.stripe().0.failures);
                     failures
                         .series
                         .record_local(&route, "c", 400, &ledger.inner.series);
@@ -132,7 +132,7 @@ fn series_past_the_cap_fold_into_one_overflow_series_from_every_thread() {
 #[test]
 fn exposition_escapes_label_values() {
     let ledger = Ledger::new();
-    lock(&ledger.stripe().failures).series.record_local(
+    lock(&ledger.stripe().0.failures).series.record_local(
         "/a\"b\\c\nd",
         "bad-request",
         400,
