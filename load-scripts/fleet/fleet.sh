@@ -6,11 +6,11 @@
 # what was sent. This is how a service outgrows one machine: Prometheus aggregates the
 # instances' ledgers; faultline keeps no cluster state of its own.
 #
-# usage: load-scripts/fleet.sh [--release]
+# usage: load-scripts/fleet/fleet.sh [--release]
 # needs: cargo, curl, python3 (to find free ports), prometheus and promtool (Debian package
 # 'prometheus', installed with apt-get if missing and running as root).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 profile=debug
 cargo_flags=()
