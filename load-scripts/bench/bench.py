@@ -1,4 +1,4 @@
-"""The side-by-side benchmark of the failure lab's modes; run through ../bench.sh.
+"""The side-by-side benchmark of the failure lab's modes; run through bench.sh.
 
 Every (mode, route) case runs in a fresh server process per repetition, cases alternate
 (A B C … A B C …) so that machine drift falls on all of them alike, and the server's CPU time
@@ -761,10 +761,10 @@ def main() -> int:
     out_dir = ROOT / "target" / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
     markdown = args.out or (out_dir / "BENCHMARKS.md" if quick else ROOT / "BENCHMARKS.md")
-    # The chart of the committed results lives beside the harness; any other goes beside its
+    # The chart of the committed results lives in docs/bench/; any other goes beside its
     # markdown file.
     if markdown.resolve() == (ROOT / "BENCHMARKS.md").resolve():
-        svg = HERE / "cpu-per-request.svg"
+        svg = ROOT / "docs" / "bench" / "cpu-per-request.svg"
     else:
         svg = markdown.with_name(markdown.stem + "-cpu.svg")
     grind_dir = out_dir / "callgrind"

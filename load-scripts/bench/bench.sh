@@ -2,15 +2,15 @@
 # The side-by-side benchmark: faultline against bare axum, tower-http's CatchPanicLayer and
 # naive error handling, in one run. Writes BENCHMARKS.md (between its markers) and an SVG chart.
 #
-#   load-scripts/bench.sh            # the full run: 10 s per repetition, about 25 minutes
-#   load-scripts/bench.sh --quick    # every mode and row with tiny durations and counts (CI)
-#   load-scripts/bench.sh --help     # --duration, --reps, --cheap-reps, --n1, --n2, …
+#   load-scripts/bench/bench.sh          # the full run: 10 s per repetition, about 25 minutes
+#   load-scripts/bench/bench.sh --quick  # every mode and row with tiny durations and counts (CI)
+#   load-scripts/bench/bench.sh --help   # --duration, --reps, --cheap-reps, --n1, --n2, …
 #
 # It exits non-zero only on a real failure (a server that does not start, a reconciliation
 # mismatch, a tool that fails), never on a missed target.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 install_missing() {
     local missing=()
