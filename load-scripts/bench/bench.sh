@@ -8,24 +8,25 @@
 #
 # It exits non-zero only on a real failure (a server that does not start, a reconciliation
 # mismatch, a tool that fails), never on a missed target.
+#
+# Needs cargo, python3, wrk and valgrind. It installs nothing: when a tool is missing it says
+# so and how to install it. The harness itself is bench.py and the modules beside it; the wrk
+# scripts mixed.lua and distinct_paths.lua drive the mixed and memory rows.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-install_missing() {
-    local missing=()
-    command -v wrk >/dev/null || missing+=(wrk)
-    command -v valgrind >/dev/null || missing+=(valgrind)
+require_tools() {
+    local missing=() tool
+    for tool in python3 wrk valgrind; do
+        command -v "$tool" >/dev/null || missing+=("$tool")
+    done
     if ((${#missing[@]})); then
-        echo "installing ${missing[*]} with apt-get"
-        local sudo=""
-        [[ $(id -u) -eq 0 ]] || sudo="sudo"
-        $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+        echo "bench.sh: ${missing[*]} not found; install with: apt-get install ${missing[*]}" >&2
+        exit 1
     fi
-    command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
 }
 
-install_missing
+require_tools
 cargo build --release --example failure_lab
 exec python3 load-scripts/bench/bench.py "$@"
