@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from chart import write_svg
 from lab import BenchFailure
@@ -32,8 +33,8 @@ def main(argv: list[str]) -> int:
     settings = Settings.from_args(args, argv, saved["args"] if saved else None)
     settings.out_dir.mkdir(parents=True, exist_ok=True)
     settings.grind_dir.mkdir(exist_ok=True)
-    if not settings.server.exists():
-        raise BenchFailure(f"{settings.server} is missing: build it with cargo build --release --example failure_lab")
+    if not settings.render_only:
+        check_server(settings.server)
     cases = cpu_cases(settings.cheap_reps, settings.reps)
     grind = [] if settings.no_callgrind else grind_cases()
     if saved:
@@ -42,6 +43,14 @@ def main(argv: list[str]) -> int:
     settings.results.write_text(json.dumps(results.saved(settings.recorded()), indent=1))
     print(f"results saved in {settings.results}")
     return finish(settings, results)
+
+
+def check_server(server: Path | None) -> None:
+    if server is None:
+        raise BenchFailure("FAILURE_LAB_BIN is not set: run the harness through "
+                           "load-scripts/bench/bench.sh, which builds the failure lab")
+    if not server.exists():
+        raise BenchFailure(f"{server} is missing: load-scripts/bench/bench.sh builds it")
 
 
 def finish(settings: Settings, results: Results) -> int:

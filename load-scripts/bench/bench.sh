@@ -16,6 +16,11 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
+# How the failure lab is built and where cargo puts it: the one place to change when it moves.
+# bench.py finds it through FAILURE_LAB_BIN.
+LAB_BUILD=(cargo build --release --example failure_lab)
+export FAILURE_LAB_BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/examples/failure_lab
+
 require_tools() {
     local missing=() tool
     for tool in python3 wrk valgrind; do
@@ -28,5 +33,5 @@ require_tools() {
 }
 
 require_tools
-cargo build --release --example failure_lab
+"${LAB_BUILD[@]}"
 exec python3 load-scripts/bench/bench.py "$@"

@@ -62,7 +62,8 @@ class Settings:
     mem_first: int
     mem_total: int
     mem_distinct: int
-    server: Path
+    # The failure lab binary; bench.sh builds it and says where.
+    server: Path | None
     out_dir: Path
     grind_dir: Path
     results: Path
@@ -106,7 +107,7 @@ def derived(args: argparse.Namespace, argv: list[str]) -> dict:
         mixed_duration=2 if quick else max(duration, 2),
         render_only=args.render_only,
         mem_first=mem_first, mem_total=mem_total, mem_distinct=mem_distinct,
-        server=Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "examples" / "failure_lab",
+        server=Path(os.environ["FAILURE_LAB_BIN"]) if os.environ.get("FAILURE_LAB_BIN") else None,
         out_dir=out_dir, grind_dir=out_dir / "callgrind",
         results=out_dir / ("results-quick.json" if quick else "results.json"),
         markdown=markdown, svg=chart_path(markdown),

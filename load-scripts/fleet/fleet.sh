@@ -19,6 +19,11 @@ if [[ "${1:-}" == "--release" ]]; then
     cargo_flags=(--release)
 fi
 
+# How the failure lab is built and where cargo puts it (inside the target directory's profile
+# folder): the one place to change when it moves.
+LAB_BUILD=(cargo build --example failure_lab)
+LAB_PATH=examples/failure_lab
+
 INSTANCES=3
 SCRAPE_INTERVAL_S=1
 # Give Prometheus this long to scrape what the load left behind before calling it a mismatch.
@@ -34,9 +39,9 @@ if ((${#missing[@]})); then
     exit 1
 fi
 
-cargo build --quiet "${cargo_flags[@]}" --example failure_lab
+"${LAB_BUILD[@]}" --quiet "${cargo_flags[@]}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-lab="$target_dir/$profile/examples/failure_lab"
+lab="$target_dir/$profile/$LAB_PATH"
 
 work=$(mktemp -d)
 pids=()
