@@ -18,8 +18,8 @@ cd "$(dirname "$0")/../.."
 
 # How the failure lab is built and where cargo puts it: the one place to change when it moves.
 # bench.py finds it through FAILURE_LAB_BIN.
-LAB_BUILD=(cargo build --release --example failure_lab)
-export FAILURE_LAB_BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/examples/failure_lab
+LAB_BUILD=(cargo build --release -p failure-lab)
+export FAILURE_LAB_BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/failure-lab
 
 require_tools() {
     local missing=() tool

@@ -21,8 +21,8 @@ fi
 
 # How the failure lab is built and where cargo puts it (inside the target directory's profile
 # folder): the one place to change when it moves.
-LAB_BUILD=(cargo build --example failure_lab)
-LAB_PATH=examples/failure_lab
+LAB_BUILD=(cargo build -p failure-lab)
+LAB_PATH=failure-lab
 
 INSTANCES=3
 SCRAPE_INTERVAL_S=1

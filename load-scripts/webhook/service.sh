@@ -3,6 +3,6 @@
 # when the service moves. Sourced by ci.sh and lib.sh, never run.
 
 # The build; add --release for a release build.
-WEBHOOK_INGEST_BUILD=(cargo build --example webhook_ingest)
+WEBHOOK_INGEST_BUILD=(cargo build -p webhook-ingest)
 # The binary, inside the target directory's profile folder (debug/ or release/).
-WEBHOOK_INGEST_PATH=examples/webhook_ingest
+WEBHOOK_INGEST_PATH=webhook-ingest
