@@ -14,6 +14,8 @@ from lab import CONNECTIONS, MIXED_CONNECTIONS, THREADS
 from measure import MIB, MIXED_QUIET_S, Case, Results
 from settings import Settings
 
+# Matched to the letter in BENCHMARKS.md files already written, so they stay as they are, old
+# path of bench.sh included.
 BEGIN_MARK = "<!-- bench:begin (written by load-scripts/bench.sh; edits inside are lost) -->"
 END_MARK = "<!-- bench:end -->"
 
