@@ -11,10 +11,6 @@
 //! is there whatever criterion options the run was given. The summaries are bounded before
 //! the work, so R should stay close to 1.
 
-#[path = "../examples/failure_lab/app.rs"]
-#[allow(dead_code)]
-mod lab;
-
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -128,7 +124,7 @@ fn main() {
     // As a service deploys it: caught panics are recorded for the report, not printed, so
     // neither stderr nor the RUST_BACKTRACE this machine's shell exports is measured.
     faultline::install_panic_hook();
-    let (app, _ledger) = lab::app();
+    let (app, _ledger) = failure_lab::app();
     check_routes(&runtime, &app);
 
     let mut criterion = Criterion::default().configure_from_args();

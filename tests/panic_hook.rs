@@ -56,7 +56,7 @@ fn caught_panics_stay_off_stderr_and_others_reach_the_previous_hook() {
     );
     assert!(reports
         .iter()
-        .all(|line| line.contains("failure_lab/app.rs") && line.contains("code.lineno=")));
+        .all(|line| line.contains("failure-lab/src/lib.rs") && line.contains("code.lineno=")));
     let expected = format!(
         "accounted reported={} suppressed={}",
         faultline::DEFAULT_REPORTS_PER_WINDOW,

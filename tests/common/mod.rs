@@ -1,9 +1,7 @@
 //! Serves the failure lab in-process on 127.0.0.1:0 for the end-to-end tests.
 
+// Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
-
-#[path = "../../examples/failure_lab/app.rs"]
-mod lab;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -20,7 +18,7 @@ pub struct Lab {
 impl Lab {
     pub async fn start() -> Self {
         faultline::install_panic_hook();
-        let (app, ledger) = lab::app();
+        let (app, ledger) = failure_lab::app();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {

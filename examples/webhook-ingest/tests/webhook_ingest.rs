@@ -1,18 +1,14 @@
 //! The webhook ingestion service over real TCP: every route, every bad input, idempotent
 //! redelivery under concurrency, and the 503 providers retry.
 
-#[path = "../examples/webhook_ingest/app.rs"]
-#[allow(dead_code)]
-mod ingest;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use faultline::{Ledger, Snapshot};
-use ingest::store::Store;
-use ingest::webhook;
 use serde_json::{json, Value};
+use webhook_ingest::store::Store;
+use webhook_ingest::webhook;
 
 /// The webhook body limit the test service runs with, small so a 413 costs nothing.
 const TEST_BODY_LIMIT: usize = 16 * 1024;
@@ -53,11 +49,11 @@ impl Service {
 
     async fn serve(store: Store, db: Option<PathBuf>) -> Self {
         faultline::install_panic_hook();
-        let config = ingest::Config {
+        let config = webhook_ingest::Config {
             body_limit: TEST_BODY_LIMIT,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
         };
-        let (app, ledger) = ingest::app(store.clone(), config);
+        let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {

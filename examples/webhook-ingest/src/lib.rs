@@ -1,16 +1,12 @@
 //! The webhook ingestion service's routes, behind one fault layer.
 //!
-//! Shared with the integration tests, which serve it in-process. Organizations ("instances")
-//! own digests; each digest has inboxes; each inbox receives push webhooks from one provider
-//! and stores their commits.
+//! A library so that the integration tests serve the same routes in-process; the
+//! `webhook-ingest` binary serves them over TCP. Organizations ("instances") own digests; each
+//! digest has inboxes; each inbox receives push webhooks from one provider and stores their
+//! commits.
 
-// Paths relative to this file, so the modules resolve the same whether this file is reached
-// from the example's `main.rs` or through a `#[path]` in a test.
-#[path = "error.rs"]
 pub mod error;
-#[path = "store.rs"]
 pub mod store;
-#[path = "webhook.rs"]
 pub mod webhook;
 
 use axum::body::Bytes;
@@ -24,9 +20,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use self::error::IngestError;
-use self::store::{Ingested, InstanceRow, Store};
-use self::webhook::{Event, Vcs};
+use crate::error::IngestError;
+use crate::store::{Ingested, InstanceRow, Store};
+use crate::webhook::{Event, Vcs};
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;

@@ -1,6 +1,7 @@
 //! The failure lab's routes: one per kind of failure, all behind one fault layer.
 //!
-//! Shared with the end-to-end tests, which serve it in-process.
+//! A library so that faultline's end-to-end tests and benchmarks serve the same routes
+//! in-process; the `failure-lab` binary serves them over TCP.
 
 use std::error::Error as StdError;
 use std::fmt;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::error::IngestError;
+use crate::error::IngestError;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 

@@ -6,11 +6,11 @@
 # what was sent. This is how a service outgrows one machine: Prometheus aggregates the
 # instances' ledgers; faultline keeps no cluster state of its own.
 #
-# usage: load-scripts/fleet.sh [--release]
+# usage: load-scripts/fleet/fleet.sh [--release]
 # needs: cargo, curl, python3 (to find free ports), prometheus and promtool (Debian package
-# 'prometheus', installed with apt-get if missing and running as root).
+# 'prometheus'). It installs nothing: it says what is missing and how to install it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 profile=debug
 cargo_flags=()
@@ -19,26 +19,29 @@ if [[ "${1:-}" == "--release" ]]; then
     cargo_flags=(--release)
 fi
 
+# How the failure lab is built and where cargo puts it (inside the target directory's profile
+# folder): the one place to change when it moves.
+LAB_BUILD=(cargo build -p failure-lab)
+LAB_PATH=failure-lab
+
 INSTANCES=3
 SCRAPE_INTERVAL_S=1
 # Give Prometheus this long to scrape what the load left behind before calling it a mismatch.
 SETTLE_TIMEOUT_S=30
 
-if ! command -v prometheus >/dev/null 2>&1; then
-    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "fleet: installing prometheus with apt-get"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 ||
-            { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
-    else
-        echo "fleet: prometheus is not installed (Debian package 'prometheus')" >&2
-        exit 1
-    fi
+missing=()
+for tool in curl python3 prometheus promtool; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if ((${#missing[@]})); then
+    echo "fleet: ${missing[*]} not found; install with: apt-get install curl python3 prometheus" \
+        "(promtool comes with prometheus)" >&2
+    exit 1
 fi
 
-cargo build --quiet "${cargo_flags[@]}" --example failure_lab
+"${LAB_BUILD[@]}" --quiet "${cargo_flags[@]}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-lab="$target_dir/$profile/examples/failure_lab"
+lab="$target_dir/$profile/$LAB_PATH"
 
 work=$(mktemp -d)
 pids=()

@@ -1,7 +1,7 @@
 //! A server with one route per kind of failure, for tests, load scripts and benchmarks.
 //!
 //! ```text
-//! cargo run --release --example failure_lab -- --port 3001 [--mode faultline]
+//! cargo run --release -p failure-lab -- --port 3001 [--mode faultline]
 //! ```
 //!
 //! It binds 127.0.0.1 on `--port` (0 picks a free port) and prints
@@ -16,8 +16,6 @@
 //! | `bare` | nothing: small JSON errors written by hand, panics not caught |
 //! | `catch-panic` | tower-http's `CatchPanicLayer`, std's default panic hook |
 //! | `naive` | `{:#?}` of the whole error, cut to 5,000 chars, logged synchronously |
-
-mod app;
 
 use std::io;
 
@@ -72,7 +70,7 @@ fn parse_args() -> io::Result<Args> {
             "--mode" => parsed.mode = Mode::parse(&value)?,
             other => {
                 return Err(invalid(format!(
-                    "unknown argument `{other}`; usage: failure_lab [--port N] [--mode MODE]"
+                    "unknown argument `{other}`; usage: failure-lab [--port N] [--mode MODE]"
                 )))
             }
         }
@@ -112,10 +110,10 @@ async fn main() -> io::Result<()> {
     let args = parse_args()?;
     let _guard = init_reporting(args.mode);
     let app = match args.mode {
-        Mode::Faultline => app::app().0,
-        Mode::Bare => app::bare(),
-        Mode::CatchPanic => app::catch_panic(),
-        Mode::Naive => app::naive(),
+        Mode::Faultline => failure_lab::app().0,
+        Mode::Bare => failure_lab::bare(),
+        Mode::CatchPanic => failure_lab::catch_panic(),
+        Mode::Naive => failure_lab::naive(),
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on {}", listener.local_addr()?);

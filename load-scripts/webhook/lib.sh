@@ -4,17 +4,18 @@
 #
 # Environment:
 #   FAULTLINE_URL      the service, default http://127.0.0.1:3000; only 127.0.0.1 is accepted
-#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/.env
+#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/webhook/.env
 #   FAULTLINE_RESULTS  where tallies and spans go, default $TMPDIR/faultline-load-results
 #   WEBHOOK_INGEST_BIN the service binary, used to sign when openssl is missing
 
 set -euo pipefail
 
 LOAD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$LOAD_DIR/service.sh"
 FAULTLINE_URL=${FAULTLINE_URL:-http://127.0.0.1:3000}
 FAULTLINE_ENV=${FAULTLINE_ENV:-$LOAD_DIR/.env}
 FAULTLINE_RESULTS=${FAULTLINE_RESULTS:-${TMPDIR:-/tmp}/faultline-load-results}
-WEBHOOK_INGEST_BIN=${WEBHOOK_INGEST_BIN:-$LOAD_DIR/../target/release/examples/webhook_ingest}
+WEBHOOK_INGEST_BIN=${WEBHOOK_INGEST_BIN:-$LOAD_DIR/../../target/release/$WEBHOOK_INGEST_PATH}
 
 # One request may take this long before it counts as failed (status 000): far above the
 # service's worst case under this load, far below a run's length.

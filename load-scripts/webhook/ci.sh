@@ -4,11 +4,12 @@
 # a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
 # the service's log; stops the server by its PID. Exits non-zero on any failure.
 #
-#   load-scripts/ci.sh             # debug build: reuses what `cargo test` compiled
-#   CI_PROFILE=release load-scripts/ci.sh
+#   load-scripts/webhook/ci.sh     # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/webhook/ci.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$LOAD_DIR/.."
+cd "$LOAD_DIR/../.."
+source "$LOAD_DIR/service.sh"
 
 # The server prints its address within a second; a cold debug binary on a busy machine can
 # take a few.
@@ -32,8 +33,8 @@ if ! command -v openssl >/dev/null; then
 fi
 
 echo "== build ($profile)"
-cargo build "${cargo_flags[@]}" --example webhook_ingest
-bin=${CARGO_TARGET_DIR:-$PWD/target}/$profile/examples/webhook_ingest
+"${WEBHOOK_INGEST_BUILD[@]}" "${cargo_flags[@]}"
+bin=${CARGO_TARGET_DIR:-$PWD/target}/$profile/$WEBHOOK_INGEST_PATH
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-ci.XXXXXX")
 server_pid=

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use faultline::Fault;
 
-use super::store::StoreError;
-use super::webhook::Vcs;
+use crate::store::StoreError;
+use crate::webhook::Vcs;
 
 /// Seconds a provider should wait before redelivering when the store is only busy: the
 /// writer's queue drains in milliseconds.

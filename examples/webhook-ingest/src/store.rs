@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::webhook::{Commit, Vcs};
+use crate::webhook::{Commit, Vcs};
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout

@@ -2,7 +2,7 @@
 //! each inbox stores the commits of one provider's push webhooks, in SQLite.
 //!
 //! ```text
-//! cargo run --release --example webhook_ingest -- [--port 3000] [--db webhook-ingest.db]
+//! cargo run --release -p webhook-ingest -- [--port 3000] [--db webhook-ingest.db]
 //!     [--body-limit BYTES] [--fail-store]
 //! ```
 //!
@@ -18,14 +18,14 @@
 //! HMAC-SHA256 of stdin under the secret in `WEBHOOK_SECRET` (an environment variable, so the
 //! secret stays out of the process list) and exits.
 
-mod app;
-
 use std::io::{self, IsTerminal, Read};
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
+use webhook_ingest::store::Store;
+use webhook_ingest::{webhook, Config};
 
-const USAGE: &str = "usage: webhook_ingest [--port N] [--db PATH] [--body-limit BYTES] \
+const USAGE: &str = "usage: webhook-ingest [--port N] [--db PATH] [--body-limit BYTES] \
                      [--fail-store] | --sign";
 const DEFAULT_PORT: u16 = 3000;
 const DEFAULT_DB: &str = "webhook-ingest.db";
@@ -36,7 +36,7 @@ const ADMIN_TOKEN_ENV: &str = "WEBHOOK_INGEST_ADMIN_TOKEN";
 struct Args {
     port: u16,
     db: String,
-    config: app::Config,
+    config: Config,
     fail_store: bool,
     sign: bool,
 }
@@ -49,11 +49,11 @@ fn parse_args() -> io::Result<Args> {
     let mut parsed = Args {
         port: DEFAULT_PORT,
         db: DEFAULT_DB.to_owned(),
-        config: app::Config {
+        config: Config {
             admin_token: std::env::var(ADMIN_TOKEN_ENV)
                 .ok()
                 .filter(|t| !t.is_empty()),
-            ..app::Config::default()
+            ..Config::default()
         },
         fail_store: false,
         sign: false,
@@ -91,7 +91,7 @@ fn sign_stdin() -> io::Result<()> {
         .map_err(|_| invalid("--sign reads the secret from WEBHOOK_SECRET".into()))?;
     let mut body = Vec::new();
     io::stdin().read_to_end(&mut body)?;
-    println!("{}", app::webhook::sign(secret.as_bytes(), &body));
+    println!("{}", webhook::sign(secret.as_bytes(), &body));
     Ok(())
 }
 
@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("webhook_ingest: {error}");
+            eprintln!("webhook-ingest: {error}");
             ExitCode::FAILURE
         }
     }
@@ -125,14 +125,14 @@ async fn serve(args: Args) -> io::Result<()> {
         .init();
     faultline::install_panic_hook();
 
-    let store = app::store::Store::open(&args.db).map_err(|e| {
+    let store = Store::open(&args.db).map_err(|e| {
         let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
         io::Error::other(format!("{e} at `{}`{}", args.db, cause.unwrap_or_default()))
     })?;
     if args.fail_store {
         store.set_failing(true);
     }
-    let (router, _ledger) = app::app(store, args.config);
+    let (router, _ledger) = webhook_ingest::app(store, args.config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on {}", listener.local_addr()?);
     tracing::info!(db = %args.db, fail_store = args.fail_store, "serving");
