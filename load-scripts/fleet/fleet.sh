@@ -130,8 +130,11 @@ done
 total=$((sent[ok] + sent[handled] + sent[rejected] + sent[panicked]))
 echo "fleet: sent $total requests (ok ${sent[ok]}, handled ${sent[handled]}, rejected ${sent[rejected]}, panicked ${sent[panicked]})"
 
-query() { # PromQL -> the single value of the result vector, or empty
-    curl -fsS "$prom/api/v1/query" --data-urlencode "query=$1" |
+# Every query of one check is evaluated at the same instant ($at), so that a scrape landing
+# between two of them cannot make the sums disagree with the scrape count.
+at=
+query() { # PromQL -> the single value of the result vector at $at, or empty
+    curl -fsS "$prom/api/v1/query" --data-urlencode "query=$1" --data-urlencode "time=$at" |
         python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
 }
 
@@ -141,6 +144,7 @@ scrapes_before_latest='sum(count_over_time(up{job="faultline"}[1h])) - count(up{
 deadline=$((SECONDS + SETTLE_TIMEOUT_S))
 while true; do
     sleep "$SCRAPE_INTERVAL_S"
+    at=$(date +%s.%N)
     scraped=$(query "$scrapes_before_latest")
     got_total=$(query 'sum(faultline_requests_total)')
     ok=true
@@ -178,6 +182,7 @@ if ! promtool check metrics <"$work/exposition.txt"; then
 fi
 echo "fleet: promtool check metrics: clean"
 
+at=$(date +%s.%N)
 failures=$(query 'sum(faultline_reports_total)')
 echo "fleet: prometheus agrees: sum(faultline_requests_total) = $got_total = $total sent + $scraped scrapes"
 echo "fleet: per outcome: ok ${got[ok]%.*} (- $scraped scrapes), handled ${got[handled]}, rejected ${got[rejected]}, panicked ${got[panicked]}"

@@ -8,7 +8,7 @@
 //! `listening on 127.0.0.1:PORT` as its first line on stdout.
 //!
 //! `--mode` picks what handles failures, for the side-by-side benchmark
-//! (`load-scripts/bench.sh`):
+//! (`load-scripts/bench/bench.sh`):
 //!
 //! | mode | failures are handled by |
 //! |---|---|
