@@ -4,6 +4,7 @@
 
 #[path = "../../examples/failure_lab/app.rs"]
 mod lab;
+pub mod threads;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -19,8 +20,13 @@ pub struct Lab {
 
 impl Lab {
     pub async fn start() -> Self {
-        faultline::install_panic_hook();
         let (app, ledger) = lab::app();
+        Self::serve(app, ledger).await
+    }
+
+    /// Serves `app`, whose fault layer counts into `ledger`, with the panic hook installed.
+    pub async fn serve(app: axum::Router, ledger: Ledger) -> Self {
+        faultline::install_panic_hook();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
