@@ -45,11 +45,13 @@ use tower_http::catch_panic::CatchPanicLayer;
 use threads::hammer;
 
 const USAGE: &str = "usage: cargo bench --bench ledger [-- --quick | \
-                     --warm-up-time SECONDS | --measurement-time SECONDS]";
+                     --warm-up-time SECONDS | --measurement-time SECONDS] [FILTER]";
 
 /// How long each cell warms up and is measured, and how much the untimed passes do.
 struct Settings {
     mode: &'static str,
+    /// A filter given to `cargo bench` that does not name this bench, which then runs nothing.
+    filtered_out: Option<String>,
     warm_up: Duration,
     measurement: Duration,
     rounds: usize,
@@ -63,6 +65,7 @@ impl Settings {
     fn full() -> Self {
         Self {
             mode: "full",
+            filtered_out: None,
             warm_up: Duration::from_secs(1),
             measurement: Duration::from_secs(4),
             rounds: 20,
@@ -74,6 +77,7 @@ impl Settings {
     fn quick() -> Self {
         Self {
             mode: "quick",
+            filtered_out: None,
             warm_up: Duration::from_millis(100),
             measurement: Duration::from_millis(500),
             rounds: 5,
@@ -86,6 +90,7 @@ impl Settings {
     fn smoke() -> Self {
         Self {
             mode: "smoke (no --bench)",
+            filtered_out: None,
             warm_up: Duration::ZERO,
             measurement: Duration::from_millis(20),
             rounds: 2,
@@ -96,6 +101,7 @@ impl Settings {
 
     fn from_args(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let (mut bench, mut quick, mut warm_up, mut measurement) = (false, false, None, None);
+        let mut filters = Vec::new();
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--bench" => bench = true,
@@ -103,7 +109,10 @@ impl Settings {
                 "--warm-up-time" => warm_up = Some(seconds(args.next())?),
                 "--measurement-time" => measurement = Some(seconds(args.next())?),
                 "--help" | "-h" => return Err(USAGE.to_owned()),
-                other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
+                other if other.starts_with('-') => {
+                    return Err(format!("unknown argument `{other}`\n{USAGE}"))
+                }
+                filter => filters.push(filter.to_owned()),
             }
         }
         let mut settings = match (bench, quick) {
@@ -116,6 +125,9 @@ impl Settings {
         }
         settings.warm_up = warm_up.unwrap_or(settings.warm_up);
         settings.measurement = measurement.unwrap_or(settings.measurement);
+        if !filters.is_empty() && !filters.iter().any(|f| "ledger".contains(f.as_str())) {
+            settings.filtered_out = Some(filters.join(" "));
+        }
         Ok(settings)
     }
 }
@@ -641,6 +653,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(filter) = &settings.filtered_out {
+        println!("ledger: filtered out by `{filter}`");
+        return;
+    }
     let start = Instant::now();
     let families = families();
     let rows: Vec<&dyn Row> = families
