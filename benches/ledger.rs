@@ -1,24 +1,215 @@
-//! The ledger's counters under contention: requests through a `FaultLayer` over a trivial
-//! service, driven from one thread and from two at once on the same layer, so that both
-//! threads increment the same atomics (and, for failures, the same series table).
+//! Scaling across cores, side by side: one `FaultLayer` driven from one thread and from two
+//! sharing it, against the same trivial services bare and behind tower-http's
+//! `CatchPanicLayer`, all in one run and printed as ratios; then the heap allocations per
+//! request of every row, and the cost of one contended atomic add on this machine.
 //!
 //! ```text
-//! cargo bench --bench ledger
+//! cargo bench --bench ledger                        # the full run, about 2 minutes
+//! cargo bench --bench ledger -- --quick             # every row with short durations (CI)
+//! cargo bench --bench ledger -- --warm-up-time 1 --measurement-time 3
 //! ```
+//!
+//! Every request is `service.clone().oneshot(request).now_or_never()`: the clone is what
+//! axum's routing does per request, and nothing waits, so a row's time is its service's own.
+//! A batch's time is the wall time of all its threads ÷ its requests. The rows take turns:
+//! each cell (a row at a thread count) is measured in rounds, every round runs every cell
+//! once, so the drift of a shared machine falls on all rows alike. A cell's figure is its
+//! best round: other processes only ever add time, and a two-thread round is best when both
+//! threads ran at once, contending. The median ÷ best of each cell says how noisy it was.
+//! The tables are markdown, to paste into BENCHMARKS.md as they are.
 
+/// Threads released together, shared with the tests.
+#[path = "../tests/common/threads.rs"]
+#[allow(dead_code)]
+mod threads;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::{ready, Ready};
-use std::sync::Barrier;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use faultline::{FaultLayer, Ledger};
+use axum::routing::get;
+use axum::{Json, Router};
+use faultline::{FaultLayer, Ledger, Outcome};
 use futures::FutureExt;
 use http::{Request, Response, StatusCode};
 use tower::{Layer, Service, ServiceExt};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use threads::hammer;
+
+const USAGE: &str = "usage: cargo bench --bench ledger [-- --quick | \
+                     --warm-up-time SECONDS | --measurement-time SECONDS] [FILTER]";
+
+/// How long each cell warms up and is measured, and how much the untimed passes do.
+struct Settings {
+    mode: &'static str,
+    /// A filter given to `cargo bench` that does not name this bench, which then runs nothing.
+    filtered_out: Option<String>,
+    warm_up: Duration,
+    measurement: Duration,
+    rounds: usize,
+    /// Requests per row in the pass that counts allocations.
+    counted_requests: u64,
+    /// Atomic adds per thread in each round of the contention figures.
+    adds: u64,
+}
+
+impl Settings {
+    fn full() -> Self {
+        Self {
+            mode: "full",
+            filtered_out: None,
+            warm_up: Duration::from_secs(1),
+            measurement: Duration::from_secs(4),
+            rounds: 20,
+            counted_requests: 10_000,
+            adds: 10_000_000,
+        }
+    }
+
+    fn quick() -> Self {
+        Self {
+            mode: "quick",
+            filtered_out: None,
+            warm_up: Duration::from_millis(100),
+            measurement: Duration::from_millis(500),
+            rounds: 5,
+            counted_requests: 10_000,
+            adds: 5_000_000,
+        }
+    }
+
+    /// Without `--bench` (`cargo test --benches`), a smoke run: every row and check, briefly.
+    fn smoke() -> Self {
+        Self {
+            mode: "smoke (no --bench)",
+            filtered_out: None,
+            warm_up: Duration::ZERO,
+            measurement: Duration::from_millis(20),
+            rounds: 2,
+            counted_requests: 1_000,
+            adds: 10_000,
+        }
+    }
+
+    fn from_args(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let (mut bench, mut quick, mut warm_up, mut measurement) = (false, false, None, None);
+        let mut filters = Vec::new();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--bench" => bench = true,
+                "--quick" => quick = true,
+                "--warm-up-time" => warm_up = Some(seconds(args.next())?),
+                "--measurement-time" => measurement = Some(seconds(args.next())?),
+                "--help" | "-h" => return Err(USAGE.to_owned()),
+                other if other.starts_with('-') => {
+                    return Err(format!("unknown argument `{other}`\n{USAGE}"))
+                }
+                filter => filters.push(filter.to_owned()),
+            }
+        }
+        let mut settings = match (bench, quick) {
+            (_, true) => Self::quick(),
+            (true, false) => Self::full(),
+            (false, false) => Self::smoke(),
+        };
+        if warm_up.is_some() || measurement.is_some() {
+            settings.mode = "custom";
+        }
+        settings.warm_up = warm_up.unwrap_or(settings.warm_up);
+        settings.measurement = measurement.unwrap_or(settings.measurement);
+        if !filters.is_empty() && !filters.iter().any(|f| "ledger".contains(f.as_str())) {
+            settings.filtered_out = Some(filters.join(" "));
+        }
+        Ok(settings)
+    }
+}
+
+fn seconds(value: Option<String>) -> Result<Duration, String> {
+    let value = value.ok_or_else(|| format!("a number of seconds is missing\n{USAGE}"))?;
+    value
+        .parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("`{value}` is not a number of seconds\n{USAGE}"))
+}
+
+/// Counts heap allocations, only while [`COUNTING`] is on. The timed rounds leave it off:
+/// they pay one relaxed load of a line nobody writes per allocation, and share nothing.
+struct CountingAllocator;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static REALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+impl CountingAllocator {
+    fn note(counter: &AtomicU64, bytes: usize) {
+        if COUNTING.load(Ordering::Relaxed) {
+            counter.fetch_add(1, Ordering::Relaxed);
+            ALLOCATED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, so the caller's
+// obligations pass to it as they are; counting only touches atomics and never allocates.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::note(&ALLOCATIONS, layout.size());
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::note(&ALLOCATIONS, layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        Self::note(&REALLOCATIONS, new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// Heap operations counted by [`CountingAllocator`].
+#[derive(Clone, Copy)]
+struct Allocations {
+    allocations: u64,
+    reallocations: u64,
+    bytes: u64,
+}
+
+impl Allocations {
+    /// Counts the allocations of `work`, run on this thread while no other thread runs.
+    fn of(work: impl FnOnce()) -> Self {
+        let read =
+            || [&ALLOCATIONS, &REALLOCATIONS, &ALLOCATED_BYTES].map(|c| c.load(Ordering::SeqCst));
+        let before = read();
+        COUNTING.store(true, Ordering::SeqCst);
+        work();
+        COUNTING.store(false, Ordering::SeqCst);
+        let after = read();
+        Self {
+            allocations: after[0] - before[0],
+            reallocations: after[1] - before[1],
+            bytes: after[2] - before[2],
+        }
+    }
+}
 
 /// A service that answers at once with an empty body of `status`.
 #[derive(Clone, Copy)]
@@ -40,8 +231,29 @@ impl Service<Request<Body>> for Answer {
     }
 }
 
-/// One request through the layer. The inner future is ready at once and the body is empty,
-/// so the request is counted (started, then its outcome) before the response is dropped.
+/// A handler's error, answered by faultline.
+async fn unsupported() -> Result<&'static str, faultline::Error> {
+    Err(faultline::Error::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unsupported-event",
+        "event `issues` is not handled here",
+    ))
+}
+
+/// The same error written by hand: a small JSON 422 built with serde_json.
+async fn unsupported_by_hand() -> (StatusCode, Json<serde_json::Value>) {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(serde_json::json!({
+            "error": "event `issues` is not handled here",
+            "code": "unsupported-event",
+        })),
+    )
+}
+
+/// One request. Every service here answers at once, and a failure is counted when its
+/// answer is made, a success with an empty body when its head is: the response is dropped
+/// unread.
 fn one<S>(service: &S)
 where
     S: Service<Request<Body>> + Clone,
@@ -51,56 +263,424 @@ where
         .clone()
         .oneshot(Request::new(Body::empty()))
         .now_or_never()
-        .expect("the trivial service is ready at once");
-    drop(response.expect("the layer is infallible"));
+        .expect("the services here are ready at once");
+    drop(black_box(
+        response.expect("the services here are infallible"),
+    ));
 }
 
-/// The wall time of `iters` requests split over `threads` threads started together.
-fn spread<S>(service: &S, threads: usize, iters: u64) -> Duration
+/// The wall time of `work(t)` on threads `0..threads` released together: the longest any
+/// thread took, from the release to its end.
+fn together(threads: usize, work: impl Fn(usize) + Sync) -> Duration {
+    let timed = hammer(threads, |t| {
+        let start = Instant::now();
+        work(t);
+        start.elapsed()
+    });
+    timed.into_iter().max().unwrap_or_default()
+}
+
+/// The wall time of about `iters` requests split over `threads` threads, and how many
+/// requests that was.
+fn spread<S>(service: &S, threads: usize, iters: u64) -> (Duration, u64)
 where
     S: Service<Request<Body>> + Clone + Sync,
     S::Error: std::fmt::Debug,
 {
     let per_thread = iters.div_ceil(threads as u64);
-    let barrier = Barrier::new(threads);
-    thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..per_thread {
-                        one(service);
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|worker| worker.join().expect("worker panicked"))
-            .max()
-            .unwrap_or_default()
+    let time = together(threads, |_| (0..per_thread).for_each(|_| one(service)));
+    (time, per_thread * threads as u64)
+}
+
+/// One row of the table: a service, and for faultline rows the ledger that must account for
+/// every request sent to it.
+trait Row {
+    fn name(&self) -> &str;
+    /// Sends about `iters` requests from `threads` threads; the wall time and the count.
+    fn run(&self, threads: usize, iters: u64) -> (Duration, u64);
+    /// Sends `requests` requests from this thread with the allocation counter on.
+    fn count_allocations(&self, requests: u64) -> Allocations;
+}
+
+struct Driven<S> {
+    name: String,
+    service: S,
+    tally: Option<Tally>,
+}
+
+/// A faultline row's ledger, what each of its requests must end as, and how many were sent.
+struct Tally {
+    ledger: Ledger,
+    outcome: Outcome,
+    sent: Cell<u64>,
+}
+
+impl Tally {
+    /// A `FaultLayer` with a fresh ledger, and its tally, which expects `outcome` of every
+    /// request.
+    fn layer(outcome: Outcome) -> (FaultLayer, Option<Self>) {
+        let (layer, ledger) = FaultLayer::pair();
+        let tally = Self {
+            ledger,
+            outcome,
+            sent: Cell::new(0),
+        };
+        (layer, Some(tally))
+    }
+
+    /// Adds `sent` requests and checks that the ledger accounts for every one exactly.
+    fn account(&self, sent: u64, row: &str) {
+        self.sent.set(self.sent.get() + sent);
+        let sent = self.sent.get();
+        let s = self.ledger.snapshot();
+        assert!(s.is_balanced() && s.in_flight == 0, "{row}: {s:#?}");
+        assert_eq!((s.started, s.outcome(self.outcome)), (sent, sent), "{row}");
+        assert_eq!(s.reported + s.suppressed, s.failures(), "{row}: {s:#?}");
+        assert_eq!(s.series.iter().map(|s| s.count).sum::<u64>(), s.failures());
+        if self.outcome != Outcome::Ok {
+            // One fingerprint from every thread: one group holds every failure.
+            let counts: Vec<u64> = self.ledger.groups().iter().map(|g| g.count).collect();
+            assert_eq!(counts, [sent], "{row}");
+        }
+    }
+}
+
+impl<S> Row for Driven<S>
+where
+    S: Service<Request<Body>> + Clone + Sync,
+    S::Error: std::fmt::Debug,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, threads: usize, iters: u64) -> (Duration, u64) {
+        let (time, sent) = spread(&self.service, threads, iters);
+        if let Some(tally) = &self.tally {
+            tally.account(sent, &self.name);
+        }
+        (time, sent)
+    }
+
+    fn count_allocations(&self, requests: u64) -> Allocations {
+        let counted = Allocations::of(|| (0..requests).for_each(|_| one(&self.service)));
+        if let Some(tally) = &self.tally {
+            tally.account(requests, &self.name);
+        }
+        counted
+    }
+}
+
+fn row<S>(name: String, service: S, tally: Option<Tally>) -> Box<dyn Row>
+where
+    S: Service<Request<Body>> + Clone + Sync + 'static,
+    S::Error: std::fmt::Debug,
+{
+    Box::new(Driven {
+        name,
+        service,
+        tally,
     })
 }
 
-fn contention(c: &mut Criterion) {
-    let mut group = c.benchmark_group("ledger");
-    for (outcome, status) in [("ok", StatusCode::OK), ("rejected", StatusCode::NOT_FOUND)] {
-        for threads in [1, 2] {
-            let (layer, ledger): (FaultLayer, Ledger) = FaultLayer::pair();
-            let service = layer.layer(Answer(status));
-            group.bench_with_input(
-                BenchmarkId::new(outcome, format!("{threads} thread(s)")),
-                &threads,
-                |b, &threads| b.iter_custom(|iters| spread(&service, threads, iters)),
-            );
-            let snapshot = ledger.snapshot();
-            assert!(snapshot.is_balanced() && snapshot.in_flight == 0);
-        }
-    }
-    group.finish();
+/// The rows of one family, in the order of [`BARE`], [`CATCH_PANIC`], [`FAULTLINE`].
+type Family = (&'static str, [Box<dyn Row>; 3]);
+const BARE: usize = 0;
+const CATCH_PANIC: usize = 1;
+const FAULTLINE: usize = 2;
+
+fn families() -> Vec<Family> {
+    let answer = |status: StatusCode, outcome: Outcome, label: &str| {
+        let answer = Answer(status);
+        let name = format!("`Answer({})`", status.as_u16());
+        let (layer, tally) = Tally::layer(outcome);
+        [
+            row(format!("bare {name}"), answer, None),
+            row(
+                format!("`CatchPanicLayer` → {name}"),
+                CatchPanicLayer::new().layer(answer),
+                None,
+            ),
+            row(
+                format!("`FaultLayer` → {name} ({label})"),
+                layer.layer(answer),
+                tally,
+            ),
+        ]
+    };
+    let by_hand = || Router::new().route("/", get(unsupported_by_hand));
+    let (layer, tally) = Tally::layer(Outcome::Handled);
+    let handled = [
+        row("`Router` → hand-written 422".into(), by_hand(), None),
+        row(
+            "`CatchPanicLayer` → `Router` → hand-written 422".into(),
+            by_hand().layer(CatchPanicLayer::new()),
+            None,
+        ),
+        row(
+            "`FaultLayer` → `Router` → handler `Err` (handled)".into(),
+            Router::new().route("/", get(unsupported)).layer(layer),
+            tally,
+        ),
+    ];
+    vec![
+        ("ok", answer(StatusCode::OK, Outcome::Ok, "ok")),
+        (
+            "rejected 404",
+            answer(StatusCode::NOT_FOUND, Outcome::Rejected, "rejected"),
+        ),
+        ("handled 422", handled),
+    ]
 }
 
-criterion_group!(benches, contention);
-criterion_main!(benches);
+const THREADS: [usize; 2] = [1, 2];
+
+/// A cell's nanoseconds per request (or per add): its best round, and its median round.
+#[derive(Clone, Copy, Default)]
+struct Figure {
+    best: f64,
+    median: f64,
+}
+
+impl Figure {
+    fn of(mut rounds: Vec<f64>) -> Self {
+        rounds.sort_by(f64::total_cmp);
+        Self {
+            best: rounds[0],
+            median: rounds[rounds.len() / 2],
+        }
+    }
+
+    /// How much worse the typical round was than the best: the noise of the cell.
+    fn noise(&self) -> f64 {
+        self.median / self.best
+    }
+}
+
+fn ns_per(time: Duration, count: u64) -> f64 {
+    time.as_nanos() as f64 / count.max(1) as f64
+}
+
+/// Warms a cell up for `warm_up`, and returns its nanoseconds per request then.
+fn warm(row: &dyn Row, threads: usize, warm_up: Duration) -> f64 {
+    let start = Instant::now();
+    let mut iters = 1_000;
+    loop {
+        let (time, sent) = row.run(threads, iters);
+        let ns = ns_per(time, sent);
+        let left = warm_up.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return ns;
+        }
+        iters = (iters * 2)
+            .min((left.as_nanos() as f64 / ns) as u64)
+            .max(1_000);
+    }
+}
+
+/// Every cell, warmed up, then measured in rounds in which every cell takes its turn.
+fn measure(rows: &[&dyn Row], settings: &Settings) -> Vec<[Figure; 2]> {
+    let cells: Vec<(usize, usize)> = (0..rows.len())
+        .flat_map(|r| (0..THREADS.len()).map(move |t| (r, t)))
+        .collect();
+    let per_round = settings.measurement.as_nanos() as f64 / settings.rounds as f64;
+    let iters: Vec<u64> = cells
+        .iter()
+        .map(|&(r, t)| {
+            let ns = warm(rows[r], THREADS[t], settings.warm_up);
+            ((per_round / ns) as u64).max(1_000)
+        })
+        .collect();
+    let mut rounds = vec![Vec::new(); cells.len()];
+    for round in 0..settings.rounds {
+        for k in 0..cells.len() {
+            // Each round starts one cell later, so no cell always follows the same one.
+            let c = (k + round) % cells.len();
+            let (r, t) = cells[c];
+            let (time, sent) = rows[r].run(THREADS[t], iters[c]);
+            rounds[c].push(ns_per(time, sent));
+        }
+    }
+    let mut figures = vec![[Figure::default(); 2]; rows.len()];
+    for (&(r, t), ns) in cells.iter().zip(rounds) {
+        figures[r][t] = Figure::of(ns);
+    }
+    figures
+}
+
+fn print_scaling(rows: &[&dyn Row], figures: &[[Figure; 2]], rounds: usize) {
+    println!(
+        "\n### (a) ns per request (best of {rounds} rounds), and throughput with a second thread\n"
+    );
+    println!("| row | 1 thread | 2 threads | throughput 2 threads ÷ 1 thread | median ÷ best round (1 / 2 threads) |");
+    println!("|---|---:|---:|---:|---:|");
+    for (row, [one, two]) in rows.iter().zip(figures) {
+        println!(
+            "| {} | {:.1} | {:.1} | {:.2}× | {:.2} / {:.2} |",
+            row.name(),
+            one.best,
+            two.best,
+            one.best / two.best,
+            one.noise(),
+            two.noise()
+        );
+    }
+}
+
+fn print_ratios(families: &[Family], figures: &[[Figure; 2]]) {
+    println!("\n### (b) faultline ÷ the same service without it, ns per request (best rounds)\n");
+    println!("| ratio | 1 thread | 2 threads |");
+    println!("|---|---:|---:|");
+    for (f, (family, _)) in families.iter().enumerate() {
+        let cells = &figures[f * 3..f * 3 + 3];
+        for (against, name) in [(CATCH_PANIC, "CatchPanicLayer"), (BARE, "bare")] {
+            let ratio = |t: usize| cells[FAULTLINE][t].best / cells[against][t].best;
+            println!(
+                "| {family}: faultline ÷ {name} | {:.2}× | {:.2}× |",
+                ratio(0),
+                ratio(1)
+            );
+        }
+    }
+}
+
+fn print_allocations(rows: &[&dyn Row], requests: u64) {
+    println!("\n### (c) heap allocations per request ({requests} requests per row, one thread, untimed)\n");
+    println!("| row | allocations | reallocations | bytes allocated |");
+    println!("|---|---:|---:|---:|");
+    for row in rows {
+        let counted = row.count_allocations(requests);
+        let per = |n: u64| n as f64 / requests as f64;
+        println!(
+            "| {} | {:.2} | {:.2} | {:.0} |",
+            row.name(),
+            per(counted.allocations),
+            per(counted.reallocations),
+            per(counted.bytes)
+        );
+    }
+}
+
+/// A counter alone on its cache line (128 bytes: adjacent-line prefetch pairs 64-byte lines).
+#[repr(align(128))]
+#[derive(Default)]
+struct Line(AtomicU64);
+
+/// The wall time of `adds` relaxed adds from each of `counters.len()` threads at once.
+fn add_from_threads(counters: &[&AtomicU64], adds: u64) -> Duration {
+    together(counters.len(), |t| {
+        let counter = black_box(counters[t]);
+        for _ in 0..adds {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    })
+}
+
+fn print_atomics(settings: &Settings) {
+    let lines = [Line::default(), Line::default()];
+    let (a, b) = (&lines[0].0, &lines[1].0);
+    let cases: [(&str, Vec<&AtomicU64>); 3] = [
+        ("one thread alone", vec![a]),
+        ("two threads, each on its own 128-byte line", vec![a, b]),
+        ("two threads, one shared line", vec![a, a]),
+    ];
+    let rounds = settings.rounds.min(10);
+    let mut ns = vec![Vec::new(); cases.len()];
+    for _ in 0..rounds {
+        for (case, (_, counters)) in cases.iter().enumerate() {
+            lines
+                .iter()
+                .for_each(|line| line.0.store(0, Ordering::Relaxed));
+            let time = add_from_threads(counters, settings.adds);
+            let total: u64 = lines
+                .iter()
+                .map(|line| line.0.load(Ordering::Relaxed))
+                .sum();
+            assert_eq!(total, settings.adds * counters.len() as u64, "lost adds");
+            ns[case].push(ns_per(time, settings.adds));
+        }
+    }
+    let figures: Vec<Figure> = ns.into_iter().map(Figure::of).collect();
+    println!(
+        "\n### (d) one relaxed `fetch_add`, {} per thread, best of {rounds} rounds\n",
+        settings.adds
+    );
+    println!(
+        "| adds | ns per add (each thread) | adds per µs (all threads) | ÷ one thread alone |"
+    );
+    println!("|---|---:|---:|---:|");
+    for ((name, counters), figure) in cases.iter().zip(&figures) {
+        println!(
+            "| {name} | {:.2} | {:.1} | {:.2}× |",
+            figure.best,
+            1_000.0 * counters.len() as f64 / figure.best,
+            figure.best / figures[0].best
+        );
+    }
+    println!(
+        "\nOne shared line ÷ separate lines: {:.2}× per add ({}).",
+        figures[2].best / figures[1].best,
+        machine()
+    );
+}
+
+/// The CPUs, which of them share a core and how busy they are, where Linux says so.
+fn machine() -> String {
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let siblings: Vec<String> = (0..cpus)
+        .filter_map(|cpu| {
+            let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
+            std::fs::read_to_string(path).ok()
+        })
+        .map(|list| format!("[{}]", list.trim()))
+        .collect();
+    let mut machine = format!("{cpus} CPUs");
+    if !siblings.is_empty() {
+        machine += &format!(", SMT siblings {}", siblings.join(" "));
+    }
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let load: Vec<&str> = load.split_whitespace().take(3).collect();
+        machine += &format!(", load average {}", load.join(" "));
+    }
+    machine
+}
+
+fn main() {
+    let settings = match Settings::from_args(std::env::args().skip(1)) {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("{message}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(filter) = &settings.filtered_out {
+        println!("ledger: filtered out by `{filter}`");
+        return;
+    }
+    let start = Instant::now();
+    let families = families();
+    let rows: Vec<&dyn Row> = families
+        .iter()
+        .flat_map(|(_, rows)| rows.iter().map(|row| &**row))
+        .collect();
+    println!(
+        "## Scaling across cores ({} run: per cell {:?} warm-up, {:?} measured in {} rounds; {})\n",
+        settings.mode,
+        settings.warm_up,
+        settings.measurement,
+        settings.rounds,
+        machine()
+    );
+    println!(
+        "No tracing subscriber is installed: failure events are disabled, as behind a log \
+         filter; flood control still judges and counts each one. Every faultline row's \
+         ledger is checked after every batch: balanced, nothing in flight, every request \
+         counted under its outcome, reported + suppressed == failures, one group."
+    );
+    let figures = measure(&rows, &settings);
+    print_scaling(&rows, &figures, settings.rounds);
+    print_ratios(&families, &figures);
+    print_allocations(&rows, settings.counted_requests);
+    print_atomics(&settings);
+    println!("\nTook {:.0} s.", start.elapsed().as_secs_f64());
+}

@@ -3,6 +3,8 @@
 // Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub mod threads;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -17,8 +19,13 @@ pub struct Lab {
 
 impl Lab {
     pub async fn start() -> Self {
-        faultline::install_panic_hook();
         let (app, ledger) = failure_lab::app();
+        Self::serve(app, ledger).await
+    }
+
+    /// Serves `app`, whose fault layer counts into `ledger`, with the panic hook installed.
+    pub async fn serve(app: axum::Router, ledger: Ledger) -> Self {
+        faultline::install_panic_hook();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
