@@ -55,7 +55,7 @@ pin_project! {
         // An error status came without a fault: its body is read, bounded, for the message.
         Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
         // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
-        Failed { summary: Option<Summary> },
+        Failed { summary: Option<Box<Summary>> },
         Done,
     }
 }
@@ -81,7 +81,7 @@ impl<F, B> ResponseFuture<F, B> {
         }
     }
 
-    pub(crate) fn failed(summary: Summary, guard: RequestGuard) -> Self {
+    pub(crate) fn failed(summary: Box<Summary>, guard: RequestGuard) -> Self {
         Self {
             state: State::Failed {
                 summary: Some(summary),
@@ -117,7 +117,7 @@ where
                     Step::Answer(Some(head), summary)
                 }
                 StateProj::Failed { summary } => {
-                    Step::Answer(None, summary.take().expect("taken once"))
+                    Step::Answer(None, *summary.take().expect("taken once"))
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
@@ -199,7 +199,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
         }
         None if is_error_status(response.status()) => {
             let (head, body) = response.into_parts();
-            if is_readable(&head, &body) {
+            if is_readable(&head, &body) && !body.is_end_stream() {
                 return Step::Read(head, body);
             }
             let summary = Summary::from_rejection(head.status, &[], config);
@@ -238,9 +238,10 @@ fn answer<B>(
 ) -> Response<FaultBody<B>> {
     let config = guard.config();
     let request_id = guard.meta().request_id();
+    // Checked once: the header value is printable, as `request_id` makes it.
+    let id_text = request_id_text(&request_id);
     let body = scratch::freeze_text(|out| {
-        let request_id = request_id_text(&request_id);
-        problem::render(out, &summary, request_id, guard.meta().path(), config);
+        problem::render(out, &summary, id_text, guard.meta().path(), config);
     });
     let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
@@ -257,12 +258,14 @@ fn answer<B>(
         }
     }
     let headers = &mut head.headers;
-    for name in REPLACED_BODY_HEADERS {
-        headers.remove(name);
+    if !headers.is_empty() {
+        for name in REPLACED_BODY_HEADERS {
+            headers.remove(name);
+        }
     }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), request_id.clone());
-    guard.settle_failure(&summary, request_id_text(&request_id));
+    guard.settle_failure(&summary, id_text);
     Response::from_parts(head, FaultBody::problem(body))
 }

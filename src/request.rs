@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::MatchedPath;
-use http::{HeaderName, HeaderValue, Method, Request, Uri};
+use http::uri::PathAndQuery;
+use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
@@ -24,7 +25,8 @@ pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
 #[derive(Debug)]
 pub(crate) struct RequestMeta {
     method: Method,
-    uri: Uri,
+    /// Only the path is ever shown; the rest of the URI is not kept.
+    path: Option<PathAndQuery>,
     route: Route,
     request_id: Option<HeaderValue>,
 }
@@ -44,7 +46,7 @@ impl RequestMeta {
     pub(crate) fn capture<B>(request: &Request<B>, request_id_header: &HeaderName) -> Self {
         Self {
             method: request.method().clone(),
-            uri: request.uri().clone(),
+            path: request.uri().path_and_query().cloned(),
             route: request
                 .extensions()
                 .get::<MatchedPath>()
@@ -73,7 +75,8 @@ impl RequestMeta {
 
     /// The request path without its query: query strings carry API keys.
     pub(crate) fn path(&self) -> &str {
-        self.uri.path()
+        // As `Uri::path` says it: no path at all (authority form) is empty.
+        self.path.as_ref().map_or("", PathAndQuery::path)
     }
 
     /// The request id the client sent, if it is printable and at most

@@ -29,8 +29,9 @@ pub struct FaultService<S> {
     /// Every lane, held by the services the layer built (not by per-request clones), so that
     /// the lanes live as long as the router does.
     _lanes: Option<Lanes>,
-    /// A failure of `poll_ready` (an error or a panic), answered by the next call.
-    not_ready: Option<Summary>,
+    /// A failure of `poll_ready` (an error or a panic), answered by the next call; boxed,
+    /// since it is rare and the service is moved with every request.
+    not_ready: Option<Box<Summary>>,
 }
 
 impl<S: Clone> Clone for FaultService<S> {
@@ -64,15 +65,16 @@ where
         self.not_ready = match catch(|| inner.poll_ready(cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(Ok(()))) => None,
-            Ok(Poll::Ready(Err(error))) => {
-                Some(Summary::from_service_error(&*error.into(), config))
-            }
-            Err(payload) => Some(Summary::from_panic(
+            Ok(Poll::Ready(Err(error))) => Some(Box::new(Summary::from_service_error(
+                &*error.into(),
+                config,
+            ))),
+            Err(payload) => Some(Box::new(Summary::from_panic(
                 Outcome::Panicked,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 payload,
                 config,
-            )),
+            ))),
         };
         Poll::Ready(Ok(()))
     }
@@ -93,7 +95,7 @@ where
                     payload,
                     &self.lane.config,
                 );
-                ResponseFuture::failed(summary, guard)
+                ResponseFuture::failed(Box::new(summary), guard)
             }
         }
     }

@@ -31,32 +31,54 @@ const HAND_OVER_EVERY: u64 = 64;
 /// One fingerprint's budget: the window and the events written in it, in one word.
 #[derive(Debug, Default)]
 pub(super) struct Budget {
-    /// `window << 32 | written`.
+    /// `window << WRITTEN_BITS | written`.
     state: AtomicU64,
     /// Suppressed failures handed over by threads and not yet told by an event.
     held: AtomicU64,
     evicted: AtomicBool,
 }
 
-const WRITTEN_BITS: u32 = 32;
+/// Bits of the budget word that count the events written; the rest number the window, so
+/// window numbers wrap only after 2^47 windows (at one window a millisecond, 4,000 years).
+const WRITTEN_BITS: u32 = 16;
+
+/// The most events per window a budget counts: the written count's room.
+const MAX_PER_WINDOW: u32 = (1 << WRITTEN_BITS) - 1;
 
 impl Budget {
+    /// A budget with nothing written in `window`.
+    fn starting(window: u64) -> Self {
+        Self {
+            state: AtomicU64::new(window << WRITTEN_BITS),
+            ..Self::default()
+        }
+    }
+
     /// Takes one event of `window`'s budget of `per_window`; false when it is spent.
+    ///
+    /// A thread that read the clock before another thread moved the budget on to a later
+    /// window counts against that later window: a stale window never moves the budget back,
+    /// which would let the later window write its budget twice.
     fn take(&self, window: u64, per_window: u32) -> bool {
-        let window = window & u64::from(u32::MAX);
+        const WINDOW_BITS: u32 = u64::BITS - WRITTEN_BITS;
+        let per_window = u64::from(per_window.min(MAX_PER_WINDOW));
+        let window = window << WRITTEN_BITS >> WRITTEN_BITS;
         let mut current = self.state.load(Ordering::Relaxed);
         loop {
-            let (seen, written) = (current >> WRITTEN_BITS, current as u32);
-            let next = if seen == window {
-                if written >= per_window {
-                    return false;
-                }
-                current + 1
-            } else {
+            let (seen, written) = (current >> WRITTEN_BITS, current & u64::from(MAX_PER_WINDOW));
+            // Window numbers wrap; a later window is less than half the range ahead.
+            let ahead = window.wrapping_sub(seen) << WRITTEN_BITS >> WRITTEN_BITS;
+            let later = ahead != 0 && ahead < 1 << (WINDOW_BITS - 1);
+            let next = if later {
                 if per_window == 0 {
                     return false;
                 }
                 window << WRITTEN_BITS | 1
+            } else {
+                if written >= per_window {
+                    return false;
+                }
+                current + 1
             };
             match self.state.compare_exchange_weak(
                 current,
@@ -87,8 +109,9 @@ impl Budgets {
         }
     }
 
-    /// The budget of `fingerprint`, made if new; a full table evicts the least recently met.
-    fn get(&mut self, fingerprint: u64) -> Arc<Budget> {
+    /// The budget of `fingerprint`, made if new (starting in `window`); a full table evicts
+    /// the least recently met.
+    fn get(&mut self, fingerprint: u64, window: u64) -> Arc<Budget> {
         self.tick += 1;
         let tick = self.tick;
         if let Some((budget, seen)) = self.table.get_mut(&fingerprint) {
@@ -100,7 +123,7 @@ impl Budgets {
                 evicted.evicted.store(true, Ordering::Relaxed);
             }
         }
-        let budget = Arc::new(Budget::default());
+        let budget = Arc::new(Budget::starting(window));
         self.table.insert(fingerprint, (budget.clone(), tick));
         budget
     }
@@ -153,7 +176,7 @@ impl CachedBudgets {
             if self.entries.len() >= CACHED_PER_THREAD {
                 self.hand_over_all();
             }
-            let budget = super::lock(shared).get(fingerprint);
+            let budget = super::lock(shared).get(fingerprint, window);
             let cached = Cached {
                 budget,
                 suppressed: 0,
@@ -199,7 +222,15 @@ mod tests {
         assert!((0..3).all(|_| budget.take(7, 3)));
         assert!(!budget.take(7, 3));
         assert!(budget.take(8, 3));
+        // A thread that read the clock late does not move the budget back to window 7.
+        assert!(budget.take(7, 3) && budget.take(7, 3));
+        assert!(!budget.take(7, 3) && !budget.take(8, 3));
         assert!(!Budget::default().take(1, 0));
+        // Far into the run, and across the wrap of the window numbers.
+        let late = Budget::starting(u64::MAX >> WRITTEN_BITS);
+        assert!(late.take(u64::MAX >> WRITTEN_BITS, 1));
+        assert!(!late.take(u64::MAX >> WRITTEN_BITS, 1));
+        assert!(late.take(0, 1) && !late.take(0, 1));
     }
 
     #[test]
@@ -232,9 +263,9 @@ mod tests {
     #[test]
     fn the_table_stays_bounded_and_marks_what_it_evicts() {
         let mut budgets = Budgets::new(4);
-        let first = budgets.get(0);
+        let first = budgets.get(0, 0);
         for fingerprint in 1..100 {
-            budgets.get(fingerprint);
+            budgets.get(fingerprint, 0);
             assert!(budgets.len() <= 4);
         }
         assert!(first.evicted.load(Ordering::Relaxed));
