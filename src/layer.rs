@@ -2,8 +2,8 @@
 //! works with.
 
 use std::borrow::Cow;
-#[cfg(feature = "opentelemetry")]
 use std::sync::Arc;
+use std::sync::OnceLock;
 
 use http::HeaderName;
 use tower::Layer;
@@ -14,7 +14,7 @@ use crate::config::{
 };
 use crate::ledger::Ledger;
 use crate::service::FaultService;
-use crate::shared::Shared;
+use crate::shared::{Lanes, Shared};
 
 /// The one layer that catches every failure of the service it wraps, answers it with a
 /// bounded problem+json body, reports it and counts it in its [`Ledger`].
@@ -44,10 +44,22 @@ use crate::shared::Shared;
 /// ```
 #[derive(Clone, Debug)]
 pub struct FaultLayer {
+    /// Behind one pointer, so that a clone is one reference count: axum clones the layer and
+    /// calls `layer` once per route, or once per request for a router called as a service
+    /// without `with_state`.
+    builder: Arc<Builder>,
+}
+
+/// What a layer is built from; copied on write by the builder calls.
+#[derive(Clone, Debug)]
+struct Builder {
     config: Config,
     ledger: Ledger,
     #[cfg(feature = "opentelemetry")]
     otel: Option<Arc<crate::otel::OtelMetrics>>,
+    /// The shared state of the services this layer builds, made on the first `layer` call
+    /// and shared by every clone; a builder call starts a new one.
+    lanes: OnceLock<Lanes>,
 }
 
 impl Default for FaultLayer {
@@ -60,10 +72,13 @@ impl FaultLayer {
     /// A layer with the default caps and a fresh ledger.
     pub fn new() -> Self {
         Self {
-            config: Config::default(),
-            ledger: Ledger::new(),
-            #[cfg(feature = "opentelemetry")]
-            otel: None,
+            builder: Arc::new(Builder {
+                config: Config::default(),
+                ledger: Ledger::new(),
+                #[cfg(feature = "opentelemetry")]
+                otel: None,
+                lanes: OnceLock::new(),
+            }),
         }
     }
 
@@ -76,11 +91,18 @@ impl FaultLayer {
 
     /// The handle on this layer's ledger.
     pub fn ledger(&self) -> Ledger {
-        self.ledger.clone()
+        self.builder.ledger.clone()
+    }
+
+    /// The builder, copied if shared, with its services' shared state to be made anew.
+    fn builder_mut(&mut self) -> &mut Builder {
+        let builder = Arc::make_mut(&mut self.builder);
+        builder.lanes = OnceLock::new();
+        builder
     }
 
     fn config_mut(&mut self) -> &mut Config {
-        &mut self.config
+        &mut self.builder_mut().config
     }
 
     /// Caps each message of a summary (the error's text, a panic's text, each chain link);
@@ -111,9 +133,9 @@ impl FaultLayer {
 
     /// Changes the limits of the layer's ledger in place: handles taken before see them too.
     fn ledger_limits(self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
-        let mut limits = self.ledger.limits();
+        let mut limits = self.builder.ledger.limits();
         change(&mut limits);
-        self.ledger.set_limits(limits);
+        self.builder.ledger.set_limits(limits);
         self
     }
 
@@ -163,7 +185,7 @@ impl FaultLayer {
     #[cfg(feature = "opentelemetry")]
     pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
-        self.otel = Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
+        self.builder_mut().otel = Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
         self
     }
 
@@ -199,12 +221,16 @@ impl<S> Layer<S> for FaultLayer {
     type Service = FaultService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let shared = Shared::new(
-            self.config.clone(),
-            self.ledger.clone(),
-            #[cfg(feature = "opentelemetry")]
-            self.otel.clone(),
-        );
-        FaultService::new(inner, shared.into_lanes())
+        let builder = &*self.builder;
+        let lanes = builder.lanes.get_or_init(|| {
+            let shared = Shared::new(
+                builder.config.clone(),
+                builder.ledger.clone(),
+                #[cfg(feature = "opentelemetry")]
+                builder.otel.clone(),
+            );
+            shared.into_lanes()
+        });
+        FaultService::new(inner, lanes.clone())
     }
 }

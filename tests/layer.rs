@@ -447,3 +447,29 @@ async fn a_panic_the_service_caught_itself_leaves_no_stale_site_behind() {
         "a stale site from the earlier panic"
     );
 }
+
+#[tokio::test]
+async fn a_builder_call_after_layer_applies_to_the_services_built_after_it() {
+    let failing = || {
+        service_fn(|_: Request<Body>| async {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::INTERNAL_SERVER_ERROR)
+                    .body(Body::from("disk quota exceeded"))
+                    .unwrap(),
+            )
+        })
+    };
+    let layer = FaultLayer::new();
+    let before = layer.layer(failing());
+    let again = layer.layer(failing());
+    let layer = layer.development(true);
+    let after = layer.layer(failing());
+    let detail = |problem: serde_json::Value| problem["detail"].as_str().unwrap().to_owned();
+    let (_, hidden) = problem_of(before.oneshot(get_request("/")).await.unwrap()).await;
+    let (_, also_hidden) = problem_of(again.oneshot(get_request("/")).await.unwrap()).await;
+    let (_, shown) = problem_of(after.oneshot(get_request("/")).await.unwrap()).await;
+    assert_ne!(detail(hidden.clone()), "disk quota exceeded");
+    assert_eq!(detail(hidden), detail(also_hidden));
+    assert_eq!(detail(shown), "disk quota exceeded");
+}
