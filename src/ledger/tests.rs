@@ -152,7 +152,8 @@ fn exposition_escapes_label_values() {
 #[test]
 fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
     let captured = Captured::default();
-    let ledger = ledger(3, Duration::from_millis(50));
+    // A window long enough that ten failures fit in one even on a loaded machine.
+    let ledger = ledger(3, Duration::from_millis(200));
     let failure = summary("unsupported-event", "nope", None);
     tracing::subscriber::with_default(captured.subscriber(), || {
         // Start at a window's beginning, so that the ten fall in one window.
@@ -165,7 +166,7 @@ fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
         }
         let snapshot = ledger.snapshot();
         assert_eq!((snapshot.reported, snapshot.suppressed), (3, 7));
-        std::thread::sleep(Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(210));
         fail(&ledger, &failure);
     });
     let snapshot = ledger.snapshot();
