@@ -269,20 +269,60 @@ where
     ));
 }
 
-/// The wall time of `work(t)` on threads `0..threads` released together: the longest any
-/// thread took, from the release to its end.
-fn together(threads: usize, work: impl Fn(usize) + Sync) -> Duration {
+/// One timed batch: its wall time, and the largest share of it that any of its threads spent
+/// runnable but waiting for a CPU, where Linux says so. A two-thread batch whose threads
+/// waited did not have two cores to itself.
+#[derive(Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    waited: Option<f64>,
+}
+
+impl Timed {
+    /// This batch as a round of `count` requests (or adds).
+    fn per(self, count: u64) -> Round {
+        Round {
+            ns: self.wall.as_nanos() as f64 / count.max(1) as f64,
+            waited: self.waited,
+        }
+    }
+}
+
+/// How long this thread has been runnable but waiting for a CPU, from Linux's schedstat.
+fn run_queue_wait() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = stat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// Runs `work(t)` on threads `0..threads` released together. The wall time is the longest
+/// any thread took from the release to its end.
+fn together(threads: usize, work: impl Fn(usize) + Sync) -> Timed {
     let timed = hammer(threads, |t| {
+        let waiting = run_queue_wait();
         let start = Instant::now();
         work(t);
-        start.elapsed()
+        let elapsed = start.elapsed();
+        let waited = run_queue_wait().zip(waiting).map(|(now, then)| now - then);
+        (
+            elapsed,
+            waited.map(|w| w.as_secs_f64() / elapsed.as_secs_f64()),
+        )
     });
-    timed.into_iter().max().unwrap_or_default()
+    let waited: Option<Vec<f64>> = timed.iter().map(|(_, waited)| *waited).collect();
+    Timed {
+        wall: timed
+            .iter()
+            .map(|(elapsed, _)| *elapsed)
+            .max()
+            .unwrap_or_default(),
+        waited: waited.map(|shares| shares.into_iter().fold(0.0, f64::max)),
+    }
 }
 
 /// The wall time of about `iters` requests split over `threads` threads, and how many
 /// requests that was.
-fn spread<S>(service: &S, threads: usize, iters: u64) -> (Duration, u64)
+fn spread<S>(service: &S, threads: usize, iters: u64) -> (Timed, u64)
 where
     S: Service<Request<Body>> + Clone + Sync,
     S::Error: std::fmt::Debug,
@@ -296,8 +336,8 @@ where
 /// every request sent to it.
 trait Row {
     fn name(&self) -> &str;
-    /// Sends about `iters` requests from `threads` threads; the wall time and the count.
-    fn run(&self, threads: usize, iters: u64) -> (Duration, u64);
+    /// Sends about `iters` requests from `threads` threads; their timing and their count.
+    fn run(&self, threads: usize, iters: u64) -> (Timed, u64);
     /// Sends `requests` requests from this thread with the allocation counter on.
     fn count_allocations(&self, requests: u64) -> Allocations;
 }
@@ -354,7 +394,7 @@ where
         &self.name
     }
 
-    fn run(&self, threads: usize, iters: u64) -> (Duration, u64) {
+    fn run(&self, threads: usize, iters: u64) -> (Timed, u64) {
         let (time, sent) = spread(&self.service, threads, iters);
         if let Some(tally) = &self.tally {
             tally.account(sent, &self.name);
@@ -435,20 +475,36 @@ fn families() -> Vec<Family> {
 
 const THREADS: [usize; 2] = [1, 2];
 
-/// A cell's nanoseconds per request (or per add): its best round, and its median round.
+/// Nanoseconds per request (or per add) of one round, and the share of it spent waiting.
+#[derive(Clone, Copy)]
+struct Round {
+    ns: f64,
+    waited: Option<f64>,
+}
+
+/// A cell's figures: its best round, how long its threads waited for a CPU in that round,
+/// and its median round.
 #[derive(Clone, Copy, Default)]
 struct Figure {
     best: f64,
+    waited: Option<f64>,
     median: f64,
 }
 
 impl Figure {
-    fn of(mut rounds: Vec<f64>) -> Self {
-        rounds.sort_by(f64::total_cmp);
+    fn of(mut rounds: Vec<Round>) -> Self {
+        rounds.sort_by(|a, b| a.ns.total_cmp(&b.ns));
         Self {
-            best: rounds[0],
-            median: rounds[rounds.len() / 2],
+            best: rounds[0].ns,
+            waited: rounds[0].waited,
+            median: rounds[rounds.len() / 2].ns,
         }
+    }
+
+    /// The share of the best round its threads spent waiting for a CPU, as a percentage.
+    fn waited(&self) -> String {
+        self.waited
+            .map_or("?".to_owned(), |share| format!("{:.0}%", share * 100.0))
     }
 
     /// How much worse the typical round was than the best: the noise of the cell.
@@ -457,17 +513,13 @@ impl Figure {
     }
 }
 
-fn ns_per(time: Duration, count: u64) -> f64 {
-    time.as_nanos() as f64 / count.max(1) as f64
-}
-
 /// Warms a cell up for `warm_up`, and returns its nanoseconds per request then.
 fn warm(row: &dyn Row, threads: usize, warm_up: Duration) -> f64 {
     let start = Instant::now();
     let mut iters = 1_000;
     loop {
-        let (time, sent) = row.run(threads, iters);
-        let ns = ns_per(time, sent);
+        let (timed, sent) = row.run(threads, iters);
+        let ns = timed.per(sent).ns;
         let left = warm_up.saturating_sub(start.elapsed());
         if left.is_zero() {
             return ns;
@@ -497,13 +549,13 @@ fn measure(rows: &[&dyn Row], settings: &Settings) -> Vec<[Figure; 2]> {
             // Each round starts one cell later, so no cell always follows the same one.
             let c = (k + round) % cells.len();
             let (r, t) = cells[c];
-            let (time, sent) = rows[r].run(THREADS[t], iters[c]);
-            rounds[c].push(ns_per(time, sent));
+            let (timed, sent) = rows[r].run(THREADS[t], iters[c]);
+            rounds[c].push(timed.per(sent));
         }
     }
     let mut figures = vec![[Figure::default(); 2]; rows.len()];
-    for (&(r, t), ns) in cells.iter().zip(rounds) {
-        figures[r][t] = Figure::of(ns);
+    for (&(r, t), rounds) in cells.iter().zip(rounds) {
+        figures[r][t] = Figure::of(rounds);
     }
     figures
 }
@@ -512,17 +564,19 @@ fn print_scaling(rows: &[&dyn Row], figures: &[[Figure; 2]], rounds: usize) {
     println!(
         "\n### (a) ns per request (best of {rounds} rounds), and throughput with a second thread\n"
     );
-    println!("| row | 1 thread | 2 threads | throughput 2 threads ÷ 1 thread | median ÷ best round (1 / 2 threads) |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| row | 1 thread | 2 threads | throughput 2 threads ÷ 1 thread | median ÷ best round (1 / 2 threads) | waiting for a CPU in the best round |");
+    println!("|---|---:|---:|---:|---:|---:|");
     for (row, [one, two]) in rows.iter().zip(figures) {
         println!(
-            "| {} | {:.1} | {:.1} | {:.2}× | {:.2} / {:.2} |",
+            "| {} | {:.1} | {:.1} | {:.2}× | {:.2} / {:.2} | {} / {} |",
             row.name(),
             one.best,
             two.best,
             one.best / two.best,
             one.noise(),
-            two.noise()
+            two.noise(),
+            one.waited(),
+            two.waited()
         );
     }
 }
@@ -566,8 +620,8 @@ fn print_allocations(rows: &[&dyn Row], requests: u64) {
 #[derive(Default)]
 struct Line(AtomicU64);
 
-/// The wall time of `adds` relaxed adds from each of `counters.len()` threads at once.
-fn add_from_threads(counters: &[&AtomicU64], adds: u64) -> Duration {
+/// `adds` relaxed adds from each of `counters.len()` threads at once.
+fn add_from_threads(counters: &[&AtomicU64], adds: u64) -> Timed {
     together(counters.len(), |t| {
         let counter = black_box(counters[t]);
         for _ in 0..adds {
@@ -585,36 +639,37 @@ fn print_atomics(settings: &Settings) {
         ("two threads, one shared line", vec![a, a]),
     ];
     let rounds = settings.rounds.min(10);
-    let mut ns = vec![Vec::new(); cases.len()];
+    let mut rounds_of = vec![Vec::new(); cases.len()];
     for _ in 0..rounds {
         for (case, (_, counters)) in cases.iter().enumerate() {
             lines
                 .iter()
                 .for_each(|line| line.0.store(0, Ordering::Relaxed));
-            let time = add_from_threads(counters, settings.adds);
+            let timed = add_from_threads(counters, settings.adds);
             let total: u64 = lines
                 .iter()
                 .map(|line| line.0.load(Ordering::Relaxed))
                 .sum();
             assert_eq!(total, settings.adds * counters.len() as u64, "lost adds");
-            ns[case].push(ns_per(time, settings.adds));
+            rounds_of[case].push(timed.per(settings.adds));
         }
     }
-    let figures: Vec<Figure> = ns.into_iter().map(Figure::of).collect();
+    let figures: Vec<Figure> = rounds_of.into_iter().map(Figure::of).collect();
     println!(
         "\n### (d) one relaxed `fetch_add`, {} per thread, best of {rounds} rounds\n",
         settings.adds
     );
     println!(
-        "| adds | ns per add (each thread) | adds per µs (all threads) | ÷ one thread alone |"
+        "| adds | ns per add (each thread) | adds per µs (all threads) | ÷ one thread alone | waiting for a CPU |"
     );
-    println!("|---|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|");
     for ((name, counters), figure) in cases.iter().zip(&figures) {
         println!(
-            "| {name} | {:.2} | {:.1} | {:.2}× |",
+            "| {name} | {:.2} | {:.1} | {:.2}× | {} |",
             figure.best,
             1_000.0 * counters.len() as f64 / figure.best,
-            figure.best / figures[0].best
+            figure.best / figures[0].best,
+            figure.waited()
         );
     }
     println!(
