@@ -5,7 +5,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::MatchedPath;
@@ -14,6 +14,7 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
+use crate::panic_hook::lock;
 use crate::scratch;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
@@ -118,7 +119,7 @@ fn route_label(matched: &MatchedPath) -> Route {
         return Route::Interned(cached.1);
     }
     let interned = {
-        let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut set = lock(&INTERNED);
         let set = set.get_or_insert_with(FxHashSet::default);
         match set.get(route) {
             Some(&interned) => Some(interned),

@@ -10,7 +10,9 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
+
+use crate::panic_hook::lock;
 
 /// Stripes per core: room for the threads besides the runtime's workers (a blocking pool, a
 /// test's own threads) before a thread must share.
@@ -67,7 +69,7 @@ struct Claim(usize);
 
 impl Claim {
     fn new() -> Self {
-        let mut free = FREE.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut free = lock(&FREE);
         let (given_back, next) = &mut *free;
         if let Some(stripe) = given_back.pop() {
             return Self(stripe);
@@ -85,7 +87,7 @@ impl Drop for Claim {
         // From here on this thread writes to the shared stripe, atomically.
         let _ = INDEX.try_with(|index| index.set(None));
         if self.0 != shared_stripe() {
-            let mut free = FREE.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut free = lock(&FREE);
             free.0.push(self.0);
         }
     }

@@ -11,7 +11,7 @@ mod counters;
 mod series;
 mod snapshot;
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
@@ -22,6 +22,7 @@ use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
 use crate::config::{LedgerLimits, ReportLevels};
 use crate::outcome::Outcome;
+use crate::panic_hook::lock;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::RequestMeta;
 use crate::stripe::{self, Padded, Slot};
@@ -98,7 +99,7 @@ impl Ledger {
 
     pub(crate) fn limits(&self) -> LedgerLimits {
         LedgerLimits {
-            max_series: series::lock(&self.inner.series).max,
+            max_series: lock(&self.inner.series).max,
             reports: self.inner.reporter.limits(),
         }
     }
@@ -106,7 +107,7 @@ impl Ledger {
     /// Changes the limits in place, so every handle on this ledger keeps seeing it. Tables
     /// already past a lowered cap keep what they hold and take nothing new.
     pub(crate) fn set_limits(&self, limits: LedgerLimits) {
-        series::lock(&self.inner.series).max = limits.max_series;
+        lock(&self.inner.series).max = limits.max_series;
         self.inner.reporter.set_limits(limits.reports);
     }
 
@@ -164,7 +165,7 @@ impl Ledger {
             let mut failures = lock(&stripe.failures);
             failures
                 .series
-                .hand_over(&mut series::lock(&self.inner.series), false);
+                .hand_over(&mut lock(&self.inner.series), false);
             self.inner.reporter.hand_over(&mut failures.reports);
         }
     }
@@ -183,7 +184,7 @@ impl Ledger {
         self.hand_over();
         let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
         let outcome = |o: Outcome| totals.outcome(o);
-        let series = series::lock(&self.inner.series).to_vec();
+        let series = lock(&self.inner.series).to_vec();
         Snapshot {
             started: totals.started,
             in_flight: totals.in_flight(),
@@ -280,11 +281,6 @@ impl Ledger {
             "groups": groups,
         })
     }
-}
-
-/// Locks a stripe's tallies; a panic elsewhere while they were held leaves them usable.
-fn lock(failures: &Mutex<Failures>) -> MutexGuard<'_, Failures> {
-    failures.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

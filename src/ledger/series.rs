@@ -8,18 +8,14 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use crate::outcome::OVERFLOW_LABEL;
+use crate::panic_hook::lock;
 
 /// A table with no room for new labels.
 #[derive(Debug)]
 struct Full;
-
-/// Locks the shared table; a panic elsewhere while it was held leaves it usable.
-pub(crate) fn lock(table: &Mutex<SeriesTable>) -> MutexGuard<'_, SeriesTable> {
-    table.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The count of one failure label set.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -126,7 +126,7 @@ fn series_past_the_cap_fold_into_one_overflow_series_from_every_thread() {
     let total = 8 * 2 * (SERIES_PER_THREAD as u64 + 10);
     assert_eq!(series[3].count, total - 3 * 16);
     assert_eq!(series.iter().map(|s| s.count).sum::<u64>(), total);
-    assert_eq!(series::lock(&ledger.inner.series).index.len(), 3);
+    assert_eq!(lock(&ledger.inner.series).index.len(), 3);
 }
 
 #[test]

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
+use crate::panic_hook::lock;
 
 /// The fingerprints one thread's cache keeps; past it the cache is emptied and refilled
 /// from the shared table. An application has a few dozen fingerprints.
@@ -176,7 +177,7 @@ impl CachedBudgets {
             if self.entries.len() >= CACHED_PER_THREAD {
                 self.hand_over_all();
             }
-            let budget = super::lock(shared).get(fingerprint, window);
+            let budget = lock(shared).get(fingerprint, window);
             let cached = Cached {
                 budget,
                 suppressed: 0,

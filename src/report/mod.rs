@@ -20,7 +20,7 @@ mod groups;
 
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
@@ -31,6 +31,7 @@ use self::flood::{Budgets, CachedBudgets};
 pub use self::groups::Group;
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
+use crate::panic_hook::lock;
 use crate::summary::Summary;
 
 /// Flood control and error groups, shared by every clone of a layer.
@@ -122,12 +123,6 @@ impl Reporter {
     pub(crate) fn groups(&self) -> Vec<Group> {
         lock(&self.groups).to_vec()
     }
-}
-
-/// Locks a table; a panic elsewhere while it was held leaves it usable (every update is a
-/// whole entry).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Removes and returns the entry seen least recently. A scan, not a list: it runs only when
