@@ -89,6 +89,66 @@ pub trait Fault: StdError + Send + Sync + 'static {
     fn headers(&self, headers: &mut HeaderMap) {
         let _ = headers;
     }
+
+    /// Whether the failure is counted as `rejected` rather than `handled`: true for axum's
+    /// extractor rejections met with `?`, so that they count the same whether the extractor
+    /// refused the request or the handler passed the refusal on. By default false.
+    fn counts_as_rejection(&self) -> bool {
+        false
+    }
+}
+
+/// Every answer an error type can give, for API documentation: `#[derive(Fault)]` writes it
+/// from the attributes, and faultline's `utoipa` feature turns it into OpenAPI responses.
+///
+/// ```
+/// use faultline::{Catalog, Fault};
+///
+/// #[derive(Debug, thiserror::Error, Fault)]
+/// enum HookError {
+///     /// The event is valid but this service does not take it.
+///     #[error("event `{0}` is not handled here")]
+///     #[fault(status = 422, code = "unsupported-event")]
+///     UnsupportedEvent(String),
+///     #[error("the signature does not match")]
+///     #[fault(status = 401, code = "bad-signature")]
+///     BadSignature,
+/// }
+///
+/// let catalog = HookError::catalog();
+/// assert_eq!(catalog.len(), 2);
+/// assert_eq!(catalog[0].code, "unsupported-event");
+/// assert_eq!(catalog[0].description, "The event is valid but this service does not take it.");
+/// assert_eq!(catalog[1].status, 401);
+/// assert_eq!(catalog[1].description, "the signature does not match");
+/// ```
+pub trait Catalog {
+    /// The (status, code, description) of every answer, in the order of declaration; one
+    /// code may appear with one status only.
+    fn catalog() -> Vec<CatalogEntry>;
+}
+
+/// One answer of a [`Catalog`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CatalogEntry {
+    /// The status of the answer.
+    pub status: StatusCode,
+    /// The stable code of the answer.
+    pub code: &'static str,
+    /// What the answer means, for the reader of the API's documentation.
+    pub description: &'static str,
+}
+
+impl CatalogEntry {
+    /// An answer with its status, code and meaning.
+    pub const fn new(status: StatusCode, code: &'static str, description: &'static str) -> Self {
+        Self {
+            status,
+            code,
+            description,
+        }
+    }
 }
 
 /// The error type for handlers that have no error enum of their own, and the catch-all for
@@ -135,13 +195,29 @@ impl Error {
         })
     }
 
-    /// Attaches the error that caused an [`Error::new`] fault; it appears in the report's
-    /// chain only. Errors made any other way keep their own chain and are returned unchanged.
+    /// Attaches the error that caused this one: the report's chain goes on from it, in place
+    /// of the fault's own `source()` if it had one. Status, code, message and headers stay.
+    ///
+    /// ```
+    /// use axum::http::StatusCode;
+    /// use faultline::Error;
+    ///
+    /// let error = Error::new(StatusCode::BAD_GATEWAY, "upstream", "the upstream failed")
+    ///     .with_source(std::io::Error::other("connection reset"));
+    /// let source = std::error::Error::source(error.as_fault()).unwrap();
+    /// assert_eq!(source.to_string(), "connection reset");
+    /// ```
     pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         let adhoc = Arc::get_mut(&mut self.fault)
             .and_then(|fault| (fault as &mut dyn StdError).downcast_mut::<AdHoc>());
-        if let Some(adhoc) = adhoc {
-            adhoc.source = Some(Box::new(source));
+        match adhoc {
+            Some(adhoc) => adhoc.source = Some(Box::new(source)),
+            None => {
+                self.fault = Arc::new(Caused {
+                    fault: self.fault,
+                    source: Box::new(source),
+                })
+            }
         }
         self
     }
@@ -167,13 +243,9 @@ impl Error {
     pub fn as_fault(&self) -> &dyn Fault {
         &*self.fault
     }
-}
 
-impl<E> From<E> for Error
-where
-    E: StdError + Send + Sync + 'static,
-{
-    fn from(error: E) -> Self {
+    /// Any other error: a 500 whose text and chain go to the report only.
+    pub(crate) fn internal(error: impl StdError + Send + Sync + 'static) -> Self {
         Self::from_fault(Internal(error))
     }
 }
@@ -307,6 +379,59 @@ impl Fault for AdHoc {
 
     fn code(&self) -> &'static str {
         self.code
+    }
+}
+
+/// A fault with the error that caused it attached by [`Error::with_source`].
+struct Caused {
+    fault: Arc<dyn Fault>,
+    source: Box<dyn StdError + Send + Sync>,
+}
+
+impl fmt::Debug for Caused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Caused")
+            .field("fault", &self.fault)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl fmt::Display for Caused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.fault, f)
+    }
+}
+
+impl StdError for Caused {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+impl Fault for Caused {
+    fn status(&self) -> StatusCode {
+        self.fault.status()
+    }
+
+    fn code(&self) -> &'static str {
+        self.fault.code()
+    }
+
+    fn is_public(&self) -> bool {
+        self.fault.is_public()
+    }
+
+    fn public_message(&self) -> Option<Cow<'_, str>> {
+        self.fault.public_message()
+    }
+
+    fn headers(&self, headers: &mut HeaderMap) {
+        self.fault.headers(headers);
+    }
+
+    fn counts_as_rejection(&self) -> bool {
+        self.fault.counts_as_rejection()
     }
 }
 

@@ -103,6 +103,7 @@ mod stripe;
 
 // errors
 mod fault;
+mod rejection;
 
 // summary
 mod summary;
@@ -133,7 +134,7 @@ pub use crate::config::{
     DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER, MAX_BODY_BYTES, MAX_CHAIN_LINKS,
     MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
-pub use crate::fault::{Error, Fault};
+pub use crate::fault::{Catalog, CatalogEntry, Error, Fault};
 pub use crate::future::ResponseFuture;
 pub use crate::layer::FaultLayer;
 pub use crate::ledger::{Ledger, Series, Snapshot, PROMETHEUS_TEXT};
@@ -142,11 +143,26 @@ pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
 pub use crate::report::Group;
 pub use crate::service::FaultService;
+#[cfg(feature = "derive")]
+pub use faultline_derive::Fault;
 
 /// What [`impl_into_response!`] expands to needs; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use std::borrow::Cow;
+    pub use std::vec::Vec;
+
     pub use axum::response::{IntoResponse, Response};
+    pub use http::header::RETRY_AFTER;
+    pub use http::{HeaderMap, HeaderValue, StatusCode};
+
+    /// A status the derive has checked to be 4xx or 5xx, made in a `const`.
+    pub const fn status(code: u16) -> StatusCode {
+        match StatusCode::from_u16(code) {
+            Ok(status) => status,
+            Err(_) => panic!("the derive checks that a status is 4xx or 5xx"),
+        }
+    }
 }
 
 /// The README's examples, compiled and run as doc tests.

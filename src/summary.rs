@@ -48,7 +48,12 @@ impl Summary {
 
     /// A handler's error, as its [`Fault`] implementation describes it.
     pub(crate) fn from_fault(fault: &dyn Fault, config: &Config) -> Self {
-        let mut summary = Self::new(Outcome::Handled, fault.status(), fault.code());
+        let outcome = if fault.counts_as_rejection() {
+            Outcome::Rejected
+        } else {
+            Outcome::Handled
+        };
+        let mut summary = Self::new(outcome, fault.status(), fault.code());
         summary.message.reserve(MESSAGE_CAPACITY);
         let cap = config.max_message_bytes;
         write_bounded(&mut summary.message, cap, &fault);

@@ -1,0 +1,7 @@
+#[derive(faultline::Fault)]
+union Bits {
+    a: u32,
+    b: f32,
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+#[derive(Debug, thiserror::Error, faultline::Fault)]
+enum HookError {
+    #[error("event `{0}` is not handled here")]
+    #[fault(status = 422, code = "unsupported-event", retry = 5)]
+    UnsupportedEvent(String),
+}
+
+fn main() {}
