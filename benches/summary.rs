@@ -49,7 +49,7 @@ fn check_routes(runtime: &Runtime, app: &Router) {
         let (status, body) = send(runtime, app, path);
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{path}");
         assert!(
-            body.len() <= faultline::DEFAULT_MAX_BODY_BYTES,
+            body.len() <= faultline::limits::DEFAULT_MAX_BODY_BYTES,
             "{path}: {} bytes",
             body.len()
         );

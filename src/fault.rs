@@ -15,10 +15,13 @@ use crate::outcome::Outcome;
 /// An error that knows how it answers over HTTP: a status, a stable machine-readable code and
 /// a public message.
 ///
-/// Implement it for your own error enum (a `thiserror` one, say) and make the enum a response
-/// with [`impl_into_response!`](crate::impl_into_response); handlers then return
-/// `Result<T, YourError>` and the [`FaultLayer`](crate::FaultLayer) renders, reports and
-/// counts every `Err`.
+/// Derive it with [`#[derive(Fault)]`](derive@crate::Fault), one attribute per variant, which
+/// also makes the type an axum response; handlers then return `Result<T, YourError>` and the
+/// [`FaultLayer`](crate::FaultLayer) renders, reports and counts every `Err`.
+///
+/// The manual route, for types whose answer takes code to decide: implement the trait by hand
+/// and make the type a response with [`impl_into_response!`](crate::impl_into_response), as
+/// below.
 ///
 /// For 4xx statuses the error's `Display` is its public message by default: write it for the
 /// client who has to correct the request. For 5xx the client sees a generic message and the
@@ -173,8 +176,10 @@ impl CatalogEntry {
 /// ```
 ///
 /// Like `anyhow::Error`, it does not itself implement `std::error::Error`, so that every
-/// error converts into it; for the same reason an error that implements [`Fault`] must go
-/// through [`Error::from_fault`] (or be returned as itself), or `?` makes it a plain 500.
+/// error converts into it. With `?`, axum's extractor rejections keep their status and code
+/// and count as `rejected`. An error type of yours that implements [`Fault`] cannot be told
+/// apart inside `?` (Rust has no specialization): pass it through [`Error::from_fault`], or
+/// return it as itself, or `?` makes it a plain 500.
 pub struct Error {
     fault: Arc<dyn Fault>,
 }

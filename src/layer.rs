@@ -8,11 +8,11 @@ use std::sync::OnceLock;
 use http::HeaderName;
 use tower::Layer;
 
-use crate::config::{
-    Config, LedgerLimits, ReportLevels, MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES,
-    MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
-};
+use crate::config::{Config, ReportLevels};
 use crate::ledger::Ledger;
+use crate::limits::{
+    MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
+};
 use crate::service::FaultService;
 use crate::shared::{Lanes, Shared};
 
@@ -82,6 +82,14 @@ impl FaultLayer {
         }
     }
 
+    /// A layer with the default caps that counts into `ledger`, made with the bounds it
+    /// needs by [`Ledger::builder`]. Two layers given one ledger count into the same tables.
+    pub fn with_ledger(ledger: Ledger) -> Self {
+        let mut layer = Self::new();
+        layer.builder_mut().ledger = ledger;
+        layer
+    }
+
     /// A layer with the default caps, and the handle on its ledger.
     pub fn pair() -> (Self, Ledger) {
         let layer = Self::new();
@@ -106,68 +114,29 @@ impl FaultLayer {
     }
 
     /// Caps each message of a summary (the error's text, a panic's text, each chain link);
-    /// default [`DEFAULT_MAX_MESSAGE_BYTES`](crate::DEFAULT_MAX_MESSAGE_BYTES), at least
-    /// [`MIN_MESSAGE_BYTES`](crate::MIN_MESSAGE_BYTES), at most
-    /// [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES).
+    /// default [`DEFAULT_MAX_MESSAGE_BYTES`](crate::limits::DEFAULT_MAX_MESSAGE_BYTES), at least
+    /// [`MIN_MESSAGE_BYTES`](crate::limits::MIN_MESSAGE_BYTES), at most
+    /// [`MAX_MESSAGE_BYTES`](crate::limits::MAX_MESSAGE_BYTES).
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.config_mut().max_message_bytes = bytes.clamp(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES);
         self
     }
 
     /// Caps the `source()` links walked; default
-    /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::DEFAULT_MAX_CHAIN_LINKS), at most
-    /// [`MAX_CHAIN_LINKS`](crate::MAX_CHAIN_LINKS).
+    /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::limits::DEFAULT_MAX_CHAIN_LINKS), at most
+    /// [`MAX_CHAIN_LINKS`](crate::limits::MAX_CHAIN_LINKS).
     pub fn max_chain_links(mut self, links: usize) -> Self {
         self.config_mut().max_chain_links = links.min(MAX_CHAIN_LINKS);
         self
     }
 
     /// Caps a whole problem body; default
-    /// [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES), at least
-    /// [`MIN_BODY_BYTES`](crate::MIN_BODY_BYTES), at most
-    /// [`MAX_BODY_BYTES`](crate::MAX_BODY_BYTES).
+    /// [`DEFAULT_MAX_BODY_BYTES`](crate::limits::DEFAULT_MAX_BODY_BYTES), at least
+    /// [`MIN_BODY_BYTES`](crate::limits::MIN_BODY_BYTES), at most
+    /// [`MAX_BODY_BYTES`](crate::limits::MAX_BODY_BYTES).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.config_mut().max_body_bytes = bytes.clamp(MIN_BODY_BYTES, MAX_BODY_BYTES);
         self
-    }
-
-    /// Changes the limits of the layer's ledger in place: handles taken before see them too.
-    fn ledger_limits(self, change: impl FnOnce(&mut LedgerLimits)) -> Self {
-        let mut limits = self.builder.ledger.limits();
-        change(&mut limits);
-        self.builder.ledger.set_limits(limits);
-        self
-    }
-
-    /// Caps the failure series of the ledger; default
-    /// [`DEFAULT_MAX_SERIES`](crate::DEFAULT_MAX_SERIES).
-    ///
-    /// This and the other ledger limits belong to the ledger, which every clone of the layer
-    /// and every handle from [`pair`](Self::pair) or [`ledger`](Self::ledger) share.
-    pub fn max_series(self, series: usize) -> Self {
-        self.ledger_limits(|limits| limits.max_series = series)
-    }
-
-    /// Flood control: per fingerprint, at most `events` failure events are written in full
-    /// per `window`; the rest are suppressed and counted. Default
-    /// [`DEFAULT_REPORTS_PER_WINDOW`](crate::DEFAULT_REPORTS_PER_WINDOW) per
-    /// [`DEFAULT_REPORT_WINDOW`](crate::DEFAULT_REPORT_WINDOW).
-    pub fn report_burst(self, events: u32, window: std::time::Duration) -> Self {
-        self.ledger_limits(|limits| {
-            limits.reports.per_window = events;
-            limits.reports.window = window;
-        })
-    }
-
-    /// Caps the fingerprints under flood control; default
-    /// [`DEFAULT_MAX_FINGERPRINTS`](crate::DEFAULT_MAX_FINGERPRINTS).
-    pub fn max_fingerprints(self, fingerprints: usize) -> Self {
-        self.ledger_limits(|limits| limits.reports.max_fingerprints = fingerprints)
-    }
-
-    /// Caps the error groups; default [`DEFAULT_MAX_GROUPS`](crate::DEFAULT_MAX_GROUPS).
-    pub fn max_groups(self, groups: usize) -> Self {
-        self.ledger_limits(|limits| limits.reports.max_groups = groups)
     }
 
     /// Records every request into OpenTelemetry's `http.server.request.duration` histogram
@@ -231,6 +200,34 @@ impl<S> Layer<S> for FaultLayer {
             );
             shared.into_lanes()
         });
-        FaultService::new(inner, lanes.clone())
+        FaultService::with_lanes(inner, lanes.clone())
+    }
+}
+
+impl<S> FaultService<S> {
+    /// Wraps `inner` as [`layer`](Layer::layer) does: the service counts into the layer's
+    /// ledger and shares the layer's caps.
+    ///
+    /// ```
+    /// use axum::{body::Body, http::Request};
+    /// use faultline::{FaultLayer, FaultService};
+    /// use tower::{service_fn, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (layer, ledger) = FaultLayer::pair();
+    /// let inner = service_fn(|_: Request<Body>| async {
+    ///     Ok::<_, std::io::Error>(axum::http::Response::new(Body::from("ok")))
+    /// });
+    /// let service = FaultService::new(inner, &layer);
+    /// let _ = service.get_ref();
+    /// let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
+    /// assert_eq!(response.status(), 200);
+    /// drop(response);
+    /// assert_eq!(ledger.snapshot().ok, 1);
+    /// # }
+    /// ```
+    pub fn new(inner: S, layer: &FaultLayer) -> Self {
+        layer.layer(inner)
     }
 }

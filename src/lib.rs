@@ -2,8 +2,9 @@
 //! a small, safe RFC 9457 `application/problem+json` body, reports it and counts it exactly.
 //!
 //! Wrap a `Router` in one [`FaultLayer`]. Handlers return `Result<T, E>` where `E` is your own
-//! error type implementing [`Fault`] (status, stable code, public message), or faultline's
-//! [`Error`]; any `std::error::Error` converts into a 500 with `?`. The layer catches:
+//! error type deriving [`Fault`](derive@Fault) (status, stable code, public message), or
+//! faultline's [`Error`]; with `?`, axum's rejections keep their status and code and any other
+//! `std::error::Error` becomes a 500. The layer catches:
 //!
 //! | outcome | what happened | status |
 //! |---|---|---|
@@ -20,33 +21,30 @@
 //! in_flight`.
 //!
 //! Summaries are bounded before the work: messages go through a writer that refuses bytes
-//! past [`DEFAULT_MAX_MESSAGE_BYTES`], the `source()` chain is walked to
-//! [`DEFAULT_MAX_CHAIN_LINKS`], and the whole body is capped at [`DEFAULT_MAX_BODY_BYTES`].
+//! past [`limits::DEFAULT_MAX_MESSAGE_BYTES`], the `source()` chain is walked to
+//! [`limits::DEFAULT_MAX_CHAIN_LINKS`], and the whole body is capped at
+//! [`limits::DEFAULT_MAX_BODY_BYTES`].
 //! 5xx bodies carry a generic detail and the request id; the internal text goes to the
 //! tracing report only.
+//!
+//! # Features
+//!
+//! - `derive` (default): `#[derive(Fault)]`.
+//! - `json` (default): axum's `JsonRejection` as a fault, for `?`.
+//! - `opentelemetry`: the OpenTelemetry metrics bridge.
 //!
 //! # Quick start
 //!
 //! ```
-//! use axum::{http::StatusCode, routing::get, Router};
+//! use axum::{routing::get, Router};
 //! use faultline::{Fault, FaultLayer};
 //!
-//! #[derive(Debug, thiserror::Error)]
+//! #[derive(Debug, thiserror::Error, Fault)]
 //! enum HookError {
 //!     #[error("event `{0}` is not handled here")]
+//!     #[fault(status = 422, code = "unsupported-event")]
 //!     UnsupportedEvent(String),
 //! }
-//!
-//! impl Fault for HookError {
-//!     fn status(&self) -> StatusCode {
-//!         StatusCode::UNPROCESSABLE_ENTITY
-//!     }
-//!     fn code(&self) -> &'static str {
-//!         "unsupported-event"
-//!     }
-//! }
-//!
-//! faultline::impl_into_response!(HookError);
 //!
 //! async fn hook() -> Result<&'static str, HookError> {
 //!     Err(HookError::UnsupportedEvent("issues".into()))
@@ -92,6 +90,7 @@
 // vocabulary
 mod codes;
 mod config;
+pub mod limits;
 mod outcome;
 
 // mechanisms
@@ -128,16 +127,11 @@ mod shared;
 
 pub use crate::body::FaultBody;
 pub use crate::bounded::TRUNCATION_MARKER;
-pub use crate::config::{
-    ReportLevels, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_FINGERPRINTS,
-    DEFAULT_MAX_GROUPS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
-    DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER, MAX_BODY_BYTES, MAX_CHAIN_LINKS,
-    MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
-};
+pub use crate::config::ReportLevels;
 pub use crate::fault::{Catalog, CatalogEntry, Error, Fault};
 pub use crate::future::ResponseFuture;
 pub use crate::layer::FaultLayer;
-pub use crate::ledger::{Ledger, Series, Snapshot, PROMETHEUS_TEXT};
+pub use crate::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT};
 pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
@@ -154,7 +148,7 @@ pub mod __private {
 
     pub use axum::response::{IntoResponse, Response};
     pub use http::header::RETRY_AFTER;
-    pub use http::{HeaderMap, HeaderValue, StatusCode};
+    pub use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
     /// A status the derive has checked to be 4xx or 5xx, made in a `const`.
     pub const fn status(code: u16) -> StatusCode {

@@ -41,7 +41,7 @@ impl OtelMetrics {
             .with_description("Requests that passed the fault layer, by outcome.")
             .with_callback(move |observer| {
                 let snapshot = ledger.snapshot();
-                for outcome in Outcome::ALL {
+                for &outcome in Outcome::ALL {
                     observer.observe(
                         snapshot.outcome(outcome),
                         &[KeyValue::new("fault.outcome", outcome.as_str())],

@@ -29,8 +29,9 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Every outcome, in the order of the exposition.
-    pub const ALL: [Outcome; 7] = [
+    /// Every outcome, in the order of the exposition. A slice, so that a new outcome is not
+    /// a breaking change.
+    pub const ALL: &'static [Outcome] = &[
         Outcome::Ok,
         Outcome::Handled,
         Outcome::Rejected,

@@ -19,7 +19,7 @@ use crate::request::RequestMeta;
 use crate::shared::{Lane, Lanes};
 use crate::summary::Summary;
 
-/// The service [`FaultLayer`] builds. Its error type is `Infallible`: every failure of the
+/// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.
 #[derive(Debug)]
 pub struct FaultService<S> {
@@ -102,12 +102,29 @@ where
 }
 
 impl<S> FaultService<S> {
-    pub(crate) fn new(inner: S, lanes: Lanes) -> Self {
+    /// The service over `inner`, sharing the shared state (ledger included) of the layer's
+    /// other services.
+    pub(crate) fn with_lanes(inner: S, lanes: Lanes) -> Self {
         Self {
             inner,
             lane: lanes[0].here(),
             _lanes: Some(lanes),
             not_ready: None,
         }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, to change.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 }

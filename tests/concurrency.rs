@@ -59,7 +59,7 @@ async fn parallel_clients_mixing_outcomes_are_counted_exactly() {
                 let response = client.get(lab.url(&path)).send().await.unwrap();
                 assert_eq!(response.status().as_u16(), status, "{path}");
                 let body = response.bytes().await.unwrap();
-                assert!(body.len() <= faultline::DEFAULT_MAX_BODY_BYTES);
+                assert!(body.len() <= faultline::limits::DEFAULT_MAX_BODY_BYTES);
                 statuses[(c + i) % 4] += 1;
             }
             statuses

@@ -117,7 +117,7 @@ fn assert_exact(ledger: &Ledger, kinds: &[Kind], sent: &[u64]) {
         of_outcome.map(|(_, n)| n).sum()
     };
     assert_eq!(s.started, sent.iter().sum::<u64>(), "{s:#?}");
-    for outcome in Outcome::ALL {
+    for &outcome in Outcome::ALL {
         assert_eq!(s.outcome(outcome), sent_as(outcome), "{outcome:?}: {s:#?}");
     }
     assert!(s.is_balanced() && s.in_flight == 0, "{s:#?}");
@@ -246,12 +246,13 @@ fn past_the_series_cap_label_sets_fold_into_one_overflow_series() {
     const ROUTES: usize = 10;
     const MAX_SERIES: usize = 4;
     const PER_THREAD: usize = 300;
-    let (layer, ledger) = FaultLayer::pair();
+    let ledger = Ledger::builder().max_series(MAX_SERIES).build();
+    let layer = FaultLayer::with_ledger(ledger.clone());
     let app = (0..ROUTES)
         .fold(Router::new(), |app, r| {
             app.route(&format!("/r{r}"), get(hook))
         })
-        .layer(layer.max_series(MAX_SERIES));
+        .layer(layer);
     let sent = hammer(THREADS, |t| {
         let mut sent = [0_u64; ROUTES];
         for i in 0..PER_THREAD {

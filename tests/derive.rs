@@ -60,6 +60,13 @@ enum HookError {
         message = "the signature does not match"
     )]
     BadSignature(&'static str),
+    #[error("the API key is missing")]
+    #[fault(
+        status = 401,
+        code = "bad-api-key",
+        header = "WWW-Authenticate: Bearer"
+    )]
+    BadApiKey,
     #[error("quota of {0} used up")]
     #[fault(status = 429, code = "quota", public = false)]
     Quota(u32),
@@ -105,6 +112,9 @@ fn each_variant_answers_with_its_attribute_or_the_enum_default() {
         Some("the signature does not match")
     );
     assert!(!HookError::Quota(10).is_public(), "`public = false` wins");
+    let mut headers = axum::http::HeaderMap::new();
+    HookError::BadApiKey.headers(&mut headers);
+    assert_eq!(headers["www-authenticate"], "Bearer");
     assert!(InboxFull(3).is_public(), "`public` on a 5xx");
     assert!(!HookError::Quota(1).counts_as_rejection());
 }
@@ -131,19 +141,20 @@ fn the_catalog_lists_every_answer_with_transparent_fields_expanded() {
         .map(|e| (e.status.as_u16(), e.code))
         .collect();
     assert_eq!(
-        &codes[..6],
+        &codes[..7],
         [
             (422, "unsupported-event"),
             (400, "malformed-payload"),
             (503, "store-unavailable"),
             (401, "bad-signature"),
+            (401, "bad-api-key"),
             (429, "quota"),
             (502, "upstream-failed"),
         ]
     );
     // JsonRejection's own answers follow.
-    assert!(codes[6..].contains(&(415, "unsupported-media-type")));
-    assert!(codes[6..].contains(&(422, "unprocessable-entity")));
+    assert!(codes[7..].contains(&(415, "unsupported-media-type")));
+    assert!(codes[7..].contains(&(422, "unprocessable-entity")));
     assert_eq!(
         catalog[0].description,
         "The event is well formed, but this service does not take it."

@@ -154,8 +154,10 @@ fn assert_flood_counted(ledger: &Ledger, seen: &[Seen], total: u64) {
 fn one_fingerprint_from_sixteen_threads_writes_exactly_its_burst() {
     const BURST: u32 = 5;
     const PER_THREAD: u64 = 500;
-    let (layer, ledger) = FaultLayer::pair();
-    let layer = layer.report_burst(BURST, Duration::from_secs(3600));
+    let ledger = Ledger::builder()
+        .report_burst(BURST, Duration::from_secs(3600))
+        .build();
+    let layer = FaultLayer::with_ledger(ledger.clone());
     let events = Events::default();
     let total = flood(layer, &events, THREADS, |sent| sent < PER_THREAD);
     assert_eq!(total, THREADS as u64 * PER_THREAD);
@@ -172,8 +174,8 @@ fn short_windows_never_let_through_more_than_the_budget() {
     const BUDGET: u32 = 3;
     const WINDOW: Duration = Duration::from_millis(50);
     const FLOOD: Duration = Duration::from_millis(300);
-    let (layer, ledger) = FaultLayer::pair();
-    let layer = layer.report_burst(BUDGET, WINDOW);
+    let ledger = Ledger::builder().report_burst(BUDGET, WINDOW).build();
+    let layer = FaultLayer::with_ledger(ledger.clone());
     let events = Events::default();
     let start = Instant::now();
     let total = flood(layer, &events, 8, |_| start.elapsed() < FLOOD);

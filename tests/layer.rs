@@ -13,7 +13,7 @@ use tower::{service_fn, ServiceBuilder, ServiceExt};
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use faultline::{Fault, FaultBody, FaultLayer};
+use faultline::{Fault, FaultBody, FaultLayer, Ledger};
 use http::{HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
@@ -342,9 +342,12 @@ async fn an_error_body_that_stalls_does_not_hold_back_the_answer() {
 }
 
 #[tokio::test]
-async fn limits_set_after_pair_apply_to_the_handed_out_ledger() {
-    let (layer, ledger) = FaultLayer::pair();
-    let layer = layer.report_burst(1, Duration::from_secs(60)).max_series(1);
+async fn a_ledger_made_with_its_bounds_keeps_them_for_every_handle() {
+    let ledger = Ledger::builder()
+        .report_burst(1, Duration::from_secs(60))
+        .max_series(1)
+        .build();
+    let layer = FaultLayer::with_ledger(ledger.clone());
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(layer);
@@ -379,10 +382,10 @@ async fn caps_asked_to_be_unbounded_are_clamped_not_overflowed() {
     let response = app.oneshot(get_request("/")).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    assert!(body.len() <= faultline::MAX_BODY_BYTES);
+    assert!(body.len() <= faultline::limits::MAX_BODY_BYTES);
     let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let detail = problem["detail"].as_str().unwrap();
-    assert!(detail.len() <= faultline::MAX_MESSAGE_BYTES);
+    assert!(detail.len() <= faultline::limits::MAX_MESSAGE_BYTES);
     assert!(detail.ends_with(faultline::TRUNCATION_MARKER));
 }
 

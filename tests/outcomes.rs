@@ -185,7 +185,7 @@ async fn each_route_answers_with_its_outcome_and_is_counted_once() {
     }
     let snapshot = lab.quiescent().await;
     assert!(snapshot.is_balanced(), "{snapshot:#?}");
-    for outcome in Outcome::ALL {
+    for &outcome in Outcome::ALL {
         let want = expected.get(&outcome).copied().unwrap_or(0);
         assert_eq!(snapshot.outcome(outcome), want, "{outcome:?}");
     }
@@ -216,7 +216,7 @@ async fn no_internal_text_reaches_a_client() {
     for path in ["/internal", "/panic", "/small", "/huge", "/timeout"] {
         let response = client.get(lab.url(path)).send().await.unwrap();
         let body = response.text().await.unwrap();
-        assert!(body.len() <= faultline::DEFAULT_MAX_BODY_BYTES);
+        assert!(body.len() <= faultline::limits::DEFAULT_MAX_BODY_BYTES);
         for word in ["secret", "sk_live", "vault", "cause at depth", "sixty-four"] {
             assert!(!body.contains(word), "{path} leaks `{word}`: {body}");
         }

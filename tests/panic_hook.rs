@@ -51,7 +51,7 @@ fn caught_panics_stay_off_stderr_and_others_reach_the_previous_hook() {
         .collect();
     assert_eq!(
         reports.len() as u32,
-        faultline::DEFAULT_REPORTS_PER_WINDOW,
+        faultline::limits::DEFAULT_REPORTS_PER_WINDOW,
         "stdout:\n{stdout}"
     );
     assert!(reports
@@ -59,8 +59,8 @@ fn caught_panics_stay_off_stderr_and_others_reach_the_previous_hook() {
         .all(|line| line.contains("failure-lab/src/lib.rs") && line.contains("code.lineno=")));
     let expected = format!(
         "accounted reported={} suppressed={}",
-        faultline::DEFAULT_REPORTS_PER_WINDOW,
-        PANICS as u32 - faultline::DEFAULT_REPORTS_PER_WINDOW
+        faultline::limits::DEFAULT_REPORTS_PER_WINDOW,
+        PANICS as u32 - faultline::limits::DEFAULT_REPORTS_PER_WINDOW
     );
     assert!(stdout.contains(&expected), "stdout:\n{stdout}");
 }

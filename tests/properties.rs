@@ -13,10 +13,10 @@ use axum::body::{to_bytes, Body};
 use axum::http::{header, HeaderValue, Request, StatusCode};
 use axum::routing::{get, MethodRouter};
 use axum::Router;
-use faultline::{
-    Error, Fault, FaultLayer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, MIN_BODY_BYTES,
-    MIN_MESSAGE_BYTES, PROBLEM_JSON, TRUNCATION_MARKER,
+use faultline::limits::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
+use faultline::{Error, Fault, FaultLayer, PROBLEM_JSON, TRUNCATION_MARKER};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
@@ -672,7 +672,7 @@ proptest! {
         };
         let caps = Caps { message: None, body: Some(64 * 1024), links, development: true };
         let answer = send(&case, caps, None)?;
-        let cap = links.unwrap_or(faultline::DEFAULT_MAX_CHAIN_LINKS);
+        let cap = links.unwrap_or(faultline::limits::DEFAULT_MAX_CHAIN_LINKS);
         let mut expected = String::from("boom");
         for link in case.chain.iter().take(cap) {
             expected.push_str(" <- ");

@@ -17,9 +17,11 @@ pub(crate) struct FaultAttr {
     pub(crate) public: Option<(bool, Span)>,
     pub(crate) retry_after: Option<(u32, Span)>,
     pub(crate) transparent: Option<Span>,
+    /// `header = "name: value"`, any number of them: a lower-cased name and its value.
+    pub(crate) headers: Vec<(String, String, Span)>,
 }
 
-const KEYS: &str = "status, code, message, public, retry_after, transparent";
+const KEYS: &str = "status, code, message, public, retry_after, header, transparent";
 
 impl FaultAttr {
     /// Reads the `#[fault(...)]` attribute among `attrs`; at most one is allowed.
@@ -50,6 +52,7 @@ impl FaultAttr {
             "public" => self.public.is_some(),
             "retry_after" => self.retry_after.is_some(),
             "transparent" => self.transparent.is_some(),
+            "header" => false,
             other => {
                 return Err(meta.error(format!("unknown key `{other}`: expected one of {KEYS}")))
             }
@@ -83,6 +86,11 @@ impl FaultAttr {
                 })?;
                 self.retry_after = Some((seconds, lit.span()));
             }
+            "header" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                let (name, value) = header(&lit)?;
+                self.headers.push((name, value, lit.span()));
+            }
             _ => self.transparent = Some(span),
         }
         Ok(())
@@ -96,10 +104,33 @@ impl FaultAttr {
             ("message", self.message.as_ref().map(LitStr::span)),
             ("public", self.public.map(|p| p.1)),
             ("retry_after", self.retry_after.map(|r| r.1)),
+            ("header", self.headers.first().map(|h| h.2)),
         ]
         .into_iter()
         .find_map(|(name, span)| span.map(|span| (name, span)))
     }
+}
+
+/// `"name: value"`, checked here so that building the header at run time cannot fail.
+fn header(lit: &LitStr) -> syn::Result<(String, String)> {
+    let text = lit.value();
+    let parsed = text.split_once(':').and_then(|(name, value)| {
+        let name = name.trim().to_ascii_lowercase();
+        let value = value.trim().to_owned();
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let name_ok = !name.is_empty() && name.bytes().all(token);
+        let value_ok = value
+            .bytes()
+            .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic());
+        (name_ok && value_ok).then_some((name, value))
+    });
+    parsed.ok_or_else(|| {
+        syn::Error::new(
+            lit.span(),
+            "`header` is \"name: value\", such as \"www-authenticate: Bearer\": a header name, a \
+             colon, and a value of visible ASCII",
+        )
+    })
 }
 
 /// A status the derive accepts: an error status, 4xx or 5xx.

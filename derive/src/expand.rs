@@ -19,6 +19,7 @@ enum Answer {
         message: Option<LitStr>,
         public: Option<bool>,
         retry_after: Option<u32>,
+        headers: Vec<(String, String)>,
         description: String,
     },
     /// With everything of its one field, itself a fault.
@@ -87,7 +88,7 @@ fn check_enum_defaults(top: &FaultAttr) -> syn::Result<()> {
             span,
             format!(
                 "`{key}` on an enum: put it on each variant; the enum's attribute only gives \
-                 defaults (`status`, `public`, `retry_after`)"
+                 defaults (`status`, `public`, `retry_after`, `header`)"
             ),
         )),
         None => Ok(()),
@@ -160,6 +161,12 @@ fn arm(
             message: own.message.clone(),
             public: own.public.or(defaults.public).map(|p| p.0),
             retry_after: own.retry_after.or(defaults.retry_after).map(|r| r.0),
+            headers: defaults
+                .headers
+                .iter()
+                .chain(&own.headers)
+                .map(|(name, value, _)| (name.clone(), value.clone()))
+                .collect(),
             description,
         },
     })
@@ -305,18 +312,25 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
     let headers = each(
         &|a| match a {
             Answer::Own {
-                retry_after: Some(seconds),
+                retry_after,
+                headers,
                 ..
             } => {
-                let seconds = seconds.to_string();
-                quote!({
-                    headers.insert(
+                let retry_after = retry_after.map(|seconds| seconds.to_string()).map(|s| {
+                    quote!(headers.insert(
                         #private::RETRY_AFTER,
-                        #private::HeaderValue::from_static(#seconds),
-                    );
-                })
+                        #private::HeaderValue::from_static(#s),
+                    );)
+                });
+                let others = headers.iter().map(|(name, value)| {
+                    quote!(headers.insert(
+                        #private::HeaderName::from_static(#name),
+                        #private::HeaderValue::from_static(#value),
+                    );)
+                });
+                quote!({ #retry_after #(#others)* })
             }
-            _ => quote!({}),
+            Answer::Transparent { .. } => unreachable!(),
         },
         quote!(headers(inner, headers)),
     );
@@ -345,7 +359,10 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
             fn public_message(&self) -> ::core::option::Option<#private::Cow<'_, str>> {
                 #public_message
             }
-            fn headers(&self, headers: &mut #private::HeaderMap) { #headers }
+            fn headers(&self, headers: &mut #private::HeaderMap) {
+                let _ = &headers;
+                #headers
+            }
             fn counts_as_rejection(&self) -> bool { #rejection }
         }
 

@@ -37,6 +37,7 @@
 //! | `message = "text"` | variant, struct | the public message instead of `Display` |
 //! | `public` / `public = false` | variant, struct, enum (default) | whether the client reads the message; by default a 4xx is public and a 5xx is not |
 //! | `retry_after = 5` | variant, struct, enum (default) | adds `Retry-After: 5` (seconds) |
+//! | `header = "www-authenticate: Bearer"` | variant, struct, enum (added to each) | adds a header; may repeat |
 //! | `transparent` | variant, struct with one field | status, code, message and headers of the field, itself a `Fault` |
 //!
 //! A mistake is a compile error on the key that makes it: a variant without a code or a

@@ -7,6 +7,7 @@
 //! up or when someone reads. Past the series cap, new label sets fold into one overflow
 //! series so that no input can grow the table.
 
+mod builder;
 mod counters;
 mod series;
 mod snapshot;
@@ -16,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
+pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 pub use self::series::Series;
 use self::series::SeriesTable;
@@ -66,10 +68,22 @@ struct Failures {
     reports: ThreadReports,
 }
 
+impl Default for Ledger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Ledger {
-    /// An empty ledger with the default caps.
-    pub(crate) fn new() -> Self {
+    /// An empty ledger with the default bounds; [`Ledger::builder`] sets others.
+    pub fn new() -> Self {
         Self::with_limits(LedgerLimits::default())
+    }
+
+    /// Sets the bounds of a new ledger: the series cap, flood control, the fingerprint and
+    /// group caps.
+    pub fn builder() -> LedgerBuilder {
+        LedgerBuilder::default()
     }
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
@@ -95,20 +109,6 @@ impl Ledger {
     fn stripe(&self) -> (&Stripe, Slot) {
         let slot = stripe::this_thread();
         (&self.inner.stripes[slot.index], slot)
-    }
-
-    pub(crate) fn limits(&self) -> LedgerLimits {
-        LedgerLimits {
-            max_series: lock(&self.inner.series).max,
-            reports: self.inner.reporter.limits(),
-        }
-    }
-
-    /// Changes the limits in place, so every handle on this ledger keeps seeing it. Tables
-    /// already past a lowered cap keep what they hold and take nothing new.
-    pub(crate) fn set_limits(&self, limits: LedgerLimits) {
-        lock(&self.inner.series).max = limits.max_series;
-        self.inner.reporter.set_limits(limits.reports);
     }
 
     pub(crate) fn start(&self) {

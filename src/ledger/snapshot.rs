@@ -75,7 +75,7 @@ impl Snapshot {
             "# HELP faultline_requests_total Requests that passed the fault layer, by outcome.\n\
              # TYPE faultline_requests_total counter\n",
         );
-        for outcome in Outcome::ALL {
+        for &outcome in Outcome::ALL {
             let _ = writeln!(
                 out,
                 "faultline_requests_total{{outcome=\"{}\"}} {}",

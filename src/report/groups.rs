@@ -18,6 +18,7 @@ const PENDING_PER_THREAD: usize = 16;
 
 /// One error group: every failure with the same fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Group {
     /// The fingerprint, as 16 hex digits: also the `fault.fingerprint` of the events.
     pub fingerprint: String,

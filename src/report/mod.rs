@@ -19,9 +19,8 @@ mod flood;
 mod groups;
 
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
 
@@ -37,8 +36,8 @@ use crate::summary::Summary;
 /// Flood control and error groups, shared by every clone of a layer.
 #[derive(Debug)]
 pub(crate) struct Reporter {
-    per_window: AtomicU32,
-    window_nanos: AtomicU64,
+    per_window: u32,
+    window_nanos: u64,
     /// Windows are numbered from here.
     started: Instant,
     budgets: Mutex<Budgets>,
@@ -54,34 +53,14 @@ pub(crate) struct ThreadReports {
 
 impl Reporter {
     pub(crate) fn new(limits: ReportLimits) -> Self {
-        let reporter = Self {
-            per_window: AtomicU32::new(0),
-            window_nanos: AtomicU64::new(1),
+        let nanos = u64::try_from(limits.window.as_nanos()).unwrap_or(u64::MAX);
+        Self {
+            per_window: limits.per_window,
+            window_nanos: nanos.max(1),
             started: Instant::now(),
             budgets: Mutex::new(Budgets::new(limits.max_fingerprints)),
             groups: Mutex::new(GroupTable::new(limits.max_groups)),
-        };
-        reporter.set_limits(limits);
-        reporter
-    }
-
-    pub(crate) fn limits(&self) -> ReportLimits {
-        ReportLimits {
-            per_window: self.per_window.load(Ordering::Relaxed),
-            window: Duration::from_nanos(self.window_nanos.load(Ordering::Relaxed)),
-            max_fingerprints: lock(&self.budgets).max,
-            max_groups: lock(&self.groups).max,
         }
-    }
-
-    /// Changes the limits in place. Tables past a lowered cap shrink as they take new
-    /// entries.
-    pub(crate) fn set_limits(&self, limits: ReportLimits) {
-        let nanos = u64::try_from(limits.window.as_nanos()).unwrap_or(u64::MAX);
-        self.per_window.store(limits.per_window, Ordering::Relaxed);
-        self.window_nanos.store(nanos.max(1), Ordering::Relaxed);
-        lock(&self.budgets).max = limits.max_fingerprints;
-        lock(&self.groups).max = limits.max_groups;
     }
 
     /// Tallies one failure in its group and decides whether its event is written.
@@ -96,12 +75,10 @@ impl Reporter {
             lock(&self.groups).take(&mut local.groups, true);
         }
         local.groups.note(fingerprint, summary, route, unix_ms());
-        let window_nanos = self.window_nanos.load(Ordering::Relaxed);
-        let window = (self.started.elapsed().as_nanos() / u128::from(window_nanos)) as u64;
-        let per_window = self.per_window.load(Ordering::Relaxed);
+        let window = (self.started.elapsed().as_nanos() / u128::from(self.window_nanos)) as u64;
         local
             .budgets
-            .judge(fingerprint, window, per_window, &self.budgets)
+            .judge(fingerprint, window, self.per_window, &self.budgets)
     }
 
     /// Takes one thread's tallies into the shared tables, so that a read sees them.

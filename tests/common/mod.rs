@@ -76,7 +76,7 @@ pub fn problem(
         "status {status}"
     );
     assert_eq!(headers.get("cache-control").unwrap(), "no-store");
-    assert!(body.len() <= faultline::DEFAULT_MAX_BODY_BYTES);
+    assert!(body.len() <= faultline::limits::DEFAULT_MAX_BODY_BYTES);
     let value: serde_json::Value = serde_json::from_slice(body).expect("valid JSON");
     assert_eq!(value["status"], status);
     for member in ["type", "title", "detail", "instance", "code", "request_id"] {

@@ -33,42 +33,27 @@ const HUGE_CHAIN_DEPTH: usize = 10_000;
 const SLOW_MAX_MS: u64 = 60_000;
 
 /// The errors of the lab's handlers.
-#[derive(Debug, thiserror::Error)]
-enum LabError {
+#[derive(Debug, thiserror::Error, Fault)]
+pub enum LabError {
     /// A client mistake: public message, 422.
     #[error("the demo input is invalid: `{field}` must be positive")]
+    #[fault(status = 422, code = "demo-invalid")]
     Invalid { field: &'static str },
     /// A server failure whose chain holds words no client may read.
     #[error("could not read the secret store")]
+    #[fault(status = 500, code = "store-failed")]
     Store(#[source] io::Error),
     /// `/small` and `/huge`: the same type, different weights.
     #[error(transparent)]
+    #[fault(status = 500, code = "demo-sized")]
     Sized(SizedError),
 }
 
-impl Fault for LabError {
-    fn status(&self) -> StatusCode {
-        match self {
-            LabError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            LabError::Store(_) | LabError::Sized(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    fn code(&self) -> &'static str {
-        match self {
-            LabError::Invalid { .. } => "demo-invalid",
-            LabError::Store(_) => "store-failed",
-            LabError::Sized(_) => "demo-sized",
-        }
-    }
-}
-
-faultline::impl_into_response!(LabError);
-
 /// An error whose `Display` writes `display_bytes` bytes in 64-byte pieces and whose `source()`
 /// chain starts at `chain`.
+/// An error of a chosen weight, for `/small` and `/huge`.
 #[derive(Debug)]
-struct SizedError {
+pub struct SizedError {
     display_bytes: usize,
     chain: Option<&'static Link>,
 }

@@ -5,61 +5,79 @@
 
 use std::borrow::Cow;
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use faultline::Fault;
 
 use crate::store::StoreError;
 use crate::webhook::Vcs;
 
-/// Seconds a provider should wait before redelivering when the store is only busy: the
-/// writer's queue drains in milliseconds.
-const RETRY_AFTER_BUSY_SECS: &str = "1";
-/// Seconds to wait when the store failed outright: long enough for an operator to look.
-const RETRY_AFTER_FAILED_SECS: &str = "30";
-
 /// The errors of the service's handlers.
-#[derive(Debug, thiserror::Error)]
+///
+/// Providers redeliver on 5xx only, so only a store failure, which a retry can outlive,
+/// answers one.
+#[derive(Debug, thiserror::Error, Fault)]
+#[fault(status = 400)]
 pub enum IngestError {
     #[error("instance `{0}` does not exist")]
+    #[fault(status = 404, code = "instance-not-found")]
     InstanceNotFound(String),
     #[error("digest `{0}` does not exist in this instance")]
+    #[fault(status = 404, code = "digest-not-found")]
     DigestNotFound(String),
     #[error("inbox `{0}` does not exist in this instance")]
+    #[fault(status = 404, code = "inbox-not-found")]
     InboxNotFound(String),
     #[error(
         "the API key is missing or wrong; send it as `Authorization: Bearer KEY` or `?apiKey=KEY`"
     )]
+    #[fault(
+        status = 401,
+        code = "bad-api-key",
+        header = "www-authenticate: Bearer"
+    )]
     BadApiKey,
     #[error("`{field}` {problem}")]
+    #[fault(status = 422, code = "invalid-field")]
     InvalidField {
         field: &'static str,
         problem: Cow<'static, str>,
     },
     #[error("the content type must be `application/json`")]
+    #[fault(status = 415, code = "unsupported-media-type")]
     UnsupportedMediaType,
     #[error(
         "no provider header: expected one of `X-GitHub-Event`, `X-Gitlab-Event`, `X-Event-Key`"
     )]
+    #[fault(code = "unknown-provider")]
     UnknownProvider,
     #[error("this inbox receives {inbox} webhooks, not {sent}")]
+    #[fault(code = "wrong-provider")]
     WrongProvider { inbox: Vcs, sent: Vcs },
     #[error("the `{header}` header {problem}")]
+    #[fault(status = 401, code = "bad-signature")]
     BadSignature {
         header: &'static str,
         problem: &'static str,
     },
     #[error("the `{header}` header {problem}")]
+    #[fault(code = "bad-delivery-id")]
     BadDeliveryId {
         header: &'static str,
         problem: &'static str,
     },
     #[error("{vcs} event `{event}` is not handled here; send push events")]
+    #[fault(status = 422, code = "unsupported-event")]
     UnsupportedEvent { vcs: Vcs, event: String },
     #[error("the push payload {0}")]
+    #[fault(code = "malformed-payload")]
     Malformed(String),
+    /// The writer's queue is full; it drains in milliseconds, so a retry a second later
+    /// finds room.
     #[error("the store is busy")]
+    #[fault(status = 503, code = "store-busy", retry_after = 1)]
     StoreBusy(#[source] StoreError),
+    /// The store failed outright; half a minute gives an operator time to look.
     #[error("the store is unavailable")]
+    #[fault(status = 503, code = "store-unavailable", retry_after = 30)]
     StoreUnavailable(#[source] StoreError),
 }
 
@@ -79,67 +97,3 @@ impl From<StoreError> for IngestError {
         }
     }
 }
-
-impl Fault for IngestError {
-    fn status(&self) -> StatusCode {
-        match self {
-            Self::InstanceNotFound(_) | Self::DigestNotFound(_) | Self::InboxNotFound(_) => {
-                StatusCode::NOT_FOUND
-            }
-            Self::BadApiKey | Self::BadSignature { .. } => StatusCode::UNAUTHORIZED,
-            Self::InvalidField { .. } | Self::UnsupportedEvent { .. } => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::UnknownProvider
-            | Self::WrongProvider { .. }
-            | Self::BadDeliveryId { .. }
-            | Self::Malformed(_) => StatusCode::BAD_REQUEST,
-            // Providers redeliver on 5xx only, so only a store failure, which a retry can
-            // outlive, answers one.
-            Self::StoreBusy(_) | Self::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
-
-    fn code(&self) -> &'static str {
-        match self {
-            Self::InstanceNotFound(_) => "instance-not-found",
-            Self::DigestNotFound(_) => "digest-not-found",
-            Self::InboxNotFound(_) => "inbox-not-found",
-            Self::BadApiKey => "bad-api-key",
-            Self::InvalidField { .. } => "invalid-field",
-            Self::UnsupportedMediaType => "unsupported-media-type",
-            Self::UnknownProvider => "unknown-provider",
-            Self::WrongProvider { .. } => "wrong-provider",
-            Self::BadSignature { .. } => "bad-signature",
-            Self::BadDeliveryId { .. } => "bad-delivery-id",
-            Self::UnsupportedEvent { .. } => "unsupported-event",
-            Self::Malformed(_) => "malformed-payload",
-            Self::StoreBusy(_) => "store-busy",
-            Self::StoreUnavailable(_) => "store-unavailable",
-        }
-    }
-
-    fn headers(&self, headers: &mut HeaderMap) {
-        match self {
-            Self::StoreBusy(_) => {
-                headers.insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from_static(RETRY_AFTER_BUSY_SECS),
-                );
-            }
-            Self::StoreUnavailable(_) => {
-                headers.insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from_static(RETRY_AFTER_FAILED_SECS),
-                );
-            }
-            Self::BadApiKey => {
-                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            _ => {}
-        }
-    }
-}
-
-faultline::impl_into_response!(IngestError);

@@ -1,0 +1,73 @@
+//! The caps and defaults of faultline, with the reason for each: every cost a failure can
+//! cause is bounded by one of them.
+//!
+//! The `DEFAULT_*` values are what [`FaultLayer::new`](crate::FaultLayer::new) and
+//! [`Ledger::new`](crate::Ledger::new) use; the `MIN_*` and `MAX_*` values bound what the
+//! builder calls accept (a value outside is clamped).
+//!
+//! ```
+//! use faultline::limits;
+//!
+//! let layer = faultline::FaultLayer::new().max_message_bytes(2 * limits::DEFAULT_MAX_MESSAGE_BYTES);
+//! # let _ = layer;
+//! assert!(limits::DEFAULT_MAX_BODY_BYTES <= limits::MAX_BODY_BYTES);
+//! ```
+
+use std::time::Duration;
+
+use http::HeaderName;
+
+// What a summary and a problem body may cost.
+
+/// Default cap on each message in a summary: the error's text, a panic's text, each link of
+/// the source chain. Enough for any message a person reads; small enough that a `Display`
+/// writing megabytes costs about what a short one does.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 512;
+
+/// Default number of `source()` links written into a summary. Real chains are two to five
+/// deep; past this the walk stops and the summary notes that the chain goes on.
+pub const DEFAULT_MAX_CHAIN_LINKS: usize = 8;
+
+/// Default cap on a whole problem+json body: one small TCP segment's worth, and far more
+/// than a client needs to correct its request.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024;
+
+/// The smallest message cap accepted: room for the truncation marker and some text.
+pub const MIN_MESSAGE_BYTES: usize = 32;
+
+/// The largest message cap accepted: a cap is there to bound the cost, so "no cap" is this.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// The most `source()` links walked whatever the setting: also what ends a chain that loops
+/// back on itself.
+pub const MAX_CHAIN_LINKS: usize = 64;
+
+/// The largest body cap accepted.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// The smallest body cap accepted: room for every fixed member of the problem object at its
+/// own cap, with some detail left.
+pub const MIN_BODY_BYTES: usize = 1024;
+
+/// The header a request id is read from when the request carries one, and written to on
+/// every problem response. tower-http's `SetRequestIdLayer` uses the same name by default.
+pub const DEFAULT_REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+// What the ledger may hold.
+
+/// Default cap on the number of failure series: far above what an application's routes times
+/// its codes reach, far below what a scrape should carry.
+pub const DEFAULT_MAX_SERIES: usize = 512;
+
+/// Default number of events written in full per fingerprint and window: enough to see a
+/// problem and its variety, few enough that a flood of one failure costs no log volume.
+pub const DEFAULT_REPORTS_PER_WINDOW: u32 = 10;
+
+/// Default flood-control window.
+pub const DEFAULT_REPORT_WINDOW: Duration = Duration::from_secs(10);
+
+/// Default cap on fingerprints under flood control; past it the least recently seen goes.
+pub const DEFAULT_MAX_FINGERPRINTS: usize = 1024;
+
+/// Default cap on error groups; past it the least recently seen goes.
+pub const DEFAULT_MAX_GROUPS: usize = 256;
