@@ -131,6 +131,26 @@ pub trait Catalog {
     fn catalog() -> Vec<CatalogEntry>;
 }
 
+/// Catalogs joined: a tuple of error types answers what any of them answers. With the
+/// `utoipa` feature, `CatalogResponses<(HookError, LayerFaults)>` documents both under each
+/// status (utoipa keeps one response per status, so two types listed apart would hide each
+/// other's codes where their statuses meet).
+macro_rules! joined_catalogs {
+    ($($name:ident),+) => {
+        impl<$($name: Catalog),+> Catalog for ($($name,)+) {
+            fn catalog() -> Vec<CatalogEntry> {
+                let mut entries = Vec::new();
+                $(entries.extend($name::catalog());)+
+                entries
+            }
+        }
+    };
+}
+
+joined_catalogs!(A, B);
+joined_catalogs!(A, B, C);
+joined_catalogs!(A, B, C, D);
+
 /// One answer of a [`Catalog`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -32,6 +32,7 @@
 //! - `derive` (default): `#[derive(Fault)]`.
 //! - `json` (default): axum's `JsonRejection` as a fault, for `?`.
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
+//! - `utoipa`: error responses in OpenAPI, see [`openapi`] (when enabled).
 //!
 //! # Quick start
 //!
@@ -108,6 +109,8 @@ mod rejection;
 mod summary;
 
 // output
+#[cfg(feature = "utoipa")]
+pub mod openapi;
 mod problem;
 mod report;
 
@@ -149,6 +152,15 @@ pub mod __private {
     pub use axum::response::{IntoResponse, Response};
     pub use http::header::RETRY_AFTER;
     pub use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+    #[cfg(feature = "utoipa")]
+    pub use utoipa;
+
+    /// What utoipa's `IntoResponses` returns.
+    #[cfg(feature = "utoipa")]
+    pub type OpenApiResponses = std::collections::BTreeMap<
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::response::Response>,
+    >;
 
     /// A status the derive has checked to be 4xx or 5xx, made in a `const`.
     pub const fn status(code: u16) -> StatusCode {

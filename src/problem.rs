@@ -25,7 +25,7 @@ const REQUEST_ID_CAP: usize = 2 * MAX_REQUEST_ID_BYTES;
 const INSTANCE_CAP: usize = 256;
 
 /// The detail of a 5xx, a panic or a service error, unless development mode is on.
-const GENERIC_SERVER_DETAIL: &str =
+pub(crate) const GENERIC_SERVER_DETAIL: &str =
     "The server failed to handle this request. Quote the request_id when you report it.";
 
 /// The detail of an error status that came without a message of its own.

@@ -349,7 +349,7 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
         }
     });
     let span = Span::call_site();
-    let openapi = openapi(input);
+    let openapi = openapi(input, &catalog_where);
     quote_spanned! {span=>
         #[automatically_derived]
         impl #impl_generics ::faultline::Fault for #name #ty_generics #fault_where {
@@ -389,13 +389,13 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
 
 /// utoipa's `IntoResponses` from the catalog, when faultline's `utoipa` feature is on.
 #[cfg(feature = "utoipa")]
-fn openapi(input: &DeriveInput) -> TokenStream {
+fn openapi(input: &DeriveInput, catalog_where: &TokenStream) -> TokenStream {
     let name = &input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
     quote! {
         #[automatically_derived]
         impl #impl_generics ::faultline::__private::utoipa::IntoResponses for #name #ty_generics
-            #where_clause
+            #catalog_where
         {
             fn responses() -> ::faultline::__private::OpenApiResponses {
                 ::faultline::openapi::responses(
@@ -407,6 +407,6 @@ fn openapi(input: &DeriveInput) -> TokenStream {
 }
 
 #[cfg(not(feature = "utoipa"))]
-fn openapi(_: &DeriveInput) -> TokenStream {
+fn openapi(_: &DeriveInput, _: &TokenStream) -> TokenStream {
     TokenStream::new()
 }

@@ -10,13 +10,16 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::body::Body;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Query};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
+use faultline::openapi::{CatalogResponses, LayerFaults, ProblemDetails};
 use faultline::{Fault, FaultLayer, Ledger};
 use tower::ServiceBuilder;
+use utoipa::OpenApi;
 
 /// `POST /json` refuses bodies past this, so the 413 rejection has a target.
 const JSON_LIMIT_BYTES: usize = 64 * 1024;
@@ -120,14 +123,17 @@ struct SlowParams {
     ms: Option<u64>,
 }
 
+#[utoipa::path(get, path = "/ok", responses((status = 200, description = "ok")))]
 async fn ok() -> &'static str {
     "ok"
 }
 
+#[utoipa::path(get, path = "/handled", responses(CatalogResponses<(LabError, LayerFaults)>))]
 async fn handled() -> Result<&'static str, LabError> {
     Err(LabError::Invalid { field: "amount" })
 }
 
+#[utoipa::path(get, path = "/internal", responses(CatalogResponses<(LabError, LayerFaults)>))]
 async fn internal() -> Result<&'static str, LabError> {
     let cause = io::Error::other("secret token sk_live_123 was rejected by the vault");
     Err(LabError::Store(io::Error::new(
@@ -152,11 +158,13 @@ impl StdError for Wrapped {
     }
 }
 
+#[utoipa::path(get, path = "/panic", responses(LayerFaults))]
 async fn panics() -> &'static str {
     let detail = String::from("secret: the handler panicked on purpose");
     panic!("{detail}")
 }
 
+#[utoipa::path(get, path = "/panic-body", responses((status = 200, description = "three chunks, then the body panics"), LayerFaults))]
 async fn panic_body() -> Body {
     let chunks = futures::stream::unfold(0_u32, |n| async move {
         // A pause before each chunk lets the head and earlier chunks reach the client first.
@@ -172,12 +180,14 @@ async fn panic_body() -> Body {
     Body::from_stream(chunks)
 }
 
+#[utoipa::path(get, path = "/slow", params(("ms" = Option<u64>, Query, description = "how long to sleep, in milliseconds")), responses((status = 200, description = "slept"), CatalogResponses<(QueryRejection, LayerFaults)>))]
 async fn slow(Query(params): Query<SlowParams>) -> &'static str {
     let ms = params.ms.unwrap_or(1_000).min(SLOW_MAX_MS);
     tokio::time::sleep(Duration::from_millis(ms)).await;
     "slow"
 }
 
+#[utoipa::path(get, path = "/small", responses(CatalogResponses<(LabError, LayerFaults)>))]
 async fn small() -> Result<&'static str, LabError> {
     Err(LabError::Sized(SizedError {
         display_bytes: 1,
@@ -185,6 +195,7 @@ async fn small() -> Result<&'static str, LabError> {
     }))
 }
 
+#[utoipa::path(get, path = "/huge", responses(CatalogResponses<(LabError, LayerFaults)>))]
 async fn huge() -> Result<&'static str, LabError> {
     Err(LabError::Sized(SizedError {
         display_bytes: HUGE_DISPLAY_BYTES,
@@ -192,13 +203,40 @@ async fn huge() -> Result<&'static str, LabError> {
     }))
 }
 
+#[utoipa::path(post, path = "/json", request_body = serde_json::Value, responses((status = 200, description = "the same JSON back"), CatalogResponses<(JsonRejection, LayerFaults)>))]
 async fn json(Json(value): Json<serde_json::Value>) -> Json<serde_json::Value> {
     Json(value)
 }
 
+#[utoipa::path(get, path = "/timeout", responses(LayerFaults))]
 async fn sleeps_past_the_timeout() -> &'static str {
     tokio::time::sleep(TIMEOUT_SLEEP).await;
     "too late"
+}
+
+/// The lab's OpenAPI document: every route with every status and code it can answer, and
+/// the `ProblemDetails` schema of the problem bodies.
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        ok,
+        handled,
+        internal,
+        panics,
+        panic_body,
+        slow,
+        small,
+        huge,
+        json,
+        sleeps_past_the_timeout
+    ),
+    components(schemas(ProblemDetails))
+)]
+pub struct LabApi;
+
+/// `GET /openapi.json`: the lab's OpenAPI document.
+async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(LabApi::openapi())
 }
 
 /// The lab's router, every route behind one fault layer whose ledger is returned with it.
@@ -221,6 +259,7 @@ pub fn app() -> (Router, Ledger) {
             post(json).layer(DefaultBodyLimit::max(JSON_LIMIT_BYTES)),
         )
         .route("/metrics", get(ledger.metrics_handler()))
+        .route("/openapi.json", get(openapi_json))
         .layer(layer.clone());
     // tower's timeout fails with an error, not a response: the fault layer sits outside it
     // and turns that error into a 504.
