@@ -52,6 +52,7 @@ impl Service {
         let config = webhook_ingest::Config {
             body_limit: TEST_BODY_LIMIT,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
+            ..webhook_ingest::Config::default()
         };
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
