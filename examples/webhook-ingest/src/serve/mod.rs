@@ -194,20 +194,40 @@ pub async fn serve(
         }
     }
     drop(listener);
+    // The executor in `shared` holds a sender of `alive`: without it, the channel closes
+    // when the last task ends.
+    drop(shared);
+    drain(
+        &phase,
+        &mut all_closed,
+        &connections,
+        limits.shutdown_timeout,
+    )
+    .await;
+}
+
+/// Asks every connection to finish what it has in flight and close; past `timeout`, makes
+/// them drop it. Returns once every task is gone (or [`CLOSE_WAIT`] after that).
+async fn drain(
+    phase: &watch::Sender<Phase>,
+    all_closed: &mut mpsc::Receiver<()>,
+    connections: &Connections,
+    timeout: Duration,
+) {
     tracing::info!(open = connections.open(), "draining");
     let _ = phase.send(Phase::Draining);
-    drop(shared);
-    if tokio::time::timeout(limits.shutdown_timeout, all_closed.recv())
+    if tokio::time::timeout(timeout, all_closed.recv())
         .await
-        .is_err()
+        .is_ok()
     {
-        tracing::warn!(
-            open = connections.open(),
-            "shutdown deadline passed; closing the connections still open"
-        );
-        let _ = phase.send(Phase::Closing);
-        let _ = tokio::time::timeout(CLOSE_WAIT, all_closed.recv()).await;
+        return;
     }
+    tracing::warn!(
+        open = connections.open(),
+        "shutdown deadline passed; closing the connections still open"
+    );
+    let _ = phase.send(Phase::Closing);
+    let _ = tokio::time::timeout(CLOSE_WAIT, all_closed.recv()).await;
 }
 
 /// The next connection, or `None` after an error (paused after, if it was not the
@@ -346,5 +366,26 @@ impl Drop for Busy {
         let elapsed = u64::try_from(elapsed).unwrap_or(u64::MAX);
         self.0.last_end_ms.store(elapsed, Ordering::Relaxed);
         self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The workspace README shows users this module's builder: a change here must reach it.
+    #[test]
+    fn the_readme_shows_this_builder() {
+        let readme = include_str!("../../../../README.md");
+        let module = include_str!("mod.rs");
+        let start = readme
+            .find("let mut builder = Builder::new(executor);")
+            .expect("the README shows the builder");
+        let shown = &readme[start..];
+        let shown = &shown[..shown.find("```").expect("the code block ends")];
+        for line in shown.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            assert!(
+                module.contains(line),
+                "the README shows `{line}`, which serve/mod.rs lacks"
+            );
+        }
     }
 }
