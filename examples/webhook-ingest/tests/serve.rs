@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use faultline::{FaultLayer, Ledger, Snapshot};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify, Semaphore};
@@ -353,6 +354,65 @@ async fn the_connection_bound_holds_and_the_rest_are_served_after() {
     assert_eq!(server.connections.accepted(), (BOUND + PAST_BOUND) as u64);
     let counts = quiescent(&server.ledger).await;
     assert_eq!(counts.ok, (BOUND + PAST_BOUND) as u64, "{counts:#?}");
+    server.wait_open(0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_are_bounded_per_connection_and_an_idle_connection_is_closed() {
+    const STREAMS: u32 = 2;
+    const REQUESTS: usize = 5;
+    let gate = Gate::default();
+    let limits = Limits {
+        h2_max_streams: STREAMS,
+        idle_timeout: LIMIT,
+        header_timeout: CLOSE_BOUND,
+        ..short_limits()
+    };
+    let server = Server::custom(gated(&gate), patient(), limits).await;
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    let (sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let mut requests = Vec::new();
+    for _ in 0..REQUESTS {
+        let mut sender = sender.clone();
+        requests.push(tokio::spawn(async move {
+            let request = hyper::Request::get("http://127.0.0.1/held")
+                .body(axum::body::Body::empty())
+                .unwrap();
+            sender.send_request(request).await.unwrap().status()
+        }));
+    }
+    let deadline = Instant::now() + CLOSE_BOUND;
+    while gate.active.load(Ordering::SeqCst) < STREAMS as usize {
+        assert!(
+            Instant::now() < deadline,
+            "the first streams were not served"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Give the streams past the bound every chance to be (wrongly) served.
+    tokio::time::sleep(LIMIT).await;
+    assert_eq!(gate.active.load(Ordering::SeqCst), STREAMS as usize);
+    gate.open.add_permits(REQUESTS);
+    for request in requests {
+        assert_eq!(request.await.unwrap(), 200);
+    }
+    assert_eq!(gate.peak.load(Ordering::SeqCst), STREAMS as usize);
+    assert_eq!(
+        server.connections.accepted(),
+        1,
+        "one connection carried them all"
+    );
+    // The client keeps its end open: only the server's idle timeout ends the connection.
+    tokio::time::timeout(CLOSE_BOUND, connection)
+        .await
+        .expect("the idle connection was closed")
+        .unwrap()
+        .unwrap();
+    drop(sender);
     server.wait_open(0).await;
 }
 
