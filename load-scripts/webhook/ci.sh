@@ -29,10 +29,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-ci.XXXXXX")
 cleanup() {
     local status=$?
     stop_service
-    if ((status != 0)); then
-        echo "ci.sh: failed; the server log ends:" >&2
-        tail -n 20 "$work/server.log" >&2 2>/dev/null || true
-    fi
+    ((status == 0)) || show_service_log ci.sh "$work"
     rm -rf "$work"
     exit $status
 }

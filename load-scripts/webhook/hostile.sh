@@ -58,10 +58,7 @@ cleanup() {
     local status=$?
     [[ -z $stall_pid ]] || kill "$stall_pid" 2>/dev/null || true
     stop_service
-    if ((status != 0)); then
-        echo "hostile.sh: failed; the server log ends:" >&2
-        tail -n 20 "$work/server.log" >&2 2>/dev/null || true
-    fi
+    ((status == 0)) || show_service_log hostile.sh "$work"
     rm -rf "$work"
     exit $status
 }
@@ -131,22 +128,25 @@ fail() {
     failures=$((failures + 1))
 }
 
-# Latency figures of one scenario from the latency log: how many requests, the median and the
-# slowest in milliseconds, and how many were answered before the last stalled connection
-# closed.
+# One scenario's figures from the latency log: how many requests it sent, how many were
+# answered before the last stalled connection closed, and the median and the slowest of those
+# in milliseconds.
 latency() {
-    local script=$1 before_us=$2 sorted
-    sorted=$(awk -v s="$script" '$2 == s { printf "%d\n", $4 * 1000 }' "$LATENCY_LOG" | sort -n)
-    [[ -n $sorted ]] || { echo 0 0 0 0; return; }
+    local script=$1 before_us=$2 total during
     local -a ms
-    mapfile -t ms <<<"$sorted"
-    local n=${#ms[@]} during
-    during=$(awk -v s="$script" -v before="$before_us" '$2 == s && $1 <= before' "$LATENCY_LOG" | wc -l)
-    echo "$n ${ms[(n - 1) / 2]} ${ms[n - 1]} $during"
+    total=$(awk -v s="$script" '$2 == s' "$LATENCY_LOG" | wc -l)
+    mapfile -t ms < <(awk -v s="$script" -v before="$before_us" \
+        '$2 == s && $1 <= before { printf "%d\n", $4 * 1000 }' "$LATENCY_LOG" | sort -n)
+    during=${#ms[@]}
+    if ((during == 0)); then
+        echo "$total 0 0 0"
+    else
+        echo "$total $during ${ms[(during - 1) / 2]} ${ms[during - 1]}"
+    fi
 }
 last_close_us=${STALL[last_close_us]}
-read -r pushes push_median push_max pushes_during < <(latency post-github-push "$last_close_us")
-read -r probes probe_median probe_max probes_during < <(latency probe-health "$last_close_us")
+read -r pushes pushes_during push_median push_max < <(latency post-github-push "$last_close_us")
+read -r probes probes_during probe_median probe_max < <(latency probe-health "$last_close_us")
 
 stalled=$((STALLED_HEADS + STALLED_BODIES))
 ((STALL[opened] == stalled)) || fail "opened ${STALL[opened]} of $stalled stalled connections"
@@ -180,9 +180,9 @@ echo "| stalled connections closed by the service | ${STALL[closed]} |"
 echo "| time to close a stalled head: median, max (limit ${HEADER_TIMEOUT_SECS} s) | ${STALL[head_close_median_ms]} ms, ${STALL[head_close_max_ms]} ms |"
 echo "| time to close a stalled body: median, max (limit ${BODY_TIMEOUT_SECS} s) | ${STALL[body_close_median_ms]} ms, ${STALL[body_close_max_ms]} ms |"
 echo "| stalled bodies answered 408 body-timeout | $answered_408 |"
-echo "| pushes stored (201) | $pushes, $pushes_during of them while stalled connections were open |"
-echo "| push latency: median, max | $push_median ms, $push_max ms |"
-echo "| /health latency during the stall: median, max | $probe_median ms, $probe_max ms ($probes probes, $probes_during while stalled connections were open) |"
+echo "| pushes stored (201) during the stall, in all | $pushes_during, $pushes |"
+echo "| push latency during the stall: median, max | $push_median ms, $push_max ms |"
+echo "| /health latency during the stall: median, max | $probe_median ms, $probe_max ms ($probes_during of $probes probes) |"
 echo "| open-connection gauge: baseline, after | $gauge_baseline, $gauge |"
 echo "| final ledger | ${final#*final ledger } |"
 ((failures == 0)) || exit 1

@@ -57,3 +57,9 @@ stop_service() {
         SERVER_PID=
     fi
 }
+
+# show_service_log NAME DIR: after a failure, says so and shows the end of the server's log.
+show_service_log() {
+    echo "$1: failed; the server log ends:" >&2
+    tail -n 20 "$2/server.log" >&2 2>/dev/null || true
+}
