@@ -197,10 +197,17 @@ async fn serve(args: Args) -> io::Result<()> {
         store.set_failing(true);
     }
     let connections = args.config.connections.clone();
+    let deadlines = args.config.deadlines;
     let (router, ledger) = webhook_ingest::app(store, args.config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on {}", listener.local_addr()?);
-    tracing::info!(db = %args.db, fail_store = args.fail_store, limits = ?args.limits, "serving");
+    tracing::info!(
+        db = %args.db,
+        fail_store = args.fail_store,
+        limits = ?args.limits,
+        ?deadlines,
+        "serving"
+    );
     serve::serve(
         listener,
         router,
