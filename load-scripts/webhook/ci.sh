@@ -11,66 +11,34 @@ LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
 source "$LOAD_DIR/service.sh"
 
-# The server prints its address within a second; a cold debug binary on a busy machine can
-# take a few.
-STARTUP_TIMEOUT_SECS=30
 CLASSIC_CLIENTS=20
 CLASSIC_REQUESTS=50
 MIXED_CLIENTS=4
 MIXED_REQUESTS=20
 
 began=$(date +%s%N)
-profile=${CI_PROFILE:-debug}
-case $profile in
-    debug) cargo_flags=() ;;
-    release) cargo_flags=(--release) ;;
-    *) echo "ci.sh: CI_PROFILE must be debug or release" >&2; exit 1 ;;
-esac
-
 command -v curl >/dev/null || { echo "ci.sh: curl is required" >&2; exit 1; }
 if ! command -v openssl >/dev/null; then
     echo "ci.sh: no openssl; the scripts sign with the service's --sign mode"
 fi
 
-echo "== build ($profile)"
-"${WEBHOOK_INGEST_BUILD[@]}" "${cargo_flags[@]}"
-bin=${CARGO_TARGET_DIR:-$PWD/target}/$profile/$WEBHOOK_INGEST_PATH
+build_service
+bin=$SERVICE_BIN
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-ci.XXXXXX")
-server_pid=
-stop_server() {
-    if [[ -n $server_pid ]]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-        server_pid=
-    fi
-}
 cleanup() {
     local status=$?
-    stop_server
-    if ((status != 0)); then
-        echo "ci.sh: failed; the server log ends:" >&2
-        tail -n 20 "$work/server.log" >&2 2>/dev/null || true
-    fi
+    stop_service
+    ((status == 0)) || show_service_log ci.sh "$work"
     rm -rf "$work"
     exit $status
 }
 trap cleanup EXIT
 
 echo "== start"
-"$bin" --port 0 --db "$work/ingest.db" >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-port=
-for ((i = 0; i < STARTUP_TIMEOUT_SECS * 10; i++)); do
-    if [[ -s $work/server.out && $(<"$work/server.out") =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
-        port=${BASH_REMATCH[1]}
-        break
-    fi
-    kill -0 "$server_pid" 2>/dev/null || { echo "ci.sh: the server exited" >&2; exit 1; }
-    sleep 0.1
-done
-[[ -n $port ]] || { echo "ci.sh: the server printed no address" >&2; exit 1; }
-echo "server $server_pid on 127.0.0.1:$port, database $work/ingest.db"
+start_service "$work" --db "$work/ingest.db"
+port=$SERVER_PORT
+echo "server $SERVER_PID on 127.0.0.1:$port, database $work/ingest.db"
 
 export FAULTLINE_URL=http://127.0.0.1:$port
 export FAULTLINE_ENV=$work/env
@@ -101,7 +69,7 @@ echo "== reconcile"
 "$LOAD_DIR/reconcile.sh"
 
 echo "== no key or secret in the log"
-stop_server
+stop_service
 # shellcheck disable=SC1090
 source "$FAULTLINE_ENV"
 log=$(<"$work/server.log")

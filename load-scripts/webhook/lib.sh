@@ -7,6 +7,9 @@
 #   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/webhook/.env
 #   FAULTLINE_RESULTS  where tallies and spans go, default $TMPDIR/faultline-load-results
 #   WEBHOOK_INGEST_BIN the service binary, used to sign when openssl is missing
+#   LATENCY_LOG        if set, each request appends `END_US SCRIPT STATUS SECONDS` to this file:
+#                      when its answer came (microseconds since the epoch), which scenario sent
+#                      it, and how long it took
 
 set -euo pipefail
 
@@ -136,10 +139,18 @@ in_time() {
 request() {
     local method=$1 path=$2
     shift 2
-    STATUS=$(curl -s -o "$RESPONSE_FILE" -w '%{http_code}' -X "$method" \
+    local answer took
+    answer=$(curl -s -o "$RESPONSE_FILE" -w '%{http_code} %{time_total}' -X "$method" \
         --max-time "$CURL_MAX_TIME" --connect-timeout "$CURL_CONNECT_TIMEOUT" \
         "$@" "$FAULTLINE_URL$path") || true
+    STATUS=${answer%% *}
+    took=${answer#* }
     [[ $STATUS =~ ^[0-9]{3}$ ]] || STATUS=000
+    if [[ -n ${LATENCY_LOG:-} ]]; then
+        # One short line per write, appended: copies share the file safely.
+        printf '%s %s %s %s\n' "${EPOCHREALTIME/./}" "$SCRIPT_NAME" "$STATUS" "$took" \
+            >>"$LATENCY_LOG"
+    fi
     local body=
     [[ -s $RESPONSE_FILE ]] && body=$(<"$RESPONSE_FILE")
     LABEL=-

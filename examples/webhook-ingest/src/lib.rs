@@ -6,6 +6,7 @@
 //! commits.
 
 pub mod error;
+pub mod serve;
 pub mod store;
 pub mod webhook;
 
@@ -49,6 +50,11 @@ pub struct Config {
     /// chains, panic text) that no webhook sender may read; without a token `/errors` is not
     /// served at all.
     pub admin_token: Option<String>,
+    /// How long a request's body and its answer may take, once its head has arrived.
+    pub deadlines: serve::Deadlines,
+    /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
+    /// them.
+    pub connections: serve::Connections,
 }
 
 impl Default for Config {
@@ -56,6 +62,8 @@ impl Default for Config {
         Self {
             body_limit: DEFAULT_BODY_LIMIT,
             admin_token: None,
+            deadlines: serve::Deadlines::default(),
+            connections: serve::Connections::default(),
         }
     }
 }
@@ -91,7 +99,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(ledger.metrics_handler()));
+        .route("/metrics", get(metrics(ledger.clone(), config.connections)));
     if let Some(admin_token) = config.admin_token {
         let errors = ledger.errors_handler();
         router = router.route(
@@ -107,7 +115,23 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             }),
         );
     }
-    (router.layer(layer), ledger)
+    let deadlines =
+        axum::middleware::from_fn_with_state(config.deadlines, serve::deadline::enforce);
+    (router.layer(deadlines).layer(layer), ledger)
+}
+
+/// `/metrics`: the ledger's exposition, then the connection counts.
+fn metrics(
+    ledger: Ledger,
+    connections: serve::Connections,
+) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move || {
+        let mut body = ledger.render_prometheus();
+        connections.render_prometheus(&mut body);
+        std::future::ready(
+            ([(header::CONTENT_TYPE, faultline::PROMETHEUS_TEXT)], body).into_response(),
+        )
+    }
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header.

@@ -1,6 +1,7 @@
 //! The webhook ingestion service over real TCP: every route, every bad input, idempotent
 //! redelivery under concurrency, and the 503 providers retry.
 
+use std::future::pending;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -52,12 +53,15 @@ impl Service {
         let config = webhook_ingest::Config {
             body_limit: TEST_BODY_LIMIT,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
+            ..webhook_ingest::Config::default()
         };
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
+            let limits = webhook_ingest::serve::Limits::default();
+            let connections = webhook_ingest::serve::Connections::default();
+            webhook_ingest::serve::serve(listener, app, limits, connections, pending()).await;
         });
         Self {
             addr,

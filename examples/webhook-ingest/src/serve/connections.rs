@@ -1,0 +1,141 @@
+//! How many connections are open, against the bound the accept loop holds them to; served
+//! beside the ledger's metrics.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Descriptors kept back from the connection bound for everything else the process opens:
+/// the listener, the database and its journal files, the log, the runtime's own.
+const RESERVED_DESCRIPTORS: usize = 64;
+/// The most connections the default allows, whatever the descriptor limit: an idle hyper
+/// connection holds some 25 KB, so this caps their memory near 250 MB.
+const MAX_DEFAULT_CONNECTIONS: usize = 10_000;
+/// The descriptor limit assumed where it cannot be read: the usual soft limit of Linux.
+const FALLBACK_DESCRIPTOR_LIMIT: usize = 1024;
+
+/// The default connection bound: the process's descriptor limit less a reserve, so `accept`
+/// never fails for want of a descriptor, and at most 10,000 (an idle connection holds some
+/// 25 KB: that caps their memory near 250 MB).
+pub fn default_max_connections() -> usize {
+    descriptor_limit()
+        .unwrap_or(FALLBACK_DESCRIPTOR_LIMIT)
+        .saturating_sub(RESERVED_DESCRIPTORS)
+        .clamp(1, MAX_DEFAULT_CONNECTIONS)
+}
+
+/// The soft limit on open files, as Linux shows it in `/proc/self/limits`.
+fn descriptor_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// The connection counts: cheap to clone, shared by the accept loop and `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct Connections {
+    counts: Arc<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    open: AtomicU64,
+    accepted: AtomicU64,
+    limit: AtomicU64,
+}
+
+impl Connections {
+    /// Connections open now.
+    pub fn open(&self) -> u64 {
+        self.counts.open.load(Ordering::Relaxed)
+    }
+
+    /// Connections accepted since the start.
+    pub fn accepted(&self) -> u64 {
+        self.counts.accepted.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_limit(&self, limit: usize) {
+        let limit = u64::try_from(limit).unwrap_or(u64::MAX);
+        self.counts.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Counts a connection open until the returned guard is dropped.
+    pub(crate) fn opened(&self) -> OpenConnection {
+        self.counts.accepted.fetch_add(1, Ordering::Relaxed);
+        self.counts.open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection {
+            counts: Arc::clone(&self.counts),
+        }
+    }
+
+    /// Appends the Prometheus text exposition (format 0.0.4) of the counts to `out`.
+    pub fn render_prometheus(&self, out: &mut String) {
+        let counts = &self.counts;
+        let _ = write!(
+            out,
+            "# HELP webhook_ingest_open_connections Connections open now.\n\
+             # TYPE webhook_ingest_open_connections gauge\n\
+             webhook_ingest_open_connections {}\n\
+             # HELP webhook_ingest_connection_limit Connections served at once; more wait in the listen backlog.\n\
+             # TYPE webhook_ingest_connection_limit gauge\n\
+             webhook_ingest_connection_limit {}\n\
+             # HELP webhook_ingest_connections_accepted_total Connections accepted since the start.\n\
+             # TYPE webhook_ingest_connections_accepted_total counter\n\
+             webhook_ingest_connections_accepted_total {}\n",
+            counts.open.load(Ordering::Relaxed),
+            counts.limit.load(Ordering::Relaxed),
+            counts.accepted.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// One open connection, counted until dropped.
+pub(crate) struct OpenConnection {
+    counts: Arc<Counts>,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.counts.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_follows_the_guards() {
+        let connections = Connections::default();
+        connections.set_limit(8);
+        let first = connections.opened();
+        let second = connections.opened();
+        drop(first);
+        assert_eq!((connections.open(), connections.accepted()), (1, 2));
+        drop(second);
+        let mut text = String::new();
+        connections.render_prometheus(&mut text);
+        assert!(
+            text.contains("\nwebhook_ingest_open_connections 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nwebhook_ingest_connection_limit 8\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nwebhook_ingest_connections_accepted_total 2\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_default_bound_leaves_descriptors_for_the_rest() {
+        let bound = default_max_connections();
+        assert!((1..=MAX_DEFAULT_CONNECTIONS).contains(&bound));
+        if let Some(limit) = descriptor_limit() {
+            assert!(bound + RESERVED_DESCRIPTORS <= limit.max(RESERVED_DESCRIPTORS + 1));
+        }
+    }
+}
