@@ -26,7 +26,7 @@ use tower::BoxError;
 
 use crate::body::FaultBody;
 use crate::classify::{
-    declared_length, is_error_status, is_readable, read_bounded, REPLACED_BODY_HEADERS,
+    declared_length, is_error_status, is_readable, read_bounded, remove_replaced_body_headers,
 };
 use crate::config::Config;
 use crate::fault::FaultMarker;
@@ -237,13 +237,14 @@ fn answer<B>(
     summary: Summary,
 ) -> Response<FaultBody<B>> {
     let config = guard.config();
-    let request_id = guard.meta().request_id();
+    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
+    let answered_id = head.headers.get(&config.request_id_header);
+    let request_id = guard.meta().request_id_or(answered_id);
     // Checked once: the header value is printable, as `request_id` makes it.
     let id_text = request_id_text(&request_id);
     let body = scratch::freeze_text(|out| {
         problem::render(out, &summary, id_text, guard.meta().path(), config);
     });
-    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
     // it again; a handler's fault marker is overwritten in place, without an allocation.
@@ -258,11 +259,7 @@ fn answer<B>(
         }
     }
     let headers = &mut head.headers;
-    if !headers.is_empty() {
-        for name in REPLACED_BODY_HEADERS {
-            headers.remove(name);
-        }
-    }
+    remove_replaced_body_headers(headers, summary.status);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), request_id.clone());
