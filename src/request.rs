@@ -56,6 +56,13 @@ impl RequestMeta {
         }
     }
 
+    /// Takes the route template a layer nested inside saw, when this one saw none.
+    pub(crate) fn refine_route(&mut self, route: &'static str) {
+        if let Route::Unmatched = self.route {
+            self.route = Route::Interned(route);
+        }
+    }
+
     pub(crate) fn method(&self) -> &str {
         self.method.as_str()
     }
@@ -97,6 +104,14 @@ impl RequestMeta {
             (_, Some(id)) if is_usable(id) => id.clone(),
             _ => generate_request_id(),
         }
+    }
+}
+
+/// The interned route template of `request`, if a route matched.
+pub(crate) fn interned_route<B>(request: &Request<B>) -> Option<&'static str> {
+    match request.extensions().get::<MatchedPath>().map(route_label) {
+        Some(Route::Interned(route)) => Some(route),
+        _ => None,
     }
 }
 

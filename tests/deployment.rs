@@ -1,14 +1,15 @@
 //! The layer in the places a deployment puts it: on a nested router, around tower-http's
-//! `ServeFile`, and beside tower-http's CORS and request-id
+//! `ServeFile`, applied twice with one ledger, and beside tower-http's CORS and request-id
 //! layers. Driven in process with `oneshot`.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
 use axum::extract::Path;
 use axum::routing::get;
 use axum::{Extension, Router};
-use faultline::{Error, FaultLayer};
+use faultline::{Error, FaultLayer, Ledger};
 use http::header::{
     ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ORIGIN, RANGE,
 };
@@ -124,6 +125,103 @@ async fn explode() -> &'static str {
     panic!("the handler exploded")
 }
 
+/// One route per outcome the inner layer can meet: the handlers' and the timeout's.
+fn nested_routes() -> Router {
+    Router::new()
+        .route("/ok", get(|| async { "ok" }))
+        .route("/users/{id}", get(not_found))
+        .route("/panic", get(explode))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                "too late"
+            }),
+        )
+}
+
+/// The requests of [`nested_routes`], `n` of each, and what each must answer.
+fn requests(n: usize) -> Vec<(&'static str, StatusCode)> {
+    let kinds = [
+        ("/api/ok", StatusCode::OK),
+        ("/api/users/7", StatusCode::NOT_FOUND),
+        ("/api/users/seven", StatusCode::BAD_REQUEST),
+        ("/api/panic", StatusCode::INTERNAL_SERVER_ERROR),
+        ("/api/slow", StatusCode::GATEWAY_TIMEOUT),
+        ("/api/shed", StatusCode::SERVICE_UNAVAILABLE),
+    ];
+    kinds
+        .iter()
+        .cycle()
+        .take(kinds.len() * n)
+        .copied()
+        .collect()
+}
+
+/// Sends every request of [`requests`] and checks its status, then the ledger's totals.
+async fn send_each_kind(app: &Router, ledger: &Ledger, n: u64) {
+    faultline::install_panic_hook();
+    for (path, expected) in requests(n as usize) {
+        let (status, _, problem) = send(app, get_request(path)).await;
+        assert_eq!(status, expected, "{path}: {problem}");
+    }
+    ledger.quiescent().await;
+    let s = ledger.snapshot();
+    assert_eq!(s.started, 6 * n, "{s:#?}");
+    assert_eq!((s.ok, s.handled, s.rejected), (n, n, n), "{s:#?}");
+    assert_eq!((s.panicked, s.service_error), (n, 2 * n), "{s:#?}");
+    assert!(s.is_balanced() && s.in_flight == 0, "{s:#?}");
+    assert_eq!(s.failures(), s.reported + s.suppressed);
+    let handled = s
+        .series
+        .iter()
+        .find(|series| series.code == "user-not-found");
+    assert_eq!(handled.map(|series| series.count), Some(n), "{s:#?}");
+}
+
+#[tokio::test]
+async fn one_ledger_on_a_nested_and_the_outer_router_counts_each_request_once() {
+    let (layer, ledger) = FaultLayer::pair();
+    let inner = ServiceBuilder::new()
+        .layer(layer.clone())
+        .timeout(Duration::from_millis(50));
+    // A route that is never ready: its layer passes the overload out, not a response.
+    let shed = get(|| async { "never" }).layer(
+        ServiceBuilder::new()
+            .layer(layer.clone())
+            .load_shed()
+            .concurrency_limit(0),
+    );
+    let api = nested_routes().route("/shed", shed).layer(inner);
+    let app = Router::new().nest("/api", api).layer(layer);
+    send_each_kind(&app, &ledger, 5).await;
+    let s = ledger.snapshot();
+    let timeouts = s.series.iter().find(|series| series.code == "timeout");
+    assert_eq!(timeouts.map(|t| t.route.as_str()), Some("/api/slow"));
+}
+
+#[tokio::test]
+async fn layers_of_different_ledgers_each_count_every_request() {
+    let (inner, inner_ledger) = FaultLayer::pair();
+    let (outer, outer_ledger) = FaultLayer::pair();
+    let shed = get(|| async { "never" }).layer(
+        ServiceBuilder::new()
+            .layer(inner.clone())
+            .load_shed()
+            .concurrency_limit(0),
+    );
+    let api = nested_routes().route("/shed", shed).layer(
+        ServiceBuilder::new()
+            .layer(inner)
+            .timeout(Duration::from_millis(50)),
+    );
+    let app = Router::new().nest("/api", api).layer(outer);
+    send_each_kind(&app, &outer_ledger, 3).await;
+    // The request to `/shed` passes two layers of the inner ledger: counted once there too.
+    let s = inner_ledger.snapshot();
+    assert_eq!((s.started, s.service_error), (18, 6), "{s:#?}");
+}
+
 #[tokio::test]
 async fn cors_outside_the_layer_reaches_every_answer_and_inside_all_but_panics() {
     faultline::install_panic_hook();
@@ -200,3 +298,25 @@ async fn the_problem_carries_the_request_id_of_tower_http_from_either_side() {
     }
 }
 
+#[tokio::test]
+async fn a_router_nested_as_a_service_is_counted_once_under_its_own_route() {
+    let (layer, ledger) = FaultLayer::pair();
+    let api = Router::new()
+        .route("/users/{id}", get(not_found))
+        .layer(layer.clone());
+    // The outer router sees only a prefix here; the nested one names the route.
+    let app = Router::new().nest_service("/api", api).layer(layer);
+    let (status, _, problem) = send(&app, get_request("/api/users/7")).await;
+    assert_eq!(
+        (status, &problem["instance"]),
+        (StatusCode::NOT_FOUND, &"/api/users/7".into())
+    );
+    let s = ledger.snapshot();
+    assert_eq!((s.started, s.handled), (1, 1), "{s:#?}");
+    let routes: Vec<_> = s
+        .series
+        .iter()
+        .map(|series| series.route.as_str())
+        .collect();
+    assert_eq!(routes, ["/api/users/{id}"]);
+}
