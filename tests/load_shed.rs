@@ -1,8 +1,8 @@
 //! Load shedding that limits the whole service, over real TCP with many parallel
-//! connections. `Router::layer` builds its layers anew for every connection (axum turns the
-//! router into a service per connection), so a limit that lives in the layer's service, as
-//! `ConcurrencyLimitLayer`'s semaphore does, limits each connection on its own; a limit that
-//! lives in the layer, as `GlobalConcurrencyLimitLayer`'s does, limits them all.
+//! connections. axum turns the router into a service per connection and builds the layers
+//! `Router::layer` put on its handlers anew each time, so a limit that lives in the layer's
+//! service, as `ConcurrencyLimitLayer`'s semaphore does, limits each connection on its own; a
+//! limit that lives in the layer, as `GlobalConcurrencyLimitLayer`'s does, limits them all.
 
 mod common;
 
