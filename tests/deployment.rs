@@ -1,6 +1,8 @@
 //! The layer in the places a deployment puts it: on a nested router, around tower-http's
 //! `ServeFile`, applied twice with one ledger, and beside tower-http's CORS and request-id
-//! layers. Driven in process with `oneshot`.
+//! layers. Driven in process with `oneshot`, and over TCP where clients run in parallel.
+
+mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,7 +11,8 @@ use axum::body::{to_bytes, Body};
 use axum::extract::Path;
 use axum::routing::get;
 use axum::{Extension, Router};
-use faultline::{Error, FaultLayer, Ledger};
+use common::Lab;
+use faultline::{Error, FaultLayer, Ledger, Snapshot};
 use http::header::{
     ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ORIGIN, RANGE,
 };
@@ -125,22 +128,39 @@ async fn explode() -> &'static str {
     panic!("the handler exploded")
 }
 
-/// One route per outcome the inner layer can meet: the handlers' and the timeout's.
-fn nested_routes() -> Router {
-    Router::new()
+/// How long `/slow` may take: far less than its sleep, and it is the only route it bounds.
+const SLOW_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// One route per outcome, under `/api`: `inner` on the nested router and again on two of its
+/// routes (with a timeout, and with a limit that is never ready, whose layer hands out an
+/// error rather than a response); `outer` on the router around it.
+fn nested_app(inner: &FaultLayer, outer: FaultLayer) -> Router {
+    let slow = get(|| async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        "too late"
+    })
+    .layer(
+        ServiceBuilder::new()
+            .layer(inner.clone())
+            .timeout(SLOW_TIMEOUT),
+    );
+    let shed = get(|| async { "never" }).layer(
+        ServiceBuilder::new()
+            .layer(inner.clone())
+            .load_shed()
+            .concurrency_limit(0),
+    );
+    let api = Router::new()
         .route("/ok", get(|| async { "ok" }))
         .route("/users/{id}", get(not_found))
         .route("/panic", get(explode))
-        .route(
-            "/slow",
-            get(|| async {
-                tokio::time::sleep(Duration::from_secs(30)).await;
-                "too late"
-            }),
-        )
+        .route("/slow", slow)
+        .route("/shed", shed)
+        .layer(inner.clone());
+    Router::new().nest("/api", api).layer(outer)
 }
 
-/// The requests of [`nested_routes`], `n` of each, and what each must answer.
+/// The requests of [`nested_app`], `n` of each kind, and what each must answer.
 fn requests(n: usize) -> Vec<(&'static str, StatusCode)> {
     let kinds = [
         ("/api/ok", StatusCode::OK),
@@ -158,68 +178,80 @@ fn requests(n: usize) -> Vec<(&'static str, StatusCode)> {
         .collect()
 }
 
-/// Sends every request of [`requests`] and checks its status, then the ledger's totals.
-async fn send_each_kind(app: &Router, ledger: &Ledger, n: u64) {
+/// Checks that `s` counted `n` requests of each kind of [`requests`], each once.
+fn assert_counted_once(s: &Snapshot, n: u64) {
+    assert_eq!(s.started, 6 * n, "{s:#?}");
+    assert_eq!((s.ok, s.handled, s.rejected), (n, n, n), "{s:#?}");
+    assert_eq!((s.panicked, s.service_error), (n, 2 * n), "{s:#?}");
+    assert!(s.is_balanced() && s.in_flight == 0, "{s:#?}");
+    assert_eq!(s.failures(), s.reported + s.suppressed);
+    let count = |code: &str| {
+        let series = s.series.iter().find(|series| series.code == code);
+        series.map(|series| (series.route.as_str(), series.count))
+    };
+    assert_eq!(count("user-not-found"), Some(("/api/users/{id}", n)));
+    assert_eq!(count("timeout"), Some(("/api/slow", n)));
+    assert_eq!(count("overloaded"), Some(("/api/shed", n)));
+}
+
+/// Sends every request of [`requests`] in turn, checks its status, and waits for the ledger.
+async fn send_each_kind(app: &Router, ledger: &Ledger, n: u64) -> Snapshot {
     faultline::install_panic_hook();
     for (path, expected) in requests(n as usize) {
         let (status, _, problem) = send(app, get_request(path)).await;
         assert_eq!(status, expected, "{path}: {problem}");
     }
     ledger.quiescent().await;
-    let s = ledger.snapshot();
-    assert_eq!(s.started, 6 * n, "{s:#?}");
-    assert_eq!((s.ok, s.handled, s.rejected), (n, n, n), "{s:#?}");
-    assert_eq!((s.panicked, s.service_error), (n, 2 * n), "{s:#?}");
-    assert!(s.is_balanced() && s.in_flight == 0, "{s:#?}");
-    assert_eq!(s.failures(), s.reported + s.suppressed);
-    let handled = s
-        .series
-        .iter()
-        .find(|series| series.code == "user-not-found");
-    assert_eq!(handled.map(|series| series.count), Some(n), "{s:#?}");
+    ledger.snapshot()
 }
 
 #[tokio::test]
 async fn one_ledger_on_a_nested_and_the_outer_router_counts_each_request_once() {
     let (layer, ledger) = FaultLayer::pair();
-    let inner = ServiceBuilder::new()
-        .layer(layer.clone())
-        .timeout(Duration::from_millis(50));
-    // A route that is never ready: its layer passes the overload out, not a response.
-    let shed = get(|| async { "never" }).layer(
-        ServiceBuilder::new()
-            .layer(layer.clone())
-            .load_shed()
-            .concurrency_limit(0),
-    );
-    let api = nested_routes().route("/shed", shed).layer(inner);
-    let app = Router::new().nest("/api", api).layer(layer);
-    send_each_kind(&app, &ledger, 5).await;
-    let s = ledger.snapshot();
-    let timeouts = s.series.iter().find(|series| series.code == "timeout");
-    assert_eq!(timeouts.map(|t| t.route.as_str()), Some("/api/slow"));
+    let app = nested_app(&layer, layer.clone());
+    assert_counted_once(&send_each_kind(&app, &ledger, 5).await, 5);
 }
 
 #[tokio::test]
 async fn layers_of_different_ledgers_each_count_every_request() {
     let (inner, inner_ledger) = FaultLayer::pair();
     let (outer, outer_ledger) = FaultLayer::pair();
-    let shed = get(|| async { "never" }).layer(
-        ServiceBuilder::new()
-            .layer(inner.clone())
-            .load_shed()
-            .concurrency_limit(0),
-    );
-    let api = nested_routes().route("/shed", shed).layer(
-        ServiceBuilder::new()
-            .layer(inner)
-            .timeout(Duration::from_millis(50)),
-    );
-    let app = Router::new().nest("/api", api).layer(outer);
-    send_each_kind(&app, &outer_ledger, 3).await;
-    // The request to `/shed` passes two layers of the inner ledger: counted once there too.
-    let s = inner_ledger.snapshot();
-    assert_eq!((s.started, s.service_error), (18, 6), "{s:#?}");
+    let app = nested_app(&inner, outer);
+    assert_counted_once(&send_each_kind(&app, &outer_ledger, 3).await, 3);
+    // `/slow` and `/shed` pass two layers of the inner ledger: counted once there too.
+    assert_counted_once(&inner_ledger.snapshot(), 3);
+}
+
+/// Parallel clients of the TCP test, each on a connection of its own.
+const CLIENTS: usize = 32;
+
+/// Rounds of every kind of request each client sends.
+const ROUNDS: usize = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_ledger_applied_twice_counts_exactly_under_parallel_tcp_clients() {
+    let (layer, ledger) = FaultLayer::pair();
+    let lab = Lab::serve(nested_app(&layer, layer.clone()), ledger).await;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let urls: Vec<_> = requests(ROUNDS)
+                .into_iter()
+                .map(|(path, status)| (lab.url(path), status))
+                .collect();
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                for (url, expected) in urls {
+                    let response = client.get(&url).send().await.unwrap();
+                    assert_eq!(response.status().as_u16(), expected.as_u16(), "{url}");
+                    response.bytes().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    assert_counted_once(&lab.quiescent().await, (CLIENTS * ROUNDS) as u64);
 }
 
 #[tokio::test]
