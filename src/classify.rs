@@ -54,8 +54,8 @@ const REPLACED_BODY_HEADERS: [HeaderName; 8] = [
 
 /// Removes from an answered response's head the headers of the body the problem body
 /// replaces, and keeps every header that describes the resource or the exchange: `Allow` on a
-/// 405, `WWW-Authenticate` on a 401, `Retry-After`, `Location`, `Vary`, caching validators'
-/// policies and CORS headers alike.
+/// 405, `WWW-Authenticate` on a 401, `Retry-After`, `Location`, `Vary` and CORS headers
+/// alike. (`Cache-Control` is then set to `no-store` for the problem body.)
 ///
 /// `Content-Range` is kept on a 416 only: there it gives the resource's length
 /// (`bytes */100`), which RFC 9110 (section 15.5.17) requires; anywhere else it places the

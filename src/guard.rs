@@ -5,9 +5,9 @@
 //! A request counts once per ledger. When one layer (one ledger) wraps both a nested router
 //! and the router around it, the outer layer counts the request and the inner one passes it
 //! through: while a layer calls or polls its inner service, the thread is marked as counting
-//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under that mark
-//! ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a response
-//! (a service error) goes out to the counting layer as a [`HandedOver`] summary.
+//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under
+//! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
+//! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
 
 use std::cell::Cell;
 use std::sync::Arc;
