@@ -169,6 +169,16 @@ where
     }
 }
 
+/// An empty body: what a layer outside faultline answers on its own with, such as
+/// tower-http's `CorsLayer` answering a preflight request, which needs `Default`.
+impl<B> Default for FaultBody<B> {
+    fn default() -> Self {
+        Self {
+            kind: Kind::Problem { bytes: None },
+        }
+    }
+}
+
 impl<B> fmt::Debug for FaultBody<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.kind {

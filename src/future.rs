@@ -11,10 +11,15 @@
 //! | `Failed` | (a failure known at `call`) | answer |
 //!
 //! "Answer" renders the problem body, reports and counts the failure, and ends in `Done`.
+//!
+//! A request that a layer of the same ledger outside this one counts already has no guard
+//! here: `Passing` hands the inner response on as it is, or a service error out as a
+//! [`HandedOver`] summary; `Failed` hands its summary out the same way.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
@@ -26,16 +31,17 @@ use tower::BoxError;
 
 use crate::body::FaultBody;
 use crate::classify::{
-    declared_length, is_error_status, is_readable, read_bounded, REPLACED_BODY_HEADERS,
+    declared_length, is_error_status, is_readable, read_bounded, remove_replaced_body_headers,
 };
 use crate::config::Config;
 use crate::fault::FaultMarker;
-use crate::guard::RequestGuard;
+use crate::guard::{HandedOver, RequestGuard};
 use crate::outcome::Outcome;
 use crate::panic_hook::{catch, Caught};
 use crate::problem::{self, PROBLEM_JSON};
 use crate::request::request_id_text;
 use crate::scratch;
+use crate::shared::Lane;
 use crate::summary::Summary;
 
 pin_project! {
@@ -56,6 +62,8 @@ pin_project! {
         Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
         // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
         Failed { summary: Option<Box<Summary>> },
+        // A request an outer layer of the same ledger counts: passed through.
+        Passing { #[pin] future: F, lane: Arc<Lane> },
         Done,
     }
 }
@@ -89,6 +97,24 @@ impl<F, B> ResponseFuture<F, B> {
             guard: Some(guard),
         }
     }
+
+    /// Passes a request through for the outer layer of the same ledger that counts it.
+    pub(crate) fn passing(future: F, lane: Arc<Lane>) -> Self {
+        Self {
+            state: State::Passing { future, lane },
+            guard: None,
+        }
+    }
+
+    /// Hands a failure out to the outer layer of the same ledger that counts the request.
+    pub(crate) fn handing_over(summary: Box<Summary>) -> Self {
+        Self {
+            state: State::Failed {
+                summary: Some(summary),
+            },
+            guard: None,
+        }
+    }
 }
 
 impl<F, B, E> Future for ResponseFuture<F, B>
@@ -103,14 +129,15 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
-            let guard = this
-                .guard
-                .as_ref()
-                .expect("ResponseFuture polled after completion");
-            let config = guard.config();
+            let Some(guard) = this.guard.as_mut() else {
+                return poll_passing(this.state, cx).map(Ok);
+            };
             let step = match this.state.as_mut().project() {
-                StateProj::Calling { future } => poll_inner(future, cx, config),
+                StateProj::Calling { future } => {
+                    guard.counting(|config| poll_inner(future, cx, config))
+                }
                 StateProj::Reading { head, body, text } => {
+                    let config = guard.config();
                     ready!(read_bounded(body, text, config.max_message_bytes, cx));
                     let head = head.take().expect("head is taken once");
                     let summary = Summary::from_rejection(head.status, text, config);
@@ -119,7 +146,9 @@ where
                 StateProj::Failed { summary } => {
                     Step::Answer(None, *summary.take().expect("taken once"))
                 }
-                StateProj::Done => panic!("ResponseFuture polled after completion"),
+                StateProj::Passing { .. } | StateProj::Done => {
+                    panic!("ResponseFuture polled after completion")
+                }
             };
             let response = match step {
                 Step::Pending => return Poll::Pending,
@@ -156,6 +185,38 @@ where
             return Poll::Ready(Ok(response));
         }
     }
+}
+
+/// Polls a request passed through for an outer layer of the same ledger: the response as it
+/// is, a failure handed out to that layer. No catch: that layer's is around this poll.
+fn poll_passing<F, B, E>(
+    mut state: Pin<&mut State<F, B>>,
+    cx: &mut Context<'_>,
+) -> Poll<Response<FaultBody<B>>>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+{
+    let summary = match state.as_mut().project() {
+        StateProj::Passing { future, lane } => match ready!(future.poll(cx)) {
+            Ok(response) => {
+                state.set(State::Done);
+                return Poll::Ready(response.map(FaultBody::settled));
+            }
+            Err(error) => Summary::from_service_error(&*error.into(), &lane.config),
+        },
+        StateProj::Failed { summary } => *summary.take().expect("taken once"),
+        _ => panic!("ResponseFuture polled after completion"),
+    };
+    state.set(State::Done);
+    let status = summary.status;
+    let mut response = Response::new(FaultBody::default());
+    *response.status_mut() = status;
+    response
+        .extensions_mut()
+        .insert(HandedOver(Arc::new(summary)));
+    Poll::Ready(response)
 }
 
 /// Polls the inner future once, under a panic guard, and says what its answer is.
@@ -198,6 +259,10 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
             }
         }
         None if is_error_status(response.status()) => {
+            // Looked for only on an error status, so that a success pays no second lookup.
+            if let Some(HandedOver(summary)) = response.extensions().get::<HandedOver>() {
+                return Step::Answer(None, Summary::clone(summary));
+            }
             let (head, body) = response.into_parts();
             if is_readable(&head, &body) && !body.is_end_stream() {
                 return Step::Read(head, body);
@@ -237,13 +302,14 @@ fn answer<B>(
     summary: Summary,
 ) -> Response<FaultBody<B>> {
     let config = guard.config();
-    let request_id = guard.meta().request_id();
+    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
+    let answered_id = head.headers.get(&config.request_id_header);
+    let request_id = guard.meta().request_id_or(answered_id);
     // Checked once: the header value is printable, as `request_id` makes it.
     let id_text = request_id_text(&request_id);
     let body = scratch::freeze_text(|out| {
         problem::render(out, &summary, id_text, guard.meta().path(), config);
     });
-    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
     // it again; a handler's fault marker is overwritten in place, without an allocation.
@@ -258,11 +324,7 @@ fn answer<B>(
         }
     }
     let headers = &mut head.headers;
-    if !headers.is_empty() {
-        for name in REPLACED_BODY_HEADERS {
-            headers.remove(name);
-        }
-    }
+    remove_replaced_body_headers(headers, summary.status);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), request_id.clone());

@@ -1,7 +1,15 @@
 //! The per-request drop guard: a request's place in the ledger from `call` until its outcome
 //! is counted. Dropped before that, it counts the request as cancelled, so no request can
 //! leave the layer uncounted.
+//!
+//! A request counts once per ledger. When one layer (one ledger) wraps both a nested router
+//! and the router around it, the outer layer counts the request and the inner one passes it
+//! through: while a layer calls or polls its inner service, the thread is marked as counting
+//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under
+//! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
+//! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -12,6 +20,45 @@ use crate::panic_hook::catch;
 use crate::request::{request_id_text, RequestMeta};
 use crate::shared::Lane;
 use crate::summary::Summary;
+
+thread_local! {
+    /// The request whose inner service this thread is calling or polling, if any.
+    static COUNTING: Cell<Mark> = const { Cell::new(Mark { ledger: 0, nested_route: None }) };
+}
+
+/// What the thread knows of the request a layer is calling or polling its inner service for.
+#[derive(Clone, Copy)]
+struct Mark {
+    /// The ledger (by `Ledger::id`) that counts it; 0 for none.
+    ledger: usize,
+    /// The route template a layer passing it through saw: a router nested as a service
+    /// (`Router::nest_service`) matches the route the outer router could not name.
+    nested_route: Option<&'static str>,
+}
+
+/// Whether a layer of the ledger `ledger` already counts the request being called here.
+pub(crate) fn counted_by(ledger: usize) -> bool {
+    COUNTING.with(Cell::get).ledger == ledger
+}
+
+/// Tells the layer that counts the request being called here the route template a layer
+/// passing it through saw, if it is interned.
+pub(crate) fn passing_through(route: Option<&'static str>) {
+    COUNTING.with(|counting| {
+        let mark = counting.get();
+        if mark.nested_route.is_none() {
+            counting.set(Mark {
+                nested_route: route,
+                ..mark
+            });
+        }
+    });
+}
+
+/// A failure a passing-through layer met, for the layer that counts the request to answer,
+/// report and count: the response that carries it has no body of its own.
+#[derive(Clone, Debug)]
+pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
 
 /// One request's place in the ledger, from `call` until its outcome is counted. Dropped
 /// before that, it counts the request as cancelled.
@@ -62,6 +109,24 @@ impl RequestGuard {
 
     pub(crate) fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    /// Runs `f`, a [`catch`] around a call or a poll of the inner service, with the thread
+    /// marked as inside a request this guard's ledger counts: a layer of the same ledger
+    /// called inside passes the request through, and may name its route. Marks nest, for
+    /// layers of different ledgers stacked.
+    pub(crate) fn counting<R>(&mut self, f: impl FnOnce(&Config) -> R) -> R {
+        let mark = Mark {
+            ledger: self.shared.ledger.id(),
+            nested_route: None,
+        };
+        let outer = COUNTING.with(|counting| counting.replace(mark));
+        let result = f(&self.shared.config);
+        let mark = COUNTING.with(|counting| counting.replace(outer));
+        if let Some(route) = mark.nested_route {
+            self.meta.refine_route(route);
+        }
+        result
     }
 
     /// What was kept of the request.

@@ -20,7 +20,19 @@ use crate::shared::{Lanes, Shared};
 /// bounded problem+json body, reports it and counts it in its [`Ledger`].
 ///
 /// Apply it with `Router::layer`, so that it runs after routing and labels failures with the
-/// route template; it wraps axum's fallbacks too.
+/// route template; it wraps axum's fallbacks too. Layers whose headers every answer needs
+/// (CORS, request ids) go outside it; layers that fail with an error (limits, load shedding,
+/// timeouts) inside; the README shows the stack.
+///
+/// One layer, or its clones, may wrap a nested router and the router around it: a request
+/// counts once in the ledger, where the outer one counts, answers and reports it, and the
+/// inner one passes it through (the outer one's catch is around it), hands a service error it
+/// meets out to the outer one, and names the route when the outer one could not (a router
+/// nested with `Router::nest_service`). The mark that says so is the thread's while the outer one
+/// calls and polls its inner service, so an in-process request made from inside a request,
+/// through a layer of the same ledger, counts as part of that request. Layers of different
+/// ledgers each count every request: an answer the inner one rendered passes the outer one
+/// untouched and is counted there under the same outcome and code.
 ///
 /// ```
 /// use axum::{body::Body, http::Request, routing::get, Router};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::extract::MatchedPath;
+use axum::extract::{MatchedPath, OriginalUri};
 use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
@@ -26,7 +26,7 @@ pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
 #[derive(Debug)]
 pub(crate) struct RequestMeta {
     method: Method,
-    /// Only the path is ever shown; the rest of the URI is not kept.
+    /// The path the client sent; only the path is ever shown, the rest of the URI is not kept.
     path: Option<PathAndQuery>,
     route: Route,
     request_id: Option<HeaderValue>,
@@ -47,12 +47,19 @@ impl RequestMeta {
     pub(crate) fn capture<B>(request: &Request<B>, request_id_header: &HeaderName) -> Self {
         Self {
             method: request.method().clone(),
-            path: request.uri().path_and_query().cloned(),
+            path: sent_uri(request).path_and_query().cloned(),
             route: request
                 .extensions()
                 .get::<MatchedPath>()
                 .map_or(Route::Unmatched, route_label),
             request_id: request.headers().get(request_id_header).cloned(),
+        }
+    }
+
+    /// Takes the route template a layer nested inside saw, when this one saw none.
+    pub(crate) fn refine_route(&mut self, route: &'static str) {
+        if let Route::Unmatched = self.route {
+            self.route = Route::Interned(route);
         }
     }
 
@@ -84,11 +91,38 @@ impl RequestMeta {
     /// [`MAX_REQUEST_ID_BYTES`]; else a new one unique to this process. A header value, so a
     /// client's id is shared, not copied, and either goes straight into the response head.
     pub(crate) fn request_id(&self) -> HeaderValue {
-        match &self.request_id {
-            Some(id) if is_usable(id) => id.clone(),
+        self.request_id_or(None)
+    }
+
+    /// As [`request_id`](Self::request_id), but when the request came without one, the id an
+    /// inner layer wrote on the response (`answered`), if usable, before a new one: a layer
+    /// such as tower-http's `SetRequestIdLayer` placed inside this one set the id that the
+    /// handlers and their spans saw, and its `PropagateRequestIdLayer` wrote it back.
+    pub(crate) fn request_id_or(&self, answered: Option<&HeaderValue>) -> HeaderValue {
+        match (&self.request_id, answered) {
+            (Some(id), _) if is_usable(id) => id.clone(),
+            (_, Some(id)) if is_usable(id) => id.clone(),
             _ => generate_request_id(),
         }
     }
+}
+
+/// The interned route template of `request`, if a route matched.
+pub(crate) fn interned_route<B>(request: &Request<B>) -> Option<&'static str> {
+    match request.extensions().get::<MatchedPath>().map(route_label) {
+        Some(Route::Interned(route)) => Some(route),
+        _ => None,
+    }
+}
+
+/// The URI as the client sent it. A router nested under a prefix (`Router::nest`) strips the
+/// prefix from the request's URI before its layers see it; axum keeps the original in
+/// [`OriginalUri`], which the outermost router inserts.
+fn sent_uri<B>(request: &Request<B>) -> &http::Uri {
+    request
+        .extensions()
+        .get::<OriginalUri>()
+        .map_or(request.uri(), |original| &original.0)
 }
 
 /// The most route templates interned per process. Templates come from the application's own

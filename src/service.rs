@@ -12,10 +12,10 @@ use tower::{BoxError, Service};
 
 use crate::body::FaultBody;
 use crate::future::ResponseFuture;
-use crate::guard::RequestGuard;
+use crate::guard::{counted_by, passing_through, RequestGuard};
 use crate::outcome::Outcome;
 use crate::panic_hook::catch;
-use crate::request::RequestMeta;
+use crate::request::{interned_route, RequestMeta};
 use crate::shared::{Lane, Lanes};
 use crate::summary::Summary;
 
@@ -80,13 +80,17 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let ledger = self.lane.ledger.id();
+        if counted_by(ledger) {
+            return self.pass_through(request);
+        }
         let meta = RequestMeta::capture(&request, &self.lane.config.request_id_header);
-        let guard = RequestGuard::start(self.lane.clone(), meta);
+        let mut guard = RequestGuard::start(self.lane.clone(), meta);
         if let Some(summary) = self.not_ready.take() {
             return ResponseFuture::failed(summary, guard);
         }
         let inner = &mut self.inner;
-        match catch(|| inner.call(request)) {
+        match guard.counting(|_| catch(|| inner.call(request))) {
             Ok(future) => ResponseFuture::calling(future, guard),
             Err(payload) => {
                 let summary = Summary::from_panic(
@@ -102,6 +106,23 @@ where
 }
 
 impl<S> FaultService<S> {
+    /// Calls the inner service for a request that a layer of the same ledger, outside this
+    /// one, counts already: no guard, no catching (that layer's catch is around this call),
+    /// and a failure of `poll_ready` goes out to it.
+    fn pass_through<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+    ) -> ResponseFuture<S::Future, ResBody>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    {
+        passing_through(interned_route(&request));
+        match self.not_ready.take() {
+            Some(summary) => ResponseFuture::handing_over(summary),
+            None => ResponseFuture::passing(self.inner.call(request), self.lane.clone()),
+        }
+    }
+
     /// The service over `inner`, sharing the shared state (ledger included) of the layer's
     /// other services.
     pub(crate) fn with_lanes(inner: S, lanes: Lanes) -> Self {

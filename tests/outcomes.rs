@@ -397,10 +397,10 @@ async fn a_streamed_body_with_a_declared_length_is_counted_ok() {
         .await
         .unwrap();
     assert_eq!(body, "hello");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while ledger.snapshot().in_flight > 0 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let settled = std::time::Duration::from_secs(10);
+    tokio::time::timeout(settled, ledger.quiescent())
+        .await
+        .expect("the body's end is counted");
     let snapshot = ledger.snapshot();
     assert_eq!(
         (snapshot.ok, snapshot.cancelled, snapshot.in_flight),

@@ -9,9 +9,11 @@
 
 mod builder;
 mod counters;
+mod quiescent;
 mod series;
 mod snapshot;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use axum::response::{IntoResponse, Response};
@@ -19,6 +21,7 @@ use http::header::CONTENT_TYPE;
 
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
+use self::quiescent::{Quiescent, Waiters};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
@@ -52,6 +55,7 @@ struct Inner {
     stripes: Box<[Padded<Stripe>]>,
     series: Mutex<SeriesTable>,
     reporter: Reporter,
+    waiters: Waiters,
 }
 
 /// One thread's share of the ledger.
@@ -101,6 +105,7 @@ impl Ledger {
                 stripes: (0..stripe::count()).map(|_| stripe()).collect(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
                 reporter: Reporter::new(limits.reports),
+                waiters: Waiters::default(),
             }),
         }
     }
@@ -111,6 +116,12 @@ impl Ledger {
         (&self.inner.stripes[slot.index], slot)
     }
 
+    /// What tells this ledger from every other one alive: the address of its shared state.
+    /// Never 0.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     pub(crate) fn start(&self) {
         let (stripe, slot) = self.stripe();
         stripe.counts.start(slot);
@@ -119,6 +130,46 @@ impl Ledger {
     pub(crate) fn finish(&self, outcome: Outcome) {
         let (stripe, slot) = self.stripe();
         stripe.counts.finish(slot, outcome);
+        self.inner.waiters.finished();
+    }
+
+    /// Requests started and not yet finished, summed over the stripes.
+    fn in_flight(&self) -> u64 {
+        Totals::sum(self.inner.stripes.iter().map(|s| &s.counts)).in_flight()
+    }
+
+    /// Resolves as soon as no request is in flight: every request that started has its
+    /// outcome counted, bodies included. For graceful shutdown (stop accepting, then wait
+    /// for the ledger to settle before the last scrape or report) and for tests that check
+    /// exact totals. It needs no runtime and no timer: the request that finishes last wakes
+    /// it; while nobody waits, requests pay one memory fence for it.
+    ///
+    /// It resolves the first time nothing is in flight, which under a steady stream of new
+    /// requests may be never: stop the traffic first, or wrap it in a timeout.
+    ///
+    /// ```
+    /// use axum::{body::Body, http::Request, routing::get, Router};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app = Router::new().route("/", get(|| async { "ok" })).layer(layer);
+    ///
+    /// let response = app.oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();
+    /// // The head is out, the body is not: the request is still in flight.
+    /// assert_eq!(ledger.snapshot().in_flight, 1);
+    /// tokio::spawn(axum::body::to_bytes(Body::new(response.into_body()), 1024));
+    ///
+    /// ledger.quiescent().await;
+    /// let snapshot = ledger.snapshot();
+    /// assert_eq!((snapshot.ok, snapshot.in_flight), (1, 0));
+    /// # }
+    /// ```
+    pub fn quiescent(&self) -> impl Future<Output = ()> + Send + Sync + Unpin + 'static {
+        Quiescent {
+            ledger: self.clone(),
+        }
     }
 
     /// Counts a failure in its series and its group, and writes its event unless flood

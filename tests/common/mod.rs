@@ -38,9 +38,13 @@ impl Lab {
         format!("http://{}{}", self.addr, path)
     }
 
-    /// Waits until no request is in flight (bodies included), then takes a snapshot.
+    /// Waits (ten seconds at most) until no request is in flight, bodies included, then
+    /// takes a snapshot.
     pub async fn quiescent(&self) -> Snapshot {
-        self.wait_for(|s| s.in_flight == 0).await
+        let settled = tokio::time::timeout(Duration::from_secs(10), self.ledger.quiescent()).await;
+        let snapshot = self.ledger.snapshot();
+        assert!(settled.is_ok(), "still in flight: {snapshot:#?}");
+        snapshot
     }
 
     /// Waits up to ten seconds for `done` to hold of a snapshot, and returns that snapshot;

@@ -304,6 +304,7 @@ async fn held(State(gate): State<Gate>) -> &'static str {
 fn gated(gate: &Gate) -> Router {
     Router::new()
         .route("/held", get(held))
+        .route("/free", get(|| async { "free" }))
         .with_state(gate.clone())
 }
 
@@ -375,6 +376,14 @@ async fn http2_streams_are_bounded_per_connection_and_an_idle_connection_is_clos
             .await
             .unwrap();
     let connection = tokio::spawn(connection);
+    // One answered request first: by then the client has the server's SETTINGS, and with
+    // them the stream bound it must keep to (before them it may open any number, which the
+    // server refuses past its bound).
+    let mut ready = sender.clone();
+    let free = hyper::Request::get("http://127.0.0.1/free")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    assert_eq!(ready.send_request(free).await.unwrap().status(), 200);
     let mut requests = Vec::new();
     for _ in 0..REQUESTS {
         let mut sender = sender.clone();

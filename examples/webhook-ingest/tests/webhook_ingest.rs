@@ -79,15 +79,10 @@ impl Service {
 
     /// Waits until no request is in flight, then takes a snapshot.
     async fn quiescent(&self) -> Snapshot {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let snapshot = self.ledger.snapshot();
-            if snapshot.in_flight == 0 {
-                return snapshot;
-            }
-            assert!(Instant::now() < deadline, "still in flight: {snapshot:#?}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let settled = tokio::time::timeout(Duration::from_secs(10), self.ledger.quiescent()).await;
+        let snapshot = self.ledger.snapshot();
+        assert!(settled.is_ok(), "still in flight: {snapshot:#?}");
+        snapshot
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
