@@ -39,6 +39,7 @@ ingest_start() {
 # The two halves of ingest_start, so that several instances can start at the same moment.
 ingest_launch() {
     local name=$1 db=$2 port=${3:-0}
+    # shellcheck disable=SC2153 # INGEST_WORK is set by the sourcing script
     : >"$INGEST_WORK/$name.out"
     "$INGEST_BIN" --port "$port" --db "$db" >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
     INGEST_PID[$name]=$!

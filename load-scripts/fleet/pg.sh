@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # PG_URL and the like are for the sourcing script
 # A throwaway PostgreSQL server for the fleet scripts; sourced, never run.
 #
 #   pg_start WORKDIR   initdb in WORKDIR/pg (owned by the `postgres` user, since PostgreSQL
@@ -18,7 +18,7 @@ PG_USER=ingest
 
 pg_bin() {
     local dir
-    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    dir=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -1)
     [[ -n $dir && -x $dir/initdb ]] || {
         echo "pg.sh: no PostgreSQL server binaries under /usr/lib/postgresql/*/bin;" \
             "install with: apt-get install postgresql" >&2
@@ -97,7 +97,8 @@ pg_stop() {
         kill "$PG_LAUNCHER_PID" 2>/dev/null || true
     fi
     wait "$PG_LAUNCHER_PID" 2>/dev/null || true
-    PG_PID= PG_LAUNCHER_PID=
+    PG_PID=''
+    PG_LAUNCHER_PID=''
 }
 
 pg_restart() {

@@ -26,7 +26,7 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("postgres failed")]
     Postgres(#[from] tokio_postgres::Error),
-    #[error("no postgres connection could be had")]
+    #[error("no postgres connection could be had: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("the store is switched to fail")]
     Switched,
