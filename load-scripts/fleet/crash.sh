@@ -48,6 +48,8 @@ cleanup() {
     if ((status != 0)); then
         echo "crash: failed; the instance's log ends:" >&2
         tail -n 10 "$work"/*.log >&2 2>/dev/null || true
+        echo "crash: the errors the instances logged:" >&2
+        grep -h ' ERROR ' "$work"/*.log | tail -n 5 >&2 || true
     fi
     rm -rf "$work"
     exit "$status"

@@ -8,6 +8,7 @@
 # provider), bad signatures and unsupported events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
 # and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
+# Before the load it runs the service's own PostgreSQL tests on the same server.
 # Last, it stops PostgreSQL under the fleet: a push must get 503 with Retry-After, and once the
 # server is back the same instance must store again. The database password must appear in no
 # log line, problem body or /errors. Everything it starts is stopped by PID at the end.
@@ -34,6 +35,8 @@ cleanup() {
     if ((status != 0)); then
         echo "pg-fleet: failed; the logs end:" >&2
         tail -n 5 "$work"/*.log "$work/pg/server.log" >&2 2>/dev/null || true
+        echo "pg-fleet: the errors the instances logged:" >&2
+        grep -h ' ERROR ' "$work"/*.log | tail -n 5 >&2 || true
     fi
     rm -rf "$work"
     exit "$status"
@@ -41,9 +44,23 @@ cleanup() {
 trap cleanup EXIT
 
 command -v python3 >/dev/null || { echo "pg-fleet: python3 is required" >&2; exit 1; }
+test_flags=()
+[[ ${1:-} == --release ]] && test_flags=(--release)
 ingest_build "$@"
 pg_start "$work"
 echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (pid $PG_PID)"
+
+# The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
+# and copies of one delivery at two instances at once stored once.
+echo "pg-fleet: cargo test -p webhook-ingest --test provider_fixtures --test postgres"
+# A database of their own, so that their rows stay out of the fleet's reconciliation.
+pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
+WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet -p webhook-ingest "${test_flags[@]}" \
+    --test provider_fixtures --test postgres 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
+if ((PIPESTATUS[0] != 0)); then
+    echo "pg-fleet: the service's PostgreSQL tests failed" >&2
+    exit 1
+fi
 
 names=()
 for i in $(seq 1 "$INSTANCES"); do

@@ -85,8 +85,21 @@ fn send(
 
 #[tokio::test]
 async fn every_real_payload_is_answered_and_stored_exactly() {
-    let service =
-        Service::start_on_file_with_limit("fixtures", webhook_ingest::DEFAULT_BODY_LIMIT).await;
+    let body_limit = webhook_ingest::DEFAULT_BODY_LIMIT;
+    every_real_payload(Service::start_on_file_with_limit("fixtures", body_limit).await).await;
+}
+
+#[tokio::test]
+async fn every_real_payload_is_stored_exactly_in_postgres() {
+    if let Some(url) = test_postgres("every_real_payload_is_stored_exactly_in_postgres") {
+        every_real_payload(
+            Service::start_on_postgres(&url, webhook_ingest::DEFAULT_BODY_LIMIT).await,
+        )
+        .await;
+    }
+}
+
+async fn every_real_payload(service: Service) {
     let fixture = service.setup().await;
     let cases = cases();
     assert!(cases.len() >= 20, "the manifest lost fixtures");

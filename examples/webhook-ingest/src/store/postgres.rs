@@ -26,10 +26,10 @@ use crate::webhook::Vcs;
 const POOL_SIZE: usize = 8;
 /// How long a request waits for a free connection before the store answers "busy".
 const POOL_WAIT: Duration = Duration::from_secs(5);
-/// How long opening a connection may take: a database that does not answer by then is
-/// reported unreachable (503) rather than holding the request until the provider gives up
-/// (GitHub waits 10 s).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long opening a connection (TCP, then password authentication, which costs CPU on
+/// both sides) may take: a database that does not answer by then is reported unreachable
+/// (503) rather than holding the request until the provider gives up (GitHub waits 10 s).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Fixed key of the advisory lock that makes instances starting together migrate one at a
 /// time (any constant works; this one spells "webhook" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;

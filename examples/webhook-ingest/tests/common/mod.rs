@@ -18,6 +18,23 @@ pub const ADMIN_TOKEN: &str = "admin-token-for-tests";
 /// Copies of one delivery sent at the same moment.
 pub const CONCURRENT_COPIES: usize = 20;
 
+/// The environment variable that names a PostgreSQL database for the tests that need one:
+/// `load-scripts/fleet/pg-fleet.sh` starts a throwaway server and runs them with it set.
+pub const TEST_POSTGRES_ENV: &str = "WEBHOOK_INGEST_TEST_POSTGRES";
+
+/// The PostgreSQL URL the tests may use, or `None`, said on stderr, when none was given.
+pub fn test_postgres(test: &str) -> Option<String> {
+    let url = std::env::var(TEST_POSTGRES_ENV)
+        .ok()
+        .filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!(
+            "{test}: not run, no {TEST_POSTGRES_ENV} (load-scripts/fleet/pg-fleet.sh runs it)"
+        );
+    }
+    url
+}
+
 /// A running service; aborted, and its database removed, when dropped.
 pub struct Service {
     pub addr: SocketAddr,
@@ -56,6 +73,11 @@ impl Service {
         ));
         let store = Store::open(path.to_str().unwrap()).await.unwrap();
         Self::serve(store, Some(path), body_limit).await
+    }
+
+    /// On the PostgreSQL database at `url`, which every service started on it shares.
+    pub async fn start_on_postgres(url: &str, body_limit: usize) -> Self {
+        Self::serve(Store::open(url).await.unwrap(), None, body_limit).await
     }
 
     pub async fn serve(store: Store, db: Option<PathBuf>, body_limit: usize) -> Self {
