@@ -13,11 +13,16 @@ use crate::error::IngestError;
 /// One commit as stored; the optional parts are `None` when the payload did not carry them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commit {
+    /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
     pub sha: String,
     pub message: Option<String>,
+    /// The author as the provider names them: a name, or Bitbucket's git author line.
     pub author: Option<String>,
+    /// The author date exactly as the provider wrote it.
     pub timestamp: Option<String>,
+    /// `owner/name` (Bitbucket Data Center: `PROJECT/slug`).
     pub repository: String,
+    /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
     pub branch: String,
 }
 

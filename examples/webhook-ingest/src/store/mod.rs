@@ -58,6 +58,7 @@ pub struct InstanceRow {
     pub created_at: String,
 }
 
+/// An inbox as the webhook route needs it: its digest, provider and signing secret.
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
@@ -65,6 +66,7 @@ pub struct InboxRow {
     pub secret: String,
 }
 
+/// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
 pub struct StoredCommit {
     pub seq: i64,
     pub inbox_id: String,
@@ -134,7 +136,7 @@ impl Store {
         })
     }
 
-    /// Which kind of store this is, for logs and the health route.
+    /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Sqlite(_) => "sqlite",
@@ -148,18 +150,22 @@ impl Store {
         self.failing.store(failing, Ordering::Relaxed);
     }
 
+    /// Whether the store answers a trivial query.
     pub async fn health(&self) -> Result<(), StoreError> {
         dispatch!(self.health())
     }
 
+    /// Records a new instance with the SHA-256 of its API key.
     pub async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError> {
         dispatch!(self.create_instance(id, key_hash))
     }
 
+    /// The instance `id`, if it exists.
     pub async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
         dispatch!(self.instance(id))
     }
 
+    /// Records a new digest of `instance`.
     pub async fn create_digest(
         &self,
         instance: String,
@@ -169,14 +175,17 @@ impl Store {
         dispatch!(self.create_digest(instance, id, description))
     }
 
+    /// Whether `instance` owns the digest `id`.
     pub async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError> {
         dispatch!(self.digest_exists(instance, id))
     }
 
+    /// Records a new inbox.
     pub async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
         dispatch!(self.create_inbox(inbox))
     }
 
+    /// The inbox `id` of `instance`, if it exists.
     pub async fn inbox(
         &self,
         instance: String,
@@ -207,6 +216,7 @@ impl Store {
         dispatch!(self.commits(digest, before, limit))
     }
 
+    /// Row counts of `instance`.
     pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         dispatch!(self.stats(instance))
     }
