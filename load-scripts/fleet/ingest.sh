@@ -41,7 +41,10 @@ ingest_launch() {
     local name=$1 db=$2 port=${3:-0}
     # shellcheck disable=SC2153 # INGEST_WORK is set by the sourcing script
     : >"$INGEST_WORK/$name.out"
-    "$INGEST_BIN" --port "$port" --db "$db" >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
+    # Without RUST_BACKTRACE: the instances run as in production, and no backtrace capture
+    # (which this shell may ask for) weighs on the throughput they show.
+    env -u RUST_BACKTRACE "$INGEST_BIN" --port "$port" --db "$db" \
+        >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
     INGEST_PID[$name]=$!
 }
 
