@@ -436,7 +436,11 @@ def reconcile_crash(env_path, log_path, rows_path, urls):
 def reconcile_complete(log_path, rows_path):
     """After the resend every delivery is stored, once, with all its commits."""
     entries, rows = read_log(log_path), read_rows(rows_path)
-    whole = [d for d, e in entries.items() if rows.get(d, (None,) * 3)[::2] == (e["commits"],) * 2]
+    def is_whole(delivery, commits):
+        count, _, stored = rows.get(delivery, (None, None, None))
+        return count == stored == commits
+
+    whole = [d for d, e in entries.items() if is_whole(d, e["commits"])]
     if len(whole) != len(entries) or set(rows) - set(entries):
         die(f"MISMATCH: {len(whole)} of {len(entries)} deliveries stored whole, "
             f"{len(set(rows) - set(entries))} rows never sent")
