@@ -6,6 +6,7 @@
 //! commits.
 
 pub mod error;
+pub mod payload;
 pub mod serve;
 pub mod store;
 pub mod webhook;
@@ -292,14 +293,14 @@ async fn create_inbox(
     let secret = token("whs_", SECRET_BYTES);
     state
         .store
-        .create_inbox(
-            row.id.clone(),
-            digest.clone(),
-            id.clone(),
+        .create_inbox(store::NewInbox {
+            instance: row.id.clone(),
+            digest: digest.clone(),
+            id: id.clone(),
             vcs,
-            body.name.clone(),
-            secret.clone(),
-        )
+            name: body.name.clone(),
+            secret: secret.clone(),
+        })
         .await?;
     // The host the client reached us by is the one its provider should use.
     let host = headers
@@ -403,9 +404,9 @@ async fn receive(
     match event {
         Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
-        Event::Push => {
+        Event::Push(shape) => {
             let delivery = webhook::delivery_id(sent, &headers, &body)?;
-            let commits = webhook::parse_push(sent, &body)?;
+            let commits = payload::parse_push(shape, &body)?;
             let inbox_id = inbox.id.clone();
             match state
                 .store

@@ -1,14 +1,16 @@
 //! The reference webhook ingestion service: instances own digests, digests have inboxes, and
-//! each inbox stores the commits of one provider's push webhooks, in SQLite.
+//! each inbox stores the commits of one provider's push webhooks, in SQLite or PostgreSQL.
 //!
 //! ```text
-//! cargo run --release -p webhook-ingest -- [--port 3000] [--db webhook-ingest.db]
+//! cargo run --release -p webhook-ingest -- [--port 3000] [--db webhook-ingest.db | --db postgres://…]
 //!     [--body-limit BYTES] [--fail-store] [limits]
 //! ```
 //!
 //! It binds 127.0.0.1 on `--port` (0 picks a free port) and prints
 //! `listening on 127.0.0.1:PORT` as its first line on stdout; logs go to stderr. `--db :memory:`
-//! keeps nothing. `--fail-store` makes every store operation fail, to see the 503s providers
+//! keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses that PostgreSQL database
+//! (its migrations run at start-up), so several instances can share one store. The password
+//! is never logged. `--fail-store` makes every store operation fail, to see the 503s providers
 //! would see.
 //!
 //! The limits (durations as `500ms`, `5s` or plain seconds; see `webhook_ingest::serve` for
@@ -41,10 +43,11 @@ use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 use webhook_ingest::serve::{self, Limits};
-use webhook_ingest::store::Store;
+use webhook_ingest::store::{self, Store};
 use webhook_ingest::{webhook, Config};
 
-const USAGE: &str = "usage: webhook-ingest [--port N] [--db PATH] [--body-limit BYTES] \
+const USAGE: &str =
+    "usage: webhook-ingest [--port N] [--db PATH|postgres://…] [--body-limit BYTES] \
                      [--fail-store] [--header-timeout D] [--idle-timeout D] [--body-timeout D] \
                      [--request-timeout D] [--max-connections N] [--h2-max-streams N] \
                      [--h2-ping-interval D] [--h2-ping-timeout D] [--shutdown-timeout D] | --sign";
@@ -189,20 +192,24 @@ async fn serve(args: Args) -> io::Result<()> {
         .init();
     faultline::install_panic_hook();
 
-    let store = Store::open(&args.db).map_err(|e| {
+    // The location as logs may show it: a PostgreSQL URL's password is masked.
+    let db = store::redacted(&args.db);
+    let store = Store::open(&args.db).await.map_err(|e| {
         let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
-        io::Error::other(format!("{e} at `{}`{}", args.db, cause.unwrap_or_default()))
+        io::Error::other(format!("{e} at `{db}`{}", cause.unwrap_or_default()))
     })?;
     if args.fail_store {
         store.set_failing(true);
     }
+    let store_kind = store.kind();
     let connections = args.config.connections.clone();
     let deadlines = args.config.deadlines;
     let (router, ledger) = webhook_ingest::app(store, args.config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on {}", listener.local_addr()?);
     tracing::info!(
-        db = %args.db,
+        db = %db,
+        store = store_kind,
         fail_store = args.fail_store,
         limits = ?args.limits,
         ?deadlines,

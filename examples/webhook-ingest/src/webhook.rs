@@ -1,5 +1,5 @@
 //! What the three providers send: which provider and event a delivery is, whether it is
-//! authentic, its delivery id, and the commits of a push.
+//! authentic, and its delivery id (the commits of a push are read in `payload`).
 //!
 //! Everything here works on headers and raw bytes and touches no store, so it is tested
 //! without a server.
@@ -8,11 +8,11 @@ use std::fmt;
 
 use axum::http::HeaderMap;
 use hmac::{KeyInit, Mac};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
+use crate::payload::Shape;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -60,7 +60,8 @@ impl Vcs {
         match self {
             Vcs::Github => &["x-github-delivery"],
             Vcs::Gitlab => &["idempotency-key", "x-gitlab-event-uuid"],
-            Vcs::Bitbucket => &["x-request-uuid"],
+            // Bitbucket Cloud, then Bitbucket Data Center.
+            Vcs::Bitbucket => &["x-request-uuid", "x-request-id"],
         }
     }
 }
@@ -74,7 +75,8 @@ impl fmt::Display for Vcs {
 /// What a delivery asks of us.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event {
-    Push,
+    /// A push, its payload of this shape.
+    Push(Shape),
     Ping,
     Unsupported(String),
 }
@@ -92,9 +94,11 @@ pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
 
 fn classify(vcs: Vcs, name: &str) -> Event {
     match (vcs, name) {
-        (Vcs::Github, "push") | (Vcs::Gitlab, "Push Hook") | (Vcs::Bitbucket, "repo:push") => {
-            Event::Push
-        }
+        (Vcs::Github, "push") => Event::Push(Shape::Github),
+        (Vcs::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
+        (Vcs::Bitbucket, "repo:push") => Event::Push(Shape::BitbucketCloud),
+        // Bitbucket Data Center's push; its inboxes are Bitbucket inboxes too.
+        (Vcs::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
         // GitHub's hook-created event and Bitbucket Server's "test connection".
         (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
         _ => Event::Unsupported(name.to_owned()),
@@ -198,102 +202,9 @@ fn display_name(header: &str) -> &'static str {
         "x-github-delivery" => "X-GitHub-Delivery",
         "idempotency-key" => "Idempotency-Key",
         "x-gitlab-event-uuid" => "X-Gitlab-Event-UUID",
+        "x-request-id" => "X-Request-Id",
         _ => "X-Request-UUID",
     }
-}
-
-/// One commit as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Commit {
-    pub sha: String,
-    pub message: String,
-    pub author: String,
-    pub timestamp: String,
-    pub repository: String,
-    pub branch: String,
-}
-
-/// The commits of a push event's payload; a missing or mistyped field is named in the error.
-pub fn parse_push(vcs: Vcs, body: &[u8]) -> Result<Vec<Commit>, IngestError> {
-    let payload: Value = serde_json::from_slice(body)
-        .map_err(|e| IngestError::Malformed(format!("is not valid JSON: {e}")))?;
-    match vcs {
-        Vcs::Github => parse_flat(&payload, &["repository", "full_name"]),
-        Vcs::Gitlab => parse_flat(&payload, &["project", "path_with_namespace"]),
-        Vcs::Bitbucket => parse_bitbucket(&payload),
-    }
-}
-
-/// GitHub and GitLab: one ref, a `commits` array of `id`, `message`, `timestamp`,
-/// `author.name`.
-fn parse_flat(payload: &Value, repository_path: &[&str]) -> Result<Vec<Commit>, IngestError> {
-    let repository = text_at(payload, repository_path, "")?;
-    let git_ref = text_at(payload, &["ref"], "")?;
-    let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
-    let commits = array_at(payload, "commits", "")?;
-    commits
-        .iter()
-        .enumerate()
-        .map(|(i, commit)| {
-            let at = format!("commits[{i}].");
-            Ok(Commit {
-                sha: text_at(commit, &["id"], &at)?.to_owned(),
-                message: text_at(commit, &["message"], &at)?.to_owned(),
-                author: text_at(commit, &["author", "name"], &at)?.to_owned(),
-                timestamp: text_at(commit, &["timestamp"], &at)?.to_owned(),
-                repository: repository.to_owned(),
-                branch: branch.to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// Bitbucket: `push.changes[]`, each with the branch in `new.name` and `commits[]` of `hash`,
-/// `message`, `date`, `author.raw`. A change whose `new` is null deleted a branch and brings
-/// no commits.
-fn parse_bitbucket(payload: &Value) -> Result<Vec<Commit>, IngestError> {
-    let repository = text_at(payload, &["repository", "full_name"], "")?;
-    let push = payload
-        .get("push")
-        .ok_or_else(|| IngestError::missing("push"))?;
-    let changes = array_at(push, "changes", "push.")?;
-    let mut stored = Vec::new();
-    for (c, change) in changes.iter().enumerate() {
-        let at = format!("push.changes[{c}].");
-        if change.get("new").is_none_or(Value::is_null) {
-            continue;
-        }
-        let branch = text_at(change, &["new", "name"], &at)?;
-        let commits = array_at(change, "commits", &at)?;
-        for (i, commit) in commits.iter().enumerate() {
-            let at = format!("{at}commits[{i}].");
-            stored.push(Commit {
-                sha: text_at(commit, &["hash"], &at)?.to_owned(),
-                message: text_at(commit, &["message"], &at)?.to_owned(),
-                author: text_at(commit, &["author", "raw"], &at)?.to_owned(),
-                timestamp: text_at(commit, &["date"], &at)?.to_owned(),
-                repository: repository.to_owned(),
-                branch: branch.to_owned(),
-            });
-        }
-    }
-    Ok(stored)
-}
-
-/// The string at `path` below `value`; `prefix` is where `value` sits, for the error.
-fn text_at<'a>(value: &'a Value, path: &[&str], prefix: &str) -> Result<&'a str, IngestError> {
-    path.iter()
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_str)
-        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{}", path.join("."))))
-}
-
-fn array_at<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], IngestError> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{key}")))
 }
 
 pub fn hex_encode(bytes: &[u8]) -> String {

@@ -72,7 +72,7 @@ impl Server {
             connections: connections.clone(),
             ..webhook_ingest::Config::default()
         };
-        let (router, ledger) = webhook_ingest::app(Store::open(":memory:").unwrap(), config);
+        let (router, ledger) = webhook_ingest::app(Store::open(":memory:").await.unwrap(), config);
         Self::start(router, ledger, connections, limits).await
     }
 

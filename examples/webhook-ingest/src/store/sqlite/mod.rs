@@ -1,4 +1,4 @@
-//! The SQLite store, kept off the async runtime's threads.
+//! The SQLite store, the embedded default, kept off the async runtime's threads.
 //!
 //! Every write goes to one writer thread that owns the only writing connection, through a
 //! bounded queue: SQLite admits one writer at a time anyway, and a full queue answers "busy"
@@ -6,16 +6,21 @@
 //! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
 //! single connection, so its reads queue behind the writer too.
 
+mod schema;
+
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use crate::webhook::{Commit, Vcs};
+use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use crate::payload::Commit;
+use crate::webhook::Vcs;
+use schema::migrate;
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout
@@ -26,94 +31,19 @@ const READERS: usize = 3;
 /// How long a connection waits for a lock before reporting busy; WAL makes this rare.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS instances (
-    id TEXT PRIMARY KEY,
-    key_hash BLOB NOT NULL,
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-);
-CREATE TABLE IF NOT EXISTS digests (
-    id TEXT PRIMARY KEY,
-    instance_id TEXT NOT NULL REFERENCES instances (id),
-    description TEXT NOT NULL,
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-);
-CREATE INDEX IF NOT EXISTS digests_by_instance ON digests (instance_id);
-CREATE TABLE IF NOT EXISTS inboxes (
-    id TEXT PRIMARY KEY,
-    instance_id TEXT NOT NULL REFERENCES instances (id),
-    digest_id TEXT NOT NULL REFERENCES digests (id),
-    vcs TEXT NOT NULL,
-    name TEXT NOT NULL,
-    secret TEXT NOT NULL,
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-);
-CREATE INDEX IF NOT EXISTS inboxes_by_instance ON inboxes (instance_id);
--- One row per delivery accepted; the primary key is what makes redelivery idempotent.
-CREATE TABLE IF NOT EXISTS deliveries (
-    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
-    delivery_id TEXT NOT NULL,
-    instance_id TEXT NOT NULL,
-    commit_count INTEGER NOT NULL,
-    redeliveries INTEGER NOT NULL DEFAULT 0,
-    received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    PRIMARY KEY (inbox_id, delivery_id)
-);
-CREATE INDEX IF NOT EXISTS deliveries_by_instance ON deliveries (instance_id);
-CREATE TABLE IF NOT EXISTS commits (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    instance_id TEXT NOT NULL,
-    digest_id TEXT NOT NULL,
-    inbox_id TEXT NOT NULL,
-    delivery_id TEXT NOT NULL,
-    sha TEXT NOT NULL,
-    message TEXT NOT NULL,
-    author TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    repository TEXT NOT NULL,
-    branch TEXT NOT NULL,
-    FOREIGN KEY (inbox_id, delivery_id) REFERENCES deliveries (inbox_id, delivery_id)
-);
-CREATE INDEX IF NOT EXISTS commits_by_digest ON commits (digest_id, seq);
-CREATE INDEX IF NOT EXISTS commits_by_instance ON commits (instance_id);
-";
-
-/// Why the store could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("the writer's queue is full")]
-    QueueFull,
-    #[error("sqlite failed")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error("the store is switched to fail")]
-    Switched,
-    #[error("the store's worker stopped before answering")]
-    Stopped,
-    #[error("opening the store failed")]
-    Open(#[source] rusqlite::Error),
-    #[error("starting the store's writer thread failed")]
-    Spawn(#[source] std::io::Error),
-}
-
-impl StoreError {
-    /// Whether the failure is only contention, which clears within a second.
-    pub fn is_busy(&self) -> bool {
-        match self {
-            StoreError::QueueFull => true,
-            StoreError::Sqlite(e) => matches!(
-                e.sqlite_error_code(),
-                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-            ),
-            _ => false,
-        }
-    }
+/// Whether SQLite only waited too long for a lock.
+pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-/// A handle on the store; cheap to clone.
+/// A handle on the SQLite store; cheap to clone.
 #[derive(Clone)]
-pub struct Store {
+pub(super) struct SqliteStore {
     shared: Arc<Shared>,
 }
 
@@ -121,51 +51,13 @@ struct Shared {
     writer: SyncSender<Job>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
-    failing: AtomicBool,
 }
 
-/// An instance as stored: the API key only as its SHA-256.
-pub struct InstanceRow {
-    pub id: String,
-    pub key_hash: Vec<u8>,
-    pub created_at: String,
-}
-
-pub struct InboxRow {
-    pub id: String,
-    pub digest_id: String,
-    pub vcs: Vcs,
-    pub secret: String,
-}
-
-pub struct StoredCommit {
-    pub seq: i64,
-    pub inbox_id: String,
-    pub commit: Commit,
-}
-
-/// What became of a delivery.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Ingested {
-    Stored(usize),
-    Duplicate,
-}
-
-/// Row counts of one instance, for the load scripts' reconciliation.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Stats {
-    pub digests: i64,
-    pub inboxes: i64,
-    pub deliveries: i64,
-    pub redeliveries: i64,
-    pub commits: i64,
-}
-
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the store at `path`; `:memory:` makes a throwaway one.
-    pub fn open(path: &str) -> Result<Store, StoreError> {
+    pub(super) fn open(path: &str) -> Result<SqliteStore, StoreError> {
         let in_memory = path == ":memory:";
-        let writer = Connection::open(path).map_err(StoreError::Open)?;
+        let mut writer = Connection::open(path).map_err(|e| StoreError::Open(e.into()))?;
         writer
             .busy_timeout(BUSY_TIMEOUT)
             .and_then(|()| {
@@ -176,16 +68,16 @@ impl Store {
                     writer.pragma_update(None, "synchronous", "NORMAL")?;
                 }
                 writer.pragma_update(None, "foreign_keys", "ON")?;
-                writer.execute_batch(SCHEMA)
+                migrate(&mut writer)
             })
-            .map_err(StoreError::Open)?;
+            .map_err(|e| StoreError::Open(e.into()))?;
         let readers = if in_memory {
             Vec::new()
         } else {
             (0..READERS)
                 .map(|_| open_reader(Path::new(path)).map(Mutex::new))
                 .collect::<Result<_, _>>()
-                .map_err(StoreError::Open)?
+                .map_err(|e| StoreError::Open(e.into()))?
         };
         let (sender, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         std::thread::Builder::new()
@@ -200,20 +92,13 @@ impl Store {
                 }
             })
             .map_err(StoreError::Spawn)?;
-        Ok(Store {
+        Ok(SqliteStore {
             shared: Arc::new(Shared {
                 writer: sender,
                 readers,
                 next_reader: AtomicUsize::new(0),
-                failing: AtomicBool::new(false),
             }),
         })
-    }
-
-    /// Makes every later operation fail with a store error (or work again), so tests and
-    /// `--fail-store` can see what providers see when the database is down.
-    pub fn set_failing(&self, failing: bool) {
-        self.shared.failing.store(failing, Ordering::Relaxed);
     }
 
     /// Runs `work` on the writer thread, in the order of arrival.
@@ -221,9 +106,6 @@ impl Store {
         &self,
         work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        if self.shared.failing.load(Ordering::Relaxed) {
-            return Err(StoreError::Switched);
-        }
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |connection| {
             // The receiver is gone only if the request was cancelled; the write stands.
@@ -244,9 +126,6 @@ impl Store {
         if self.shared.readers.is_empty() {
             return self.write(move |connection| work(connection)).await;
         }
-        if self.shared.failing.load(Ordering::Relaxed) {
-            return Err(StoreError::Switched);
-        }
         let shared = Arc::clone(&self.shared);
         let result = tokio::task::spawn_blocking(move || {
             let n = shared.next_reader.fetch_add(1, Ordering::Relaxed) % shared.readers.len();
@@ -260,11 +139,15 @@ impl Store {
         Ok(result?)
     }
 
-    pub async fn health(&self) -> Result<(), StoreError> {
+    pub(super) async fn health(&self) -> Result<(), StoreError> {
         self.read(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
     }
 
-    pub async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError> {
+    pub(super) async fn create_instance(
+        &self,
+        id: String,
+        key_hash: Vec<u8>,
+    ) -> Result<(), StoreError> {
         self.write(move |c| {
             c.execute(
                 "INSERT INTO instances (id, key_hash) VALUES (?1, ?2)",
@@ -275,7 +158,7 @@ impl Store {
         .await
     }
 
-    pub async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
+    pub(super) async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached("SELECT id, key_hash, created_at FROM instances WHERE id = ?1")?
                 .query_row([id], |row| {
@@ -290,7 +173,7 @@ impl Store {
         .await
     }
 
-    pub async fn create_digest(
+    pub(super) async fn create_digest(
         &self,
         instance: String,
         id: String,
@@ -306,7 +189,11 @@ impl Store {
         .await
     }
 
-    pub async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError> {
+    pub(super) async fn digest_exists(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<bool, StoreError> {
         self.read(move |c| {
             c.prepare_cached("SELECT 1 FROM digests WHERE id = ?1 AND instance_id = ?2")?
                 .exists([id, instance])
@@ -314,27 +201,26 @@ impl Store {
         .await
     }
 
-    pub async fn create_inbox(
-        &self,
-        instance: String,
-        digest: String,
-        id: String,
-        vcs: Vcs,
-        name: String,
-        secret: String,
-    ) -> Result<(), StoreError> {
+    pub(super) async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
         self.write(move |c| {
             c.execute(
                 "INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![id, instance, digest, vcs.as_str(), name, secret],
+                params![
+                    inbox.id,
+                    inbox.instance,
+                    inbox.digest,
+                    inbox.vcs.as_str(),
+                    inbox.name,
+                    inbox.secret
+                ],
             )
             .map(drop)
         })
         .await
     }
 
-    pub async fn inbox(
+    pub(super) async fn inbox(
         &self,
         instance: String,
         id: String,
@@ -358,9 +244,7 @@ impl Store {
         .await
     }
 
-    /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
-    /// has this delivery id.
-    pub async fn ingest(
+    pub(super) async fn ingest(
         &self,
         instance: String,
         inbox: InboxRow,
@@ -414,8 +298,7 @@ impl Store {
         .await
     }
 
-    /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.
-    pub async fn commits(
+    pub(super) async fn commits(
         &self,
         digest: String,
         before: Option<i64>,
@@ -447,7 +330,7 @@ impl Store {
         .await
     }
 
-    pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
+    pub(super) async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
                 "SELECT
@@ -478,4 +361,69 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     connection.busy_timeout(BUSY_TIMEOUT)?;
     Ok(connection)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::schema::SCHEMA_V1;
+    use super::*;
+
+    /// A database made before migrations were versioned keeps its rows, and takes commits
+    /// without the optional fields afterwards.
+    #[tokio::test]
+    async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
+        let path = std::env::temp_dir().join(format!(
+            "faultline-migrate-{}-{:?}.db",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let path = path.to_str().unwrap().to_owned();
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(SCHEMA_V1).unwrap();
+            old.execute_batch(
+                "INSERT INTO instances (id, key_hash) VALUES ('in', x'00');
+                 INSERT INTO digests (id, instance_id, description) VALUES ('dg', 'in', 'd');
+                 INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
+                     VALUES ('ib', 'in', 'dg', 'github', 'n', 's');
+                 INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
+                     VALUES ('ib', 'old', 'in', 1);
+                 INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
+                     message, author, timestamp, repository, branch)
+                     VALUES ('in', 'dg', 'ib', 'old', 'a1', 'm', 'Ada', 't', 'r', 'main');",
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let inbox = || InboxRow {
+            id: "ib".into(),
+            digest_id: "dg".into(),
+            vcs: Vcs::Github,
+            secret: "s".into(),
+        };
+        let bare = Commit {
+            sha: "b2".into(),
+            message: None,
+            author: None,
+            timestamp: None,
+            repository: "r".into(),
+            branch: "main".into(),
+        };
+        let stored = store
+            .ingest("in".into(), inbox(), "new".into(), vec![bare.clone()])
+            .await
+            .unwrap();
+        assert_eq!(stored, Ingested::Stored(1));
+        let commits = store.commits("dg".into(), None, 10).await.unwrap();
+        let listed: Vec<_> = commits.into_iter().map(|c| (c.seq, c.commit)).collect();
+        assert_eq!(listed[0], (2, bare));
+        assert_eq!(listed[1].0, 1);
+        assert_eq!(listed[1].1.author.as_deref(), Some("Ada"));
+        drop(store);
+        // Opened again, nothing runs twice.
+        SqliteStore::open(&path).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{path}{suffix}"));
+        }
+    }
 }

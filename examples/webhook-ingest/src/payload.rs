@@ -1,0 +1,232 @@
+//! The commits of a push, read from each provider's payload.
+//!
+//! The rule is the one a sender can live with: a push is refused only when it cannot be
+//! understood at all (no ref, no repository, a commit without its id). Anything a real sender
+//! may leave out (a commit's author, date or message, a change's `commits`) is stored as
+//! absent, because a provider does not redeliver after a 4xx and refusing would lose the
+//! whole push for one optional field.
+
+use serde_json::Value;
+
+use crate::error::IngestError;
+
+/// One commit as stored; the optional parts are `None` when the payload did not carry them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
+    pub sha: String,
+    pub message: Option<String>,
+    /// The author as the provider names them: a name, or Bitbucket's git author line.
+    pub author: Option<String>,
+    /// The author date exactly as the provider wrote it.
+    pub timestamp: Option<String>,
+    /// `owner/name` (Bitbucket Data Center: `PROJECT/slug`).
+    pub repository: String,
+    /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
+    pub branch: String,
+}
+
+/// The shape of a push payload, named by the provider's event header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// GitHub `push`: one ref, `commits[]` of `id`, `message`, `timestamp`, `author.name`.
+    Github,
+    /// GitLab `Push Hook` and `Tag Push Hook`: as GitHub, the repository in `project`.
+    Gitlab,
+    /// Bitbucket Cloud `repo:push`: `push.changes[]`, each with `new` and `commits[]`.
+    BitbucketCloud,
+    /// Bitbucket Data Center `repo:refs_changed`: `changes[]` naming each ref's new tip only.
+    BitbucketServer,
+}
+
+/// Git's name for "no commit": the `toHash` of a deleted ref.
+const NULL_SHA: &str = "0000000000000000000000000000000000000000";
+
+/// The commits of a push payload of `shape`.
+pub fn parse_push(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, IngestError> {
+    let payload: Value = serde_json::from_slice(body)
+        .map_err(|e| IngestError::Malformed(format!("is not valid JSON: {e}")))?;
+    match shape {
+        Shape::Github => parse_flat(&payload, github_repository(&payload)?),
+        Shape::Gitlab => parse_flat(
+            &payload,
+            text_at(&payload, &["project", "path_with_namespace"], "")?,
+        ),
+        Shape::BitbucketCloud => parse_bitbucket_cloud(&payload),
+        Shape::BitbucketServer => parse_bitbucket_server(&payload),
+    }
+}
+
+/// GitHub names the repository `full_name`; payloads from before that field (still sent by
+/// some GitHub Enterprise hooks) carry only `owner.name` and `name`.
+fn github_repository(payload: &Value) -> Result<String, IngestError> {
+    if let Ok(full_name) = text_at(payload, &["repository", "full_name"], "") {
+        return Ok(full_name.to_owned());
+    }
+    let name = text_at(payload, &["repository", "name"], "")
+        .map_err(|_| IngestError::missing("repository.full_name"))?;
+    Ok(match optional(payload, &["repository", "owner", "name"]) {
+        Some(owner) => format!("{owner}/{name}"),
+        None => name.to_owned(),
+    })
+}
+
+/// GitHub and GitLab: one ref and a `commits` array; a push that deletes a ref or pushes a
+/// tag may carry none.
+fn parse_flat(payload: &Value, repository: impl Into<String>) -> Result<Vec<Commit>, IngestError> {
+    let repository = repository.into();
+    let git_ref = text_at(payload, &["ref"], "")?;
+    let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
+    let commits = optional_array(payload, "commits", "")?;
+    commits
+        .iter()
+        .enumerate()
+        .map(|(i, commit)| {
+            Ok(Commit {
+                sha: text_at(commit, &["id"], &format!("commits[{i}]."))?.to_owned(),
+                message: optional(commit, &["message"]),
+                author: optional(commit, &["author", "name"]),
+                timestamp: optional(commit, &["timestamp"]),
+                repository: repository.clone(),
+                branch: branch.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Bitbucket Cloud: a change whose `new` is null deleted a ref and brings no commits; a tag
+/// push comes without a `commits` key at all.
+fn parse_bitbucket_cloud(payload: &Value) -> Result<Vec<Commit>, IngestError> {
+    let repository = text_at(payload, &["repository", "full_name"], "")?;
+    let push = payload
+        .get("push")
+        .ok_or_else(|| IngestError::missing("push"))?;
+    let changes = array_at(push, "changes", "push.")?;
+    let mut stored = Vec::new();
+    for (c, change) in changes.iter().enumerate() {
+        let at = format!("push.changes[{c}].");
+        if change.get("new").is_none_or(Value::is_null) {
+            continue;
+        }
+        let branch = text_at(change, &["new", "name"], &at)?;
+        for (i, commit) in optional_array(change, "commits", &at)?.iter().enumerate() {
+            stored.push(Commit {
+                sha: text_at(commit, &["hash"], &format!("{at}commits[{i}]."))?.to_owned(),
+                message: optional(commit, &["message"]),
+                author: bitbucket_author(commit),
+                timestamp: optional(commit, &["date"]),
+                repository: repository.to_owned(),
+                branch: branch.to_owned(),
+            });
+        }
+    }
+    Ok(stored)
+}
+
+/// Bitbucket Cloud sends `author` as `{raw, user}`; Atlassian's documented example sends the
+/// user object itself, without `raw`. The git author line is preferred, then the account's
+/// display name.
+fn bitbucket_author(commit: &Value) -> Option<String> {
+    optional(commit, &["author", "raw"])
+        .or_else(|| optional(commit, &["author", "user", "display_name"]))
+        .or_else(|| optional(commit, &["author", "display_name"]))
+}
+
+/// Bitbucket Data Center names no commits, only each ref's new tip (`toHash`): that tip is
+/// stored as the one commit of the change, its message, author and date absent. A deleted
+/// ref stores nothing.
+fn parse_bitbucket_server(payload: &Value) -> Result<Vec<Commit>, IngestError> {
+    let project = text_at(payload, &["repository", "project", "key"], "")?;
+    let slug = text_at(payload, &["repository", "slug"], "")?;
+    let repository = format!("{project}/{slug}");
+    let changes = array_at(payload, "changes", "")?;
+    let mut stored = Vec::new();
+    for (c, change) in changes.iter().enumerate() {
+        let at = format!("changes[{c}].");
+        let tip = text_at(change, &["toHash"], &at)?;
+        if change.get("type").and_then(Value::as_str) == Some("DELETE") || tip == NULL_SHA {
+            continue;
+        }
+        let branch = text_at(change, &["ref", "displayId"], &at)?;
+        stored.push(Commit {
+            sha: tip.to_owned(),
+            message: None,
+            author: None,
+            timestamp: None,
+            repository: repository.clone(),
+            branch: branch.to_owned(),
+        });
+    }
+    Ok(stored)
+}
+
+/// The string at `path` below `value`; `prefix` is where `value` sits, for the error.
+fn text_at<'a>(value: &'a Value, path: &[&str], prefix: &str) -> Result<&'a str, IngestError> {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{}", path.join("."))))
+}
+
+/// The string at `path`, or `None` when it is absent, null or not a string: an optional
+/// field that a sender got wrong is as good as absent, and no reason to lose the push.
+fn optional(value: &Value, path: &[&str]) -> Option<String> {
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn array_at<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], IngestError> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{key}")))
+}
+
+/// The array at `key`; absent or null is an empty list, anything else but an array is
+/// malformed (a sender that writes `"commits": 3` is not one we understand).
+fn optional_array<'a>(
+    value: &'a Value,
+    key: &str,
+    prefix: &str,
+) -> Result<&'a [Value], IngestError> {
+    match value.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(_) => array_at(value, key, prefix),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refs_changed_update_stores_the_new_tip_and_a_delete_nothing() {
+        let body = br#"{"repository":{"slug":"web","project":{"key":"ACME"}},"changes":[
+            {"ref":{"id":"refs/heads/main","displayId":"main","type":"BRANCH"},
+             "fromHash":"aaa","toHash":"bbb","type":"UPDATE"},
+            {"ref":{"id":"refs/heads/old","displayId":"old","type":"BRANCH"},
+             "fromHash":"ccc","toHash":"0000000000000000000000000000000000000000","type":"DELETE"}]}"#;
+        let commits = parse_push(Shape::BitbucketServer, body).unwrap();
+        assert_eq!(
+            commits,
+            vec![Commit {
+                sha: "bbb".into(),
+                message: None,
+                author: None,
+                timestamp: None,
+                repository: "ACME/web".into(),
+                branch: "main".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn commits_that_are_not_an_array_are_malformed() {
+        let body = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},"commits":3}"#;
+        let error = parse_push(Shape::Github, body).unwrap_err();
+        assert!(error.to_string().contains("`commits`"), "{error}");
+    }
+}

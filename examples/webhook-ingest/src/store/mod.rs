@@ -1,0 +1,295 @@
+//! Where deliveries and commits are kept: an embedded SQLite file (the default), or a
+//! PostgreSQL database that several instances of the service share.
+//!
+//! Both keep the same promises, which is what lets the handlers not care which one runs:
+//! one transaction per delivery; a delivery id stored once per inbox, decided by the
+//! database's unique key inside that transaction (never by a look-up before it), so copies of
+//! one delivery that reach different instances at the same instant still store it once; and
+//! no database work on the async runtime's threads (SQLite's runs on threads of its own,
+//! PostgreSQL's is network I/O the runtime waits on).
+
+mod postgres;
+mod sqlite;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::payload::Commit;
+use crate::webhook::Vcs;
+
+/// Why the store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the writer's queue is full")]
+    QueueFull,
+    #[error("sqlite failed")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("postgres failed")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("no postgres connection could be had: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("the store is switched to fail")]
+    Switched,
+    #[error("the store's worker stopped before answering")]
+    Stopped,
+    #[error("opening the store failed")]
+    Open(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("starting the store's writer thread failed")]
+    Spawn(#[source] std::io::Error),
+}
+
+impl StoreError {
+    /// Whether the failure is only contention, which clears within a second.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            StoreError::QueueFull => true,
+            StoreError::Sqlite(e) => sqlite::is_busy(e),
+            StoreError::Postgres(e) => postgres::is_busy(e),
+            StoreError::Pool(e) => postgres::pool_is_busy(e),
+            _ => false,
+        }
+    }
+}
+
+/// An instance as stored: the API key only as its SHA-256.
+pub struct InstanceRow {
+    pub id: String,
+    pub key_hash: Vec<u8>,
+    pub created_at: String,
+}
+
+/// An inbox as the webhook route needs it: its digest, provider and signing secret.
+pub struct InboxRow {
+    pub id: String,
+    pub digest_id: String,
+    pub vcs: Vcs,
+    pub secret: String,
+}
+
+/// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
+pub struct StoredCommit {
+    pub seq: i64,
+    pub inbox_id: String,
+    pub commit: Commit,
+}
+
+/// What became of a delivery.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ingested {
+    Stored(usize),
+    Duplicate,
+}
+
+/// Row counts of one instance, for the load scripts' reconciliation.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Stats {
+    pub digests: i64,
+    pub inboxes: i64,
+    pub deliveries: i64,
+    pub redeliveries: i64,
+    pub commits: i64,
+}
+
+/// A handle on the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    backend: Backend,
+    failing: Arc<AtomicBool>,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+/// Runs the same call on whichever backend this store is, after the `--fail-store` switch.
+macro_rules! dispatch {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        if $self.failing.load(Ordering::Relaxed) {
+            return Err(StoreError::Switched);
+        }
+        match &$self.backend {
+            Backend::Sqlite(store) => store.$method($($arg),*).await,
+            Backend::Postgres(store) => store.$method($($arg),*).await,
+        }
+    }};
+}
+
+impl Store {
+    /// Opens the store `location` names, running its migrations: a `postgres://` (or
+    /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
+    /// throwaway SQLite store.
+    pub async fn open(location: &str) -> Result<Store, StoreError> {
+        let backend = if is_postgres(location) {
+            Backend::Postgres(postgres::PgStore::open(location).await?)
+        } else {
+            let path = location.to_owned();
+            let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+                .await
+                .map_err(|_| StoreError::Stopped)?;
+            Backend::Sqlite(opened?)
+        };
+        Ok(Store {
+            backend,
+            failing: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
+    pub fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Makes every later operation fail with a store error (or work again), so tests and
+    /// `--fail-store` can see what providers see when the database is down.
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::Relaxed);
+    }
+
+    /// Whether the store answers a trivial query.
+    pub async fn health(&self) -> Result<(), StoreError> {
+        dispatch!(self.health())
+    }
+
+    /// Records a new instance with the SHA-256 of its API key.
+    pub async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError> {
+        dispatch!(self.create_instance(id, key_hash))
+    }
+
+    /// The instance `id`, if it exists.
+    pub async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
+        dispatch!(self.instance(id))
+    }
+
+    /// Records a new digest of `instance`.
+    pub async fn create_digest(
+        &self,
+        instance: String,
+        id: String,
+        description: String,
+    ) -> Result<(), StoreError> {
+        dispatch!(self.create_digest(instance, id, description))
+    }
+
+    /// Whether `instance` owns the digest `id`.
+    pub async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError> {
+        dispatch!(self.digest_exists(instance, id))
+    }
+
+    /// Records a new inbox.
+    pub async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
+        dispatch!(self.create_inbox(inbox))
+    }
+
+    /// The inbox `id` of `instance`, if it exists.
+    pub async fn inbox(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<Option<InboxRow>, StoreError> {
+        dispatch!(self.inbox(instance, id))
+    }
+
+    /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
+    /// has this delivery id.
+    pub async fn ingest(
+        &self,
+        instance: String,
+        inbox: InboxRow,
+        delivery_id: String,
+        commits: Vec<Commit>,
+    ) -> Result<Ingested, StoreError> {
+        dispatch!(self.ingest(instance, inbox, delivery_id, commits))
+    }
+
+    /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.
+    pub async fn commits(
+        &self,
+        digest: String,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredCommit>, StoreError> {
+        dispatch!(self.commits(digest, before, limit))
+    }
+
+    /// Row counts of `instance`.
+    pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
+        dispatch!(self.stats(instance))
+    }
+}
+
+/// An inbox to create.
+pub struct NewInbox {
+    pub instance: String,
+    pub digest: String,
+    pub id: String,
+    pub vcs: Vcs,
+    pub name: String,
+    pub secret: String,
+}
+
+fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// `location` as it may be logged: a PostgreSQL URL's password is replaced by `***`.
+pub fn redacted(location: &str) -> String {
+    if !is_postgres(location) {
+        return location.to_owned();
+    }
+    let (scheme, rest) = location.split_once("://").unwrap_or(("", location));
+    // The user info ends at the last `@` before the path: a password may contain `@` only
+    // percent-encoded, but a careless one may not be, and must still be hidden.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let mut redacted = match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+            None => location.to_owned(),
+        },
+        None => location.to_owned(),
+    };
+    // libpq also takes the password as a query parameter.
+    if let Some(query_start) = redacted.find('?') {
+        let (head, query) = redacted.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        redacted = format!("{head}{}", query.join("&"));
+    }
+    redacted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_postgres_password_never_survives_redaction() {
+        for (url, shown) in [
+            (
+                "postgres://ingest:s3cr3t@db:5432/hooks",
+                "postgres://ingest:***@db:5432/hooks",
+            ),
+            (
+                "postgresql://ingest:p@ss@db/hooks",
+                "postgresql://ingest:***@db/hooks",
+            ),
+            (
+                "postgres://db/hooks?user=ingest&password=s3cr3t",
+                "postgres://db/hooks?user=ingest&password=***",
+            ),
+            ("postgres://ingest@db/hooks", "postgres://ingest@db/hooks"),
+            ("webhook-ingest.db", "webhook-ingest.db"),
+        ] {
+            assert_eq!(redacted(url), shown);
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! The PostgreSQL store, for a fleet of instances behind a load balancer.
+//!
+//! tokio-postgres speaks the protocol on the async runtime without blocking a thread, and
+//! deadpool-postgres keeps a bounded pool of its connections: a request waits for one at most
+//! `POOL_WAIT` and is then answered "busy" (503, `Retry-After`), never parked for good. Every
+//! delivery is one transaction; whether it is new is decided by the `deliveries` primary key
+//! in that transaction (`INSERT … ON CONFLICT`), so twenty copies arriving at twenty
+//! instances at once store it once: the database makes the later ones wait on the first's
+//! row and then see it.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{
+    Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime, TimeoutType,
+};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::NoTls;
+
+use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use crate::payload::Commit;
+use crate::webhook::Vcs;
+
+/// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
+/// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.
+const POOL_SIZE: usize = 8;
+/// How long a request waits for a free connection before the store answers "busy".
+const POOL_WAIT: Duration = Duration::from_secs(5);
+/// How long opening a connection (TCP, then password authentication, which costs CPU on
+/// both sides) may take: a database that does not answer by then is reported unreachable
+/// (503) rather than holding the request until the provider gives up (GitHub waits 10 s).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Fixed key of the advisory lock that makes instances starting together migrate one at a
+/// time (any constant works; this one spells "webhook" in ASCII).
+const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
+
+/// The schema, one migration per version, recorded in `schema_migrations`.
+const MIGRATIONS: [&str; 1] = ["
+CREATE TABLE instances (
+    id TEXT PRIMARY KEY,
+    key_hash BYTEA NOT NULL,
+    created_at TEXT NOT NULL
+        DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+);
+CREATE TABLE digests (
+    id TEXT PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances (id),
+    description TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX digests_by_instance ON digests (instance_id);
+CREATE TABLE inboxes (
+    id TEXT PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances (id),
+    digest_id TEXT NOT NULL REFERENCES digests (id),
+    vcs TEXT NOT NULL,
+    name TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX inboxes_by_instance ON inboxes (instance_id);
+-- One row per delivery accepted; the primary key is what makes redelivery idempotent.
+CREATE TABLE deliveries (
+    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
+    delivery_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    commit_count INTEGER NOT NULL,
+    redeliveries INTEGER NOT NULL DEFAULT 0,
+    received_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (inbox_id, delivery_id)
+);
+CREATE INDEX deliveries_by_instance ON deliveries (instance_id);
+CREATE TABLE commits (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    digest_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT,
+    author TEXT,
+    timestamp TEXT,
+    repository TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    FOREIGN KEY (inbox_id, delivery_id) REFERENCES deliveries (inbox_id, delivery_id)
+);
+CREATE INDEX commits_by_digest ON commits (digest_id, seq);
+CREATE INDEX commits_by_instance ON commits (instance_id);
+"];
+
+/// Whether PostgreSQL refused only because of contention that a retry clears.
+pub(super) fn is_busy(error: &tokio_postgres::Error) -> bool {
+    matches!(
+        error.code(),
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE | &SqlState::T_R_DEADLOCK_DETECTED)
+    )
+}
+
+/// Whether the pool only had no free connection in time (the database itself answered).
+pub(super) fn pool_is_busy(error: &PoolError) -> bool {
+    matches!(error, PoolError::Timeout(TimeoutType::Wait))
+}
+
+/// A handle on the PostgreSQL store; cheap to clone.
+#[derive(Clone)]
+pub(super) struct PgStore {
+    pool: Pool,
+}
+
+impl PgStore {
+    /// Connects to the database `url` names and runs the migrations it has not had yet.
+    pub(super) async fn open(url: &str) -> Result<PgStore, StoreError> {
+        let mut config =
+            tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open(e.into()))?;
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                // A connection that broke is found out by the query that uses it, and the
+                // pool drops it; checking each one before use would cost a round trip.
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| StoreError::Open(e.into()))?;
+        let store = PgStore { pool };
+        store
+            .migrate()
+            .await
+            .map_err(|e| StoreError::Open(e.into()))?;
+        Ok(store)
+    }
+
+    /// Applies the missing migrations in one transaction, under an advisory lock, so that
+    /// instances starting at the same moment neither race nor apply one twice.
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )",
+        )
+        .await?;
+        let done: i64 = tx
+            .query_one("SELECT count(*) FROM schema_migrations", &[])
+            .await?
+            .get(0);
+        for (version, migration) in MIGRATIONS.iter().enumerate().skip(done as usize) {
+            tx.batch_execute(migration).await?;
+            let version = version as i32 + 1;
+            tx.execute(
+                "INSERT INTO schema_migrations (version) VALUES ($1)",
+                &[&version],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(super) async fn health(&self) -> Result<(), StoreError> {
+        self.pool.get().await?.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+
+    pub(super) async fn create_instance(
+        &self,
+        id: String,
+        key_hash: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let insert = client
+            .prepare_cached("INSERT INTO instances (id, key_hash) VALUES ($1, $2)")
+            .await?;
+        client.execute(&insert, &[&id, &key_hash]).await?;
+        Ok(())
+    }
+
+    pub(super) async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
+        let client = self.pool.get().await?;
+        let select = client
+            .prepare_cached("SELECT id, key_hash, created_at FROM instances WHERE id = $1")
+            .await?;
+        Ok(client
+            .query_opt(&select, &[&id])
+            .await?
+            .map(|row| InstanceRow {
+                id: row.get(0),
+                key_hash: row.get(1),
+                created_at: row.get(2),
+            }))
+    }
+
+    pub(super) async fn create_digest(
+        &self,
+        instance: String,
+        id: String,
+        description: String,
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO digests (id, instance_id, description) VALUES ($1, $2, $3)",
+            )
+            .await?;
+        client
+            .execute(&insert, &[&id, &instance, &description])
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn digest_exists(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let select = client
+            .prepare_cached("SELECT 1 FROM digests WHERE id = $1 AND instance_id = $2")
+            .await?;
+        Ok(client
+            .query_opt(&select, &[&id, &instance])
+            .await?
+            .is_some())
+    }
+
+    pub(super) async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .await?;
+        let vcs = inbox.vcs.as_str();
+        client
+            .execute(
+                &insert,
+                &[
+                    &inbox.id,
+                    &inbox.instance,
+                    &inbox.digest,
+                    &vcs,
+                    &inbox.name,
+                    &inbox.secret,
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn inbox(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<Option<InboxRow>, StoreError> {
+        let client = self.pool.get().await?;
+        let select = client
+            .prepare_cached(
+                "SELECT id, digest_id, vcs, secret FROM inboxes WHERE id = $1 AND instance_id = $2",
+            )
+            .await?;
+        Ok(client
+            .query_opt(&select, &[&id, &instance])
+            .await?
+            .map(|row| InboxRow {
+                id: row.get(0),
+                digest_id: row.get(1),
+                // Written only from `Vcs::as_str`, so always one of the three.
+                vcs: Vcs::parse(row.get(2)).unwrap_or(Vcs::Github),
+                secret: row.get(3),
+            }))
+    }
+
+    pub(super) async fn ingest(
+        &self,
+        instance: String,
+        inbox: InboxRow,
+        delivery_id: String,
+        commits: Vec<Commit>,
+    ) -> Result<Ingested, StoreError> {
+        let mut client = self.pool.get().await?;
+        let claim = client
+            .prepare_cached(
+                "INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (inbox_id, delivery_id)
+                 DO UPDATE SET redeliveries = deliveries.redeliveries + 1
+                 RETURNING redeliveries",
+            )
+            .await?;
+        // All commits in one statement, one array per column, kept in payload order.
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
+                                      message, author, timestamp, repository, branch)
+                 SELECT $1, $2, $3, $4, c.sha, c.message, c.author, c.ts, c.repository, c.branch
+                 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                             $10::text[]) WITH ORDINALITY
+                      AS c (sha, message, author, ts, repository, branch, n)
+                 ORDER BY c.n",
+            )
+            .await?;
+        let tx = client.transaction().await?;
+        let count = commits.len() as i32;
+        // The conflict is settled by the primary key inside the transaction: a copy that
+        // arrives while the first is uncommitted waits on its row, then counts as a
+        // redelivery; if the first rolls back, the copy stores the delivery instead.
+        let redeliveries: i32 = tx
+            .query_one(&claim, &[&inbox.id, &delivery_id, &instance, &count])
+            .await?
+            .get(0);
+        if redeliveries > 0 {
+            tx.commit().await?;
+            return Ok(Ingested::Duplicate);
+        }
+        if !commits.is_empty() {
+            let column = |f: fn(&Commit) -> Option<&str>| -> Vec<Option<&str>> {
+                commits.iter().map(f).collect()
+            };
+            let shas = column(|c| Some(c.sha.as_str()));
+            let messages = column(|c| c.message.as_deref());
+            let authors = column(|c| c.author.as_deref());
+            let timestamps = column(|c| c.timestamp.as_deref());
+            let repositories = column(|c| Some(c.repository.as_str()));
+            let branches = column(|c| Some(c.branch.as_str()));
+            tx.execute(
+                &insert,
+                &[
+                    &instance,
+                    &inbox.digest_id,
+                    &inbox.id,
+                    &delivery_id,
+                    &shas,
+                    &messages,
+                    &authors,
+                    &timestamps,
+                    &repositories,
+                    &branches,
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Ingested::Stored(commits.len()))
+    }
+
+    pub(super) async fn commits(
+        &self,
+        digest: String,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredCommit>, StoreError> {
+        let client = self.pool.get().await?;
+        let select = client
+            .prepare_cached(
+                "SELECT seq, inbox_id, sha, message, author, timestamp, repository, branch
+                 FROM commits WHERE digest_id = $1 AND seq < $2
+                 ORDER BY seq DESC LIMIT $3",
+            )
+            .await?;
+        let rows = client
+            .query(
+                &select,
+                &[&digest, &before.unwrap_or(i64::MAX), &i64::from(limit)],
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| StoredCommit {
+                seq: row.get(0),
+                inbox_id: row.get(1),
+                commit: Commit {
+                    sha: row.get(2),
+                    message: row.get(3),
+                    author: row.get(4),
+                    timestamp: row.get(5),
+                    repository: row.get(6),
+                    branch: row.get(7),
+                },
+            })
+            .collect())
+    }
+
+    pub(super) async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
+        let client = self.pool.get().await?;
+        let select = client
+            .prepare_cached(
+                "SELECT
+                    (SELECT count(*) FROM digests WHERE instance_id = $1),
+                    (SELECT count(*) FROM inboxes WHERE instance_id = $1),
+                    (SELECT count(*) FROM deliveries WHERE instance_id = $1),
+                    (SELECT coalesce(sum(redeliveries), 0)::bigint
+                     FROM deliveries WHERE instance_id = $1),
+                    (SELECT count(*) FROM commits WHERE instance_id = $1)",
+            )
+            .await?;
+        let row = client.query_one(&select, &[&instance]).await?;
+        Ok(Stats {
+            digests: row.get(0),
+            inboxes: row.get(1),
+            deliveries: row.get(2),
+            redeliveries: row.get(3),
+            commits: row.get(4),
+        })
+    }
+}

@@ -1,0 +1,97 @@
+//! The SQLite schema and its migrations, one per version, recorded in `PRAGMA user_version`.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
+/// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
+/// takes it as a no-op.
+const MIGRATIONS: [&str; 2] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS];
+
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS instances (
+    id TEXT PRIMARY KEY,
+    key_hash BLOB NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS digests (
+    id TEXT PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances (id),
+    description TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS digests_by_instance ON digests (instance_id);
+CREATE TABLE IF NOT EXISTS inboxes (
+    id TEXT PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances (id),
+    digest_id TEXT NOT NULL REFERENCES digests (id),
+    vcs TEXT NOT NULL,
+    name TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS inboxes_by_instance ON inboxes (instance_id);
+-- One row per delivery accepted; the primary key is what makes redelivery idempotent.
+CREATE TABLE IF NOT EXISTS deliveries (
+    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
+    delivery_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    commit_count INTEGER NOT NULL,
+    redeliveries INTEGER NOT NULL DEFAULT 0,
+    received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (inbox_id, delivery_id)
+);
+CREATE INDEX IF NOT EXISTS deliveries_by_instance ON deliveries (instance_id);
+CREATE TABLE IF NOT EXISTS commits (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance_id TEXT NOT NULL,
+    digest_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT NOT NULL,
+    author TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    FOREIGN KEY (inbox_id, delivery_id) REFERENCES deliveries (inbox_id, delivery_id)
+);
+CREATE INDEX IF NOT EXISTS commits_by_digest ON commits (digest_id, seq);
+CREATE INDEX IF NOT EXISTS commits_by_instance ON commits (instance_id);
+";
+
+/// A commit's message, author and date may be absent from a real payload: SQLite cannot drop
+/// a NOT NULL in place, so the table is rebuilt with its rows and `seq`s.
+const OPTIONAL_COMMIT_FIELDS: &str = "
+CREATE TABLE commits_v2 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance_id TEXT NOT NULL,
+    digest_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT,
+    author TEXT,
+    timestamp TEXT,
+    repository TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    FOREIGN KEY (inbox_id, delivery_id) REFERENCES deliveries (inbox_id, delivery_id)
+);
+INSERT INTO commits_v2 SELECT * FROM commits;
+DROP TABLE commits;
+ALTER TABLE commits_v2 RENAME TO commits;
+CREATE INDEX commits_by_digest ON commits (digest_id, seq);
+CREATE INDEX commits_by_instance ON commits (instance_id);
+";
+
+/// Runs the migrations this database has not had yet, each in its own transaction with the
+/// version it brings.
+pub(super) fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
+    let done: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    for (version, migration) in (1i64..).zip(MIGRATIONS).skip(done as usize) {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(migration)?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""Signed push deliveries for webhook-ingest instances, and the checks that reconcile them.
+
+Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every request goes to
+127.0.0.1. Subcommands:
+
+  setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
+  fleet ENV OUT URL...               the fleet load: pushes of all providers, 20 copies of one
+                                     delivery at once to different instances (per provider),
+                                     bad signatures, unsupported events; what was sent -> OUT
+  storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
+                                     spread across the URLs; one JSON line per delivery -> LOG;
+                                     prints deliveries stored per second
+  reconcile-fleet OUT ROWS URL...    the database rows (ROWS) and every ledger against OUT
+  reconcile-crash ENV LOG ROWS URL.. every 2xx of LOG stored once with all its commits; then
+                                     resends all of LOG: "duplicate" exactly for those stored
+  rows SQLITE_PATH                   prints a SQLite store's delivery rows as ROWS expects
+  rows-sql                           prints the query behind ROWS, for psql
+  probe ENV URL DELIVERY STATUS      one GitHub push; fails unless answered STATUS
+
+ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored for it (what
+`ROWS_SQL` selects; the shell scripts run it with psql for PostgreSQL).
+"""
+
+import hashlib
+import hmac
+import http.client
+import json
+import sqlite3
+import sys
+import threading
+import time
+
+# One request may take this long before it counts as failed: far above the service's worst
+# case under this load, far below a run's length.
+REQUEST_TIMEOUT_S = 15
+# The fleet load, per provider: deliveries, and how many carry no commits (tag pushes).
+FLEET_PUSHES = 120
+FLEET_SENDERS = 24
+# Copies of one delivery sent at the same instant, each to the next instance.
+REDELIVERY_COPIES = 20
+FLEET_BAD_SIGNATURES = 45
+FLEET_UNSUPPORTED = 45
+# Commits in a push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the mix.
+MAX_COMMITS = 6
+PROVIDERS = ("github", "gitlab", "bitbucket")
+
+ROWS_SQL = (
+    "SELECT d.delivery_id, d.commit_count, d.redeliveries, "
+    "(SELECT count(*) FROM commits c WHERE c.inbox_id = d.inbox_id "
+    "AND c.delivery_id = d.delivery_id) FROM deliveries d"
+)
+
+
+def die(message):
+    print(f"hookload: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check_url(url):
+    if not url.startswith("http://127.0.0.1:"):
+        die(f"only http://127.0.0.1 is accepted, not {url}")
+    return url
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection to one instance, reopened after any failure."""
+
+    def __init__(self, url):
+        host, port = check_url(url)[len("http://"):].split(":")
+        self.host, self.port, self.conn = host, int(port.rstrip("/")), None
+
+    def request(self, method, path, body=None, headers=None):
+        """(status, parsed JSON body or None); status 0 when no answer came."""
+        try:
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT_S)
+            self.conn.request(method, path, body=body, headers=headers or {})
+            response = self.conn.getresponse()
+            raw = response.read()
+            try:
+                parsed = json.loads(raw) if raw else None
+            except ValueError:
+                parsed = None
+            return response.status, parsed, response.getheader("retry-after")
+        except (OSError, http.client.HTTPException):
+            if self.conn is not None:
+                self.conn.close()
+            self.conn = None
+            return 0, None, None
+
+
+def label(status, body):
+    """The problem code of a failure, `duplicate` or `stored` for a push answered 2xx."""
+    if isinstance(body, dict):
+        if "code" in body:
+            return body["code"]
+        if body.get("status") in ("duplicate", "stored"):
+            return body["status"]
+    return "-" if status else "no-answer"
+
+
+def setup(url, env_path):
+    conn = Conn(url)
+    status, created, _ = conn.request("POST", "/api/instances")
+    if status != 201:
+        die(f"creating an instance answered {status}")
+    instance, key = created["id"], created["api_key"]
+    auth = {"authorization": f"Bearer {key}", "content-type": "application/json"}
+    status, digest, _ = conn.request(
+        "POST", f"/api/{instance}/digests", json.dumps({"description": "fleet"}), auth)
+    if status != 201:
+        die(f"creating a digest answered {status}")
+    inboxes = {}
+    for vcs in PROVIDERS:
+        status, inbox, _ = conn.request(
+            "POST", f"/api/{instance}/digests/{digest['id']}/inboxes",
+            json.dumps({"vcs": vcs, "name": f"{vcs} hooks"}), auth)
+        if status != 201:
+            die(f"creating the {vcs} inbox answered {status}")
+        inboxes[vcs] = {"id": inbox["id"], "secret": inbox["secret"]}
+    env = {"instance": instance, "key": key, "digest": digest["id"], "inboxes": inboxes,
+           "setup_requests": 2 + len(PROVIDERS)}
+    with open(env_path, "w") as out:
+        json.dump(env, out)
+
+
+def push_body(vcs, delivery, commits):
+    """A push of `commits` commits whose shas are unique to the delivery."""
+    listed = [{"sha": f"{delivery}.{i}", "message": f"change {i} of {delivery}",
+               "author": "Ada <ada@example.com>", "when": f"2026-11-30T06:{i:02d}:00Z"}
+              for i in range(commits)]
+    if vcs == "bitbucket":
+        payload = {"repository": {"full_name": "acme/gizmos"}, "push": {"changes": [
+            {"new": {"type": "branch", "name": "main"}, "commits": [
+                {"hash": c["sha"], "message": c["message"], "date": c["when"],
+                 "author": {"raw": c["author"]}} for c in listed]}]}}
+    else:
+        repository = ({"repository": {"full_name": "acme/widgets"}} if vcs == "github"
+                      else {"project": {"path_with_namespace": "acme/gadgets"}})
+        payload = dict(repository, ref="refs/heads/main", commits=[
+            {"id": c["sha"], "message": c["message"], "timestamp": c["when"],
+             "author": {"name": "Ada"}} for c in listed])
+    return json.dumps(payload).encode()
+
+
+def headers(env, vcs, delivery, body, event=None, secret=None):
+    secret = secret or env["inboxes"][vcs]["secret"]
+    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    own = {
+        "github": {"x-github-event": event or "push", "x-github-delivery": delivery,
+                   "x-hub-signature-256": signature},
+        "gitlab": {"x-gitlab-event": event or "Push Hook", "idempotency-key": delivery,
+                   "x-gitlab-token": secret},
+        "bitbucket": {"x-event-key": event or "repo:push", "x-request-uuid": delivery,
+                      "x-hub-signature": signature},
+    }[vcs]
+    return dict(own, **{"content-type": "application/json"})
+
+
+def hook_path(env, vcs):
+    return f"/api/{env['instance']}/inboxes/{env['inboxes'][vcs]['id']}/commits"
+
+
+def run_parallel(senders, work):
+    """Runs work(sender_index) on `senders` threads started together; their results."""
+    start = threading.Barrier(senders)
+    results = [None] * senders
+
+    def body(i):
+        start.wait()
+        results[i] = work(i)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def fleet_jobs(env, instances):
+    """Every request of the fleet load but the redelivery bursts: (instance, vcs, delivery,
+    event, secret, commits, expected status, expected label)."""
+    unsupported = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
+    jobs = []
+    for p, vcs in enumerate(PROVIDERS):
+        for n in range(FLEET_PUSHES):
+            jobs.append((n % instances, vcs, f"fleet-{vcs}-{n}", None, None, n % MAX_COMMITS,
+                         201, "stored"))
+    for n in range(FLEET_BAD_SIGNATURES):
+        vcs = PROVIDERS[n % len(PROVIDERS)]
+        jobs.append(((n + 1) % instances, vcs, f"forged-{n}", None, "not-the-secret", 1, 401,
+                     "bad-signature"))
+    for n in range(FLEET_UNSUPPORTED):
+        vcs = PROVIDERS[n % len(PROVIDERS)]
+        jobs.append(((n + 2) % instances, vcs, f"other-{n}", unsupported[vcs], None, 0, 422,
+                     "unsupported-event"))
+    # Interleaved, so each instance takes every kind at once; a fixed order keeps runs alike.
+    jobs.sort(key=lambda job: hashlib.sha256(job[2].encode()).digest())
+    return jobs
+
+
+def send_all(env, urls, jobs, senders):
+    """Sends jobs from `senders` threads; [(job, status, label)] in no particular order."""
+    lock = threading.Lock()
+    queue = iter(jobs)
+    done = []
+
+    def work(_):
+        conns = [Conn(url) for url in urls]
+        mine = []
+        while True:
+            with lock:
+                job = next(queue, None)
+            if job is None:
+                with lock:
+                    done.extend(mine)
+                return
+            instance, vcs, delivery, event, secret, commits = job[:6]
+            body = push_body(vcs, delivery, commits)
+            status, answer, _ = conns[instance].request(
+                "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body, event, secret))
+            mine.append((job, status, label(status, answer)))
+
+    run_parallel(senders, work)
+    return done
+
+
+def fleet(env_path, out_path, urls):
+    env = json.load(open(env_path))
+    instances = len(urls)
+    sent = [{"ok": 0, "handled": 0} for _ in urls]
+    sent[0]["ok"] += env["setup_requests"]
+    accepted, problems, tallies = {}, [], {}
+
+    def tally(instance, status, got, want_status, want_label, what):
+        tallies[f"{status} {got}"] = tallies.get(f"{status} {got}", 0) + 1
+        sent[instance]["ok" if 200 <= status < 300 else "handled"] += 1
+        if (status, got) != (want_status, want_label):
+            problems.append(f"{what}: {status} {got}, expected {want_status} {want_label}")
+
+    started = time.monotonic()
+    for job, status, got in send_all(env, urls, fleet_jobs(env, instances), FLEET_SENDERS):
+        tally(job[0], status, got, job[6], job[7], job[2])
+        if status == 201:
+            accepted[job[2]] = job[5]
+    redelivered = []
+    for vcs in PROVIDERS:
+        delivery, commits = f"again-{vcs}", 3
+        body = push_body(vcs, delivery, commits)
+
+        def copy(i, vcs=vcs, delivery=delivery, body=body):
+            return Conn(urls[i % instances]).request(
+                "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))
+
+        answers = run_parallel(REDELIVERY_COPIES, copy)
+        stored = sum(1 for status, _, _ in answers if status == 201)
+        for i, (status, answer, _) in enumerate(answers):
+            tally(i % instances, status, label(status, answer), status,
+                  label(status, answer) if status in (200, 201) else "stored", delivery)
+        duplicates = sum(1 for status, answer, _ in answers if label(status, answer) == "duplicate")
+        if stored != 1 or duplicates != REDELIVERY_COPIES - 1:
+            problems.append(f"{delivery}: {stored} stored, {duplicates} duplicates of "
+                            f"{REDELIVERY_COPIES} copies at once")
+        accepted[delivery] = commits
+        redelivered.append(delivery)
+    elapsed = time.monotonic() - started
+    for line in sorted(tallies.items()):
+        print(f"fleet: answered {line[0]}: {line[1]}")
+    print(f"fleet: {sum(tallies.values())} requests in {elapsed:.2f}s across {instances} instances")
+    json.dump({"sent": sent, "accepted": accepted, "redelivered": redelivered,
+               "copies": REDELIVERY_COPIES}, open(out_path, "w"))
+    if problems:
+        die("MISMATCH: " + "; ".join(problems[:10]))
+
+
+def read_rows(path):
+    rows = {}
+    for line in open(path):
+        if line.strip():
+            delivery, count, redeliveries, stored = line.rstrip("\n").split("\t")
+            if delivery in rows:
+                die(f"delivery {delivery} has two rows")
+            rows[delivery] = (int(count), int(redeliveries), int(stored))
+    return rows
+
+
+def sqlite_rows(path):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    for row in db.execute(ROWS_SQL):
+        print("\t".join(str(v) for v in row))
+
+
+def ledger(url):
+    """The instance's outcome counters, read once from /metrics."""
+    host, port = check_url(url)[len("http://"):].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT_S)
+    conn.request("GET", "/metrics")
+    response = conn.getresponse()
+    if response.status != 200:
+        die(f"{url}/metrics answered {response.status}")
+    counts = {}
+    for line in response.read().decode().splitlines():
+        if line.startswith('faultline_requests_total{outcome="'):
+            counts[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+    conn.close()
+    return counts
+
+
+def reconcile_fleet(out_path, rows_path, urls):
+    sent = json.load(open(out_path))
+    rows = read_rows(rows_path)
+    accepted = sent["accepted"]
+    problems = []
+    if set(rows) != set(accepted):
+        problems.append(f"{len(set(accepted) - set(rows))} accepted deliveries missing, "
+                        f"{len(set(rows) - set(accepted))} stored that were never accepted")
+    for delivery, commits in accepted.items():
+        count, redeliveries, stored = rows.get(delivery, (None, None, None))
+        want_redeliveries = sent["copies"] - 1 if delivery in sent["redelivered"] else 0
+        if (count, stored, redeliveries) != (commits, commits, want_redeliveries):
+            problems.append(f"{delivery}: {stored} commits stored of {commits}, "
+                            f"{redeliveries} redeliveries (expected {want_redeliveries})")
+    commits = sum(accepted.values())
+    print(f"fleet: database: {len(rows)} deliveries (accepted {len(accepted)}), "
+          f"{sum(r[2] for r in rows.values())} commits (accepted {commits}), "
+          f"{len(sent['redelivered'])} deliveries sent {sent['copies']} times at once, each stored once")
+    totals = {"ok": 0, "handled": 0}
+    for i, url in enumerate(urls):
+        counts = ledger(url)
+        for outcome in totals:
+            totals[outcome] += counts.get(outcome, 0)
+        others = {k: v for k, v in counts.items() if k not in totals and v}
+        if counts.get("ok", 0) != sent["sent"][i]["ok"] or counts.get("handled", 0) != sent["sent"][i]["handled"] or others:
+            problems.append(f"instance {i}: ledger {counts}, sent {sent['sent'][i]}")
+    want = {k: sum(s[k] for s in sent["sent"]) for k in totals}
+    print(f"fleet: sum of the {len(urls)} ledgers: ok {totals['ok']} (sent {want['ok']}), "
+          f"handled {totals['handled']} (sent {want['handled']})")
+    if totals != want:
+        problems.append(f"ledgers {totals} != sent {want}")
+    if problems:
+        die("MISMATCH: " + "; ".join(problems[:10]))
+    print("fleet: reconciled")
+
+
+# A sender that got no answer (the instance is down) waits this long before its next
+# delivery, as a provider backs off, so a storm outlasts an instance's restart.
+NO_ANSWER_PAUSE_S = 0.2
+
+
+def storm(env_path, log_path, prefix, count, senders, urls):
+    """COUNT pushes with fresh delivery ids; each answer is appended to LOG at once, so a
+    script can watch the storm's progress (and kill an instance in the middle of it)."""
+    env = json.load(open(env_path))
+    lock = threading.Lock()
+    counter = iter(range(count))
+    log = open(log_path, "a")
+
+    def work(_):
+        conns = [Conn(url) for url in urls]
+        while True:
+            with lock:
+                n = next(counter, None)
+            if n is None:
+                return
+            vcs, delivery, commits = PROVIDERS[n % 3], f"{prefix}-{n}", 1 + n % (MAX_COMMITS - 1)
+            body = push_body(vcs, delivery, commits)
+            status, answer, _ = conns[n % len(urls)].request(
+                "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))
+            line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits,
+                               "status": status, "label": label(status, answer)})
+            with lock:
+                log.write(line + "\n")
+                log.flush()
+            if status == 0:
+                time.sleep(NO_ANSWER_PAUSE_S)
+
+    started = time.monotonic()
+    run_parallel(senders, work)
+    elapsed = time.monotonic() - started
+    log.close()
+    entries = [json.loads(line) for line in open(log_path) if f'"{prefix}-' in line]
+    stored = sum(1 for e in entries if e["status"] == 201)
+    print(f"storm: {len(entries)} deliveries, {stored} stored in {elapsed:.2f}s by {senders} "
+          f"senders: {stored / elapsed:.0f} deliveries/s, "
+          f"{sum(e['commits'] for e in entries if e['status'] == 201) / elapsed:.0f} commits/s")
+
+
+def read_log(log_path):
+    entries = {}
+    for line in open(log_path):
+        entry = json.loads(line)
+        entries[entry["delivery"]] = entry
+    return entries
+
+
+def reconcile_crash(env_path, log_path, rows_path, urls):
+    """Every delivery answered 2xx is stored once with all its commits, every stored one is
+    whole; then every delivery is sent again: "duplicate" exactly for the stored ones."""
+    env = json.load(open(env_path))
+    entries, rows = read_log(log_path), read_rows(rows_path)
+    problems = []
+    answered = [d for d, e in entries.items() if 200 <= e["status"] < 300]
+    lost = [d for d, e in entries.items() if e["status"] == 0]
+    refused = [d for d, e in entries.items() if e["status"] and not 200 <= e["status"] < 300]
+    for delivery in answered:
+        if delivery not in rows:
+            problems.append(f"{delivery} was answered {entries[delivery]['status']} but is not stored")
+    for delivery, (count, redeliveries, stored) in rows.items():
+        want = entries[delivery]["commits"] if delivery in entries else None
+        if (count, stored, redeliveries) != (want, want, 0):
+            problems.append(f"{delivery}: {stored} of {want} commits stored, {redeliveries} redeliveries")
+    stored_unanswered = len([d for d in lost + refused if d in rows])
+    print(f"crash: {len(entries)} deliveries sent: {len(answered)} answered 2xx, "
+          f"{len(lost)} without an answer, {len(refused)} refused; {len(rows)} stored "
+          f"({stored_unanswered} of them stored though their answer was lost)")
+    jobs = [(i % len(urls), e["vcs"], d, None, None, e["commits"], 0, "")
+            for i, (d, e) in enumerate(sorted(entries.items()))]
+    resent = send_all(env, urls, jobs, FLEET_SENDERS)
+    duplicates = {job[2] for job, status, got in resent if status == 200 and got == "duplicate"}
+    newly = {job[2] for job, status, got in resent if status == 201}
+    other = [(job[2], status, got) for job, status, got in resent
+             if job[2] not in duplicates and job[2] not in newly]
+    if duplicates != set(rows):
+        problems.append(f"resend: {len(duplicates)} duplicates for {len(rows)} stored "
+                        f"({len(duplicates - set(rows))} not stored, {len(set(rows) - duplicates)} missed)")
+    if newly != set(entries) - set(rows) or other:
+        problems.append(f"resend: {len(newly)} newly stored, {len(other)} other answers {other[:3]}")
+    print(f"crash: resent all {len(entries)}: {len(duplicates)} answered duplicate "
+          f"(= the {len(rows)} stored), {len(newly)} stored now")
+    if problems:
+        die("MISMATCH: " + "; ".join(problems[:10]))
+
+
+def reconcile_complete(log_path, rows_path):
+    """After the resend every delivery is stored, once, with all its commits."""
+    entries, rows = read_log(log_path), read_rows(rows_path)
+    def is_whole(delivery, commits):
+        count, _, stored = rows.get(delivery, (None, None, None))
+        return count == stored == commits
+
+    whole = [d for d, e in entries.items() if is_whole(d, e["commits"])]
+    if len(whole) != len(entries) or set(rows) - set(entries):
+        die(f"MISMATCH: {len(whole)} of {len(entries)} deliveries stored whole, "
+            f"{len(set(rows) - set(entries))} rows never sent")
+    print(f"crash: every one of the {len(entries)} deliveries is stored once with its "
+          f"{sum(e['commits'] for e in entries.values())} commits")
+
+
+def probe(env_path, url, delivery, want):
+    """One GitHub push to URL; fails unless answered `want` (and a 503 with Retry-After)."""
+    env = json.load(open(env_path))
+    body = push_body("github", delivery, 1)
+    status, answer, retry_after = Conn(url).request(
+        "POST", hook_path(env, "github"), body, headers(env, "github", delivery, body))
+    print(f"probe: {delivery} answered {status} {label(status, answer)}, "
+          f"Retry-After {retry_after}; body {json.dumps(answer)}")
+    if status != want or (status == 503 and not retry_after):
+        die(f"MISMATCH: expected {want}{' with Retry-After' if want == 503 else ''}")
+
+
+def main(argv):
+    commands = {
+        "setup": (2, lambda a: setup(a[0], a[1])),
+        "fleet": (3, lambda a: fleet(a[0], a[1], a[2:])),
+        "storm": (6, lambda a: storm(a[0], a[1], a[2], int(a[3]), int(a[4]), a[5:])),
+        "reconcile-fleet": (3, lambda a: reconcile_fleet(a[0], a[1], a[2:])),
+        "reconcile-crash": (4, lambda a: reconcile_crash(a[0], a[1], a[2], a[3:])),
+        "reconcile-complete": (2, lambda a: reconcile_complete(a[0], a[1])),
+        "rows": (1, lambda a: sqlite_rows(a[0])),
+        "rows-sql": (0, lambda a: print(ROWS_SQL)),
+        "probe": (4, lambda a: probe(a[0], a[1], a[2], int(a[3]))),
+    }
+    if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 < commands[argv[1]][0]:
+        die(__doc__)
+    commands[argv[1]][1](argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)

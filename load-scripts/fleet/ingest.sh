@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Instances of the webhook ingestion service for the fleet scripts; sourced, never run.
+#
+#   ingest_build [--release]       builds the service; sets INGEST_BIN
+#   ingest_start NAME DB [PORT]    starts instance NAME on store DB (a SQLite path or a
+#                                  postgres:// URL) and PORT (default: a free one); waits for
+#                                  its first line; sets INGEST_PORT[NAME] and INGEST_PID[NAME].
+#                                  Its log is appended to $INGEST_WORK/NAME.log
+#   ingest_launch, ingest_wait     the two halves of ingest_start
+#   ingest_url NAME                http://127.0.0.1:PORT of instance NAME
+#   ingest_kill NAME SIGNAL        signals instance NAME by its PID and waits for it to exit
+#   ingest_stop_all                SIGTERM to every instance still running, by PID
+#
+# INGEST_WORK must name a directory before ingest_start.
+
+source "$(dirname "${BASH_SOURCE[0]}")/../webhook/service.sh"
+
+# A cold debug binary on a busy 2-core machine can take a few seconds to print its address.
+INGEST_START_TIMEOUT_SECS=30
+declare -A INGEST_PORT=() INGEST_PID=()
+
+ingest_build() {
+    local profile=debug flags=()
+    if [[ ${1:-} == --release ]]; then
+        profile=release flags=(--release)
+    fi
+    "${WEBHOOK_INGEST_BUILD[@]}" --quiet "${flags[@]}"
+    local target
+    target=$(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+    INGEST_BIN=$target/$profile/$WEBHOOK_INGEST_PATH
+}
+
+ingest_start() {
+    ingest_launch "$@"
+    ingest_wait "$1"
+}
+
+# The two halves of ingest_start, so that several instances can start at the same moment.
+ingest_launch() {
+    local name=$1 db=$2 port=${3:-0}
+    # shellcheck disable=SC2153 # INGEST_WORK is set by the sourcing script
+    : >"$INGEST_WORK/$name.out"
+    # Without RUST_BACKTRACE: the instances run as in production, and no backtrace capture
+    # (which this shell may ask for) weighs on the throughput they show.
+    env -u RUST_BACKTRACE "$INGEST_BIN" --port "$port" --db "$db" \
+        >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
+    INGEST_PID[$name]=$!
+}
+
+ingest_wait() {
+    local name=$1 out=$INGEST_WORK/$1.out waited=0
+    until [[ -s $out ]]; do
+        if ! kill -0 "${INGEST_PID[$name]}" 2>/dev/null || ((waited++ > INGEST_START_TIMEOUT_SECS * 20)); then
+            echo "ingest.sh: instance $name did not start; its log ends:" >&2
+            tail -n 20 "$INGEST_WORK/$name.log" >&2
+            return 1
+        fi
+        sleep 0.05
+    done
+    INGEST_PORT[$name]=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
+}
+
+ingest_url() {
+    printf 'http://127.0.0.1:%s' "${INGEST_PORT[$1]}"
+}
+
+ingest_kill() {
+    local name=$1 signal=$2 pid=${INGEST_PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    kill "-$signal" "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    INGEST_PID[$name]=
+}
+
+ingest_stop_all() {
+    local name
+    for name in "${!INGEST_PID[@]}"; do
+        ingest_kill "$name" TERM
+    done
+}

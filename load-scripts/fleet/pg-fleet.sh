@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Three webhook-ingest instances on one real PostgreSQL server, all on 127.0.0.1.
+#
+# Starts a throwaway PostgreSQL (temporary data directory, a free port, a password for the
+# service's role), starts three instances on it at the same moment (their migrations race
+# and must not collide), and sends parallel load spread across them: pushes from GitHub,
+# GitLab and Bitbucket, 20 copies of one delivery at once to different instances (per
+# provider), bad signatures and unsupported events. Then it reconciles: the deliveries and
+# commits in the database equal what was accepted, each redelivered delivery is stored once,
+# and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
+# Before the load it runs the service's own PostgreSQL tests on the same server.
+# Last, it stops PostgreSQL under the fleet: a push must get 503 with Retry-After, and once the
+# server is back the same instance must store again. The database password must appear in no
+# log line, problem body or /errors. Everything it starts is stopped by PID at the end.
+#
+# usage: load-scripts/fleet/pg-fleet.sh [--release]
+# needs: cargo, python3, Debian's postgresql package (CI installs it), runuser when root.
+set -euo pipefail
+FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$FLEET_DIR/../.."
+source "$FLEET_DIR/pg.sh"
+source "$FLEET_DIR/ingest.sh"
+
+INSTANCES=3
+HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
+# The bearer token of /errors for this run, so the error groups can be searched for secrets.
+export WEBHOOK_INGEST_ADMIN_TOKEN=fleet-admin-$$
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-pg-fleet.XXXXXX")
+INGEST_WORK=$work
+cleanup() {
+    local status=$?
+    ingest_stop_all
+    pg_stop
+    if ((status != 0)); then
+        echo "pg-fleet: failed; the logs end:" >&2
+        tail -n 5 "$work"/*.log "$work/pg/server.log" >&2 2>/dev/null || true
+        echo "pg-fleet: the errors the instances logged:" >&2
+        grep -h ' ERROR ' "$work"/*.log | tail -n 5 >&2 || true
+    fi
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+command -v python3 >/dev/null || { echo "pg-fleet: python3 is required" >&2; exit 1; }
+test_flags=()
+[[ ${1:-} == --release ]] && test_flags=(--release)
+ingest_build "$@"
+pg_start "$work"
+echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (pid $PG_PID)"
+
+# The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
+# and copies of one delivery at two instances at once stored once.
+# --workspace, so that CI reuses what its `cargo test --workspace` compiled.
+echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres"
+# A database of their own, so that their rows stay out of the fleet's reconciliation.
+pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
+WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${test_flags[@]}" \
+    --test provider_fixtures --test postgres 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
+if ((PIPESTATUS[0] != 0)); then
+    echo "pg-fleet: the service's PostgreSQL tests failed" >&2
+    exit 1
+fi
+
+names=()
+for i in $(seq 1 "$INSTANCES"); do
+    names+=("i$i")
+    ingest_launch "i$i" "$PG_URL"
+done
+urls=()
+for name in "${names[@]}"; do
+    ingest_wait "$name"
+    urls+=("$(ingest_url "$name")")
+done
+echo "pg-fleet: instances ${urls[*]}, migrations applied: $(pg_sql 'SELECT count(*) FROM schema_migrations')"
+
+"${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
+"${HOOKLOAD[@]}" fleet "$work/env.json" "$work/sent.json" "${urls[@]}"
+pg_sql "COPY ($("${HOOKLOAD[@]}" rows-sql)) TO STDOUT" >"$work/rows.tsv"
+"${HOOKLOAD[@]}" reconcile-fleet "$work/sent.json" "$work/rows.tsv" "${urls[@]}"
+
+echo "pg-fleet: stopping postgres under the fleet"
+pg_stop
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 503 | tee "$work/probe.out"
+pg_restart
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" after-restart 201
+curl -fsS -H "Authorization: Bearer $WEBHOOK_INGEST_ADMIN_TOKEN" "${urls[1]}/errors" >"$work/errors.json"
+grep -q store-unavailable "$work/errors.json" || {
+    echo "pg-fleet: /errors does not show the store failure" >&2
+    exit 1
+}
+for file in "$work"/i*.log "$work/probe.out" "$work/errors.json"; do
+    if grep -qF "$PG_PASSWORD" "$file"; then
+        echo "pg-fleet: the database password appears in ${file##*/}" >&2
+        exit 1
+    fi
+done
+echo "pg-fleet: the database password is in no log line, problem body or /errors"
+echo "pg-fleet: OK"

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Deliveries stored per second by one instance, on each store, at 1, 8 and 64 concurrent
+# senders: the figure that says when one SQLite file is no longer enough.
+#
+# Each level sends DELIVERIES fresh pushes (1 to 5 commits each, the three providers in turn)
+# over keep-alive connections from python3 threads to a fresh store, and counts the 201s.
+# The client is a Python process on the same 2-core machine, so the figures are what this
+# machine sustains end to end, not the service's ceiling. Everything it starts is stopped by
+# PID.
+#
+# usage: load-scripts/fleet/throughput.sh [--release] [DELIVERIES]   (default 300 per level)
+# needs: cargo, python3, Debian's postgresql package.
+set -euo pipefail
+FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$FLEET_DIR/../.."
+source "$FLEET_DIR/pg.sh"
+source "$FLEET_DIR/ingest.sh"
+
+HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
+SENDERS=(1 8 64)
+deliveries=300
+build_flags=()
+for arg in "$@"; do
+    case $arg in
+        --release) build_flags=(--release) ;;
+        *[!0-9]* | '') echo "usage: throughput.sh [--release] [DELIVERIES]" >&2; exit 1 ;;
+        *) deliveries=$arg ;;
+    esac
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-throughput.XXXXXX")
+INGEST_WORK=$work
+cleanup() {
+    local status=$?
+    ingest_stop_all
+    pg_stop
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+ingest_build "${build_flags[@]}"
+pg_start "$work"
+declare -A rate=()
+for store in sqlite postgres; do
+    db=$work/throughput.db
+    [[ $store == postgres ]] && db=$PG_URL
+    ingest_start "$store" "$db"
+    url=$(ingest_url "$store")
+    "${HOOKLOAD[@]}" setup "$url" "$work/$store.env"
+    for senders in "${SENDERS[@]}"; do
+        line=$("${HOOKLOAD[@]}" storm "$work/$store.env" "$work/$store.$senders.log" \
+            "tp-$store-$senders" "$deliveries" "$senders" "$url")
+        echo "throughput: $store: $line"
+        stored=$(sed -n 's/.* \([0-9]*\) stored in .*/\1/p' <<<"$line")
+        ((stored == deliveries)) || { echo "throughput: $store lost deliveries" >&2; exit 1; }
+        rate[$store.$senders]=$(sed -n 's/.*: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$line")
+    done
+    ingest_kill "$store" TERM
+done
+echo
+echo "| store | 1 sender | 8 senders | 64 senders |"
+echo "|---|---|---|---|"
+for store in sqlite postgres; do
+    echo "| $store | ${rate[$store.1]}/s | ${rate[$store.8]}/s | ${rate[$store.64]}/s |"
+done
