@@ -118,6 +118,7 @@ mod report;
 // counting
 #[cfg(feature = "metrics")]
 mod facade;
+mod inbox;
 mod ledger;
 #[cfg(feature = "opentelemetry")]
 mod otel;
@@ -143,7 +144,7 @@ pub use crate::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT
 pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
-pub use crate::report::Group;
+pub use crate::report::{Group, TREND_MINUTES};
 pub use crate::service::FaultService;
 #[cfg(feature = "derive")]
 pub use faultline_derive::Fault;

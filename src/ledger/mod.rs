@@ -282,6 +282,7 @@ impl Ledger {
                     "message": g.message,
                     "chain": g.chain,
                     "location": g.location,
+                    "per_minute": g.per_minute,
                 })
             })
             .collect();
