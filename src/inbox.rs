@@ -27,7 +27,8 @@ const SCRIPT: &str = include_str!("inbox/inbox.js");
 const STYLE: &str = include_str!("inbox/inbox.css");
 
 /// The Content-Security-Policy: nothing but the page's own script and style, by their
-/// SHA-256 (base64), which a test recomputes from [`SCRIPT`] and [`STYLE`].
+/// SHA-256 (base64), which a test recomputes from [`SCRIPT`] and [`STYLE`]. After editing
+/// either: `printf %s "$(openssl dgst -sha256 -binary inbox.css | base64 -w0)" > inbox.css.sha256`.
 const CSP: &str = concat!(
     "default-src 'none'; ",
     "script-src 'sha256-",
@@ -170,8 +171,10 @@ fn push_row(page: &mut String, group: &Group, now_ms: u64) {
     page.push_str("<td>");
     push_trend(page, &group.per_minute);
     page.push_str("</td><td class=\"latest\"><details><summary>");
-    let first_line = group.message.lines().next().unwrap_or("");
-    escape_into(page, first_line);
+    match group.message.lines().next() {
+        Some(first_line) if !first_line.trim().is_empty() => escape_into(page, first_line),
+        _ => page.push_str("<span class=\"none\">no message</span>"),
+    }
     page.push_str("</summary><pre class=\"message\">");
     escape_into(page, &group.message);
     page.push_str("</pre>");
