@@ -1,4 +1,4 @@
-//! The `metrics` facade bridge end to end: a server over TCP records through
+//! The `metrics` facade bridge end to end: a server over TCP, 16 clients at once, records through
 //! `metrics-exporter-prometheus`, its exposition is scraped over HTTP and must pass
 //! `promtool check metrics` (Debian package `prometheus`), with the ledger's exact counts.
 //! `cargo test --features metrics --test metrics_prometheus`.
@@ -13,6 +13,15 @@ use axum::routing::get;
 use axum::Router;
 use faultline::{FaultLayer, HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+
+/// Clients sending at once, over TCP.
+const CLIENTS: u64 = 16;
+/// What each client sends: path, count, expected status.
+const MIX: [(&str, u64, u16); 3] = [
+    ("/ok", 25, 200),
+    ("/handled", 10, 422),
+    ("/missing", 6, 404),
+];
 
 async fn get_text(client: &reqwest::Client, url: &str) -> (u16, String) {
     let response = client.get(url).send().await.unwrap();
@@ -53,33 +62,41 @@ async fn the_prometheus_exposition_passes_promtool() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 
+    // Parallel clients, each on its own connections, every one sending the same mix.
     let client = reqwest::Client::new();
-    let mut sent = Vec::new();
-    for (path, count) in [("/ok", 30), ("/handled", 12), ("/missing", 7)] {
-        let url = format!("{base}{path}");
-        let requests = (0..count).map(|_| get_text(&client, &url));
-        sent.extend(futures::future::join_all(requests).await);
+    let clients = (0..CLIENTS).map(|_| {
+        let (client, base) = (client.clone(), base.clone());
+        tokio::spawn(async move {
+            for (path, count, status) in MIX {
+                for _ in 0..count {
+                    assert_eq!(get_text(&client, &format!("{base}{path}")).await.0, status);
+                }
+            }
+        })
+    });
+    for client in futures::future::join_all(clients).await {
+        client.unwrap();
     }
-    assert_eq!(sent.len(), 49);
     let (status, exposition) = get_text(&client, &format!("{base}/metrics")).await;
     server.abort();
     assert_eq!(status, 200);
 
+    let [ok, handled, missing] = MIX.map(|(_, count, _)| count * CLIENTS);
     let snapshot = ledger.snapshot();
     assert_eq!(
         (snapshot.ok, snapshot.handled, snapshot.rejected),
-        (30, 12, 7)
+        (ok, handled, missing)
     );
     for line in [
-        "faultline_requests_total{outcome=\"ok\"} 30",
-        "faultline_requests_total{outcome=\"handled\"} 12",
-        "faultline_requests_total{outcome=\"rejected\"} 7",
-        "faultline_errors_total{route=\"/handled\",code=\"demo-invalid\",status=\"422\"} 12",
-        "faultline_errors_total{route=\"~unmatched\",code=\"not-found\",status=\"404\"} 7",
-        "faultline_in_flight 0",
-        "http_server_request_duration_count{http_request_method=\"GET\",http_route=\"/ok\",http_response_status_code=\"200\"} 30",
+        format!("faultline_requests_total{{outcome=\"ok\"}} {ok}"),
+        format!("faultline_requests_total{{outcome=\"handled\"}} {handled}"),
+        format!("faultline_requests_total{{outcome=\"rejected\"}} {missing}"),
+        format!("faultline_errors_total{{route=\"/handled\",code=\"demo-invalid\",status=\"422\"}} {handled}"),
+        format!("faultline_errors_total{{route=\"~unmatched\",code=\"not-found\",status=\"404\"}} {missing}"),
+        "faultline_in_flight 0".to_owned(),
+        format!("http_server_request_duration_count{{http_request_method=\"GET\",http_route=\"/ok\",http_response_status_code=\"200\"}} {ok}"),
     ] {
-        assert!(exposition.contains(line), "{line} missing from\n{exposition}");
+        assert!(exposition.contains(&line), "{line} missing from\n{exposition}");
     }
     assert!(exposition.contains("http_server_request_duration_bucket{"));
 
