@@ -359,3 +359,16 @@ fn error_counter(labels: Labels<'_>) -> Counter {
     ];
     ::metrics::counter!(ERRORS, pairs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_a_client_makes_up_share_one_label() {
+        assert_eq!(known_method("GET"), "GET");
+        assert_eq!(known_method("PATCH"), "PATCH");
+        assert_eq!(known_method("PURGE"), OTHER_METHOD);
+        assert_eq!(known_method("get"), OTHER_METHOD);
+    }
+}

@@ -168,7 +168,7 @@ fn push_row(page: &mut String, group: &Group, now_ms: u64) {
     page.push_str("</td>");
     push_time(page, "first", group.first_seen_ms, now_ms);
     push_time(page, "last", group.last_seen_ms, now_ms);
-    page.push_str("<td>");
+    page.push_str("<td class=\"minutes\">");
     push_trend(page, &group.per_minute);
     page.push_str("</td><td class=\"latest\"><details><summary>");
     match group.message.lines().next() {
@@ -234,7 +234,11 @@ fn push_trend(page: &mut String, per_minute: &[u32]) {
             BAR_WIDTH * 0.8
         );
     }
-    page.push_str("\"/></svg>");
+    let _ = write!(
+        page,
+        "\"/></svg> <span class=\"hour\">{}</span>",
+        per_minute.iter().map(|&n| u64::from(n)).sum::<u64>()
+    );
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
