@@ -163,8 +163,9 @@ def check_rows(dom, before, after):
     counts = [int(cells["count"]) for _, cells in shown]
     if counts != sorted(counts, reverse=True):
         fail(f"rows are not most frequent first: {counts}")
-    if set(last) - set(first) - {fp for fp, _ in shown}:
-        fail("a group the page should show is missing")
+    missing = set(first) - {fp for fp, _ in shown}
+    if missing:
+        fail(f"groups of /errors missing from the page: {sorted(missing)}")
     for fingerprint, cells in shown:
         group = last.get(fingerprint)
         if group is None:
