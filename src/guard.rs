@@ -114,8 +114,11 @@ impl RequestGuard {
 
     pub(crate) fn settle_ok(&mut self) {
         if !matches!(self.phase, Phase::Settled) {
+            // Only when a bridge records: no `catch` on the success path otherwise.
             #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
-            let _ = catch(|| self.record_bridges(Outcome::Ok, self.status().as_u16(), None));
+            if self.started_at.is_some() {
+                let _ = catch(|| self.record_bridges(Outcome::Ok, self.status().as_u16(), None));
+            }
             self.phase = Phase::Settled;
             self.shared.ledger.finish(Outcome::Ok);
         }
