@@ -359,9 +359,13 @@ impl Tally {
     /// A `FaultLayer` with a fresh ledger, and its tally, which expects `outcome` of every
     /// request.
     fn layer(outcome: Outcome) -> (FaultLayer, Option<Self>) {
-        let (layer, ledger) = FaultLayer::pair();
+        Self::of(FaultLayer::new(), outcome)
+    }
+
+    /// `layer`, and its tally, which expects `outcome` of every request.
+    fn of(layer: FaultLayer, outcome: Outcome) -> (FaultLayer, Option<Self>) {
         let tally = Self {
-            ledger,
+            ledger: layer.ledger(),
             outcome,
             sent: Cell::new(0),
         };
@@ -471,6 +475,42 @@ fn families() -> Vec<Family> {
         ),
         ("handled 422", handled),
     ]
+}
+
+/// With the `metrics` feature: the `ok` and `rejected 404` faultline rows again, recording
+/// into the `metrics` facade too, through metrics-exporter-prometheus's recorder (what a
+/// service exporting to Prometheus installs), so the bridge's cost reads off beside them.
+#[cfg(feature = "metrics")]
+fn facade_rows() -> Vec<Box<dyn Row>> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Full(faultline::HTTP_DURATION_METRIC.to_owned()),
+            faultline::HTTP_DURATION_BUCKETS,
+        )
+        .expect("the buckets are not empty")
+        .build_recorder();
+    metrics::set_global_recorder(recorder).expect("the bench installs the only recorder");
+    [
+        (StatusCode::OK, Outcome::Ok),
+        (StatusCode::NOT_FOUND, Outcome::Rejected),
+    ]
+    .into_iter()
+    .map(|(status, outcome)| {
+        let (layer, tally) = Tally::of(FaultLayer::new().record_metrics(true), outcome);
+        let name = format!(
+            "`FaultLayer` + metrics facade → `Answer({})` ({})",
+            status.as_u16(),
+            outcome.as_str()
+        );
+        row(name, layer.layer(Answer(status)), tally)
+    })
+    .collect()
+}
+
+#[cfg(not(feature = "metrics"))]
+fn facade_rows() -> Vec<Box<dyn Row>> {
+    Vec::new()
 }
 
 const THREADS: [usize; 2] = [1, 2];
@@ -596,6 +636,20 @@ fn print_ratios(families: &[Family], figures: &[[Figure; 2]]) {
             );
         }
     }
+    // The facade rows follow the families' rows, one per family from the first.
+    let facade = &figures[families.len() * 3..];
+    for (f, with) in facade.iter().enumerate() {
+        let without = &figures[f * 3 + FAULTLINE];
+        let ratio = |t: usize| with[t].best / without[t].best;
+        println!(
+            "| {}: faultline + metrics facade ÷ faultline | {:.2}× (+{:.1} ns) | {:.2}× (+{:.1} ns) |",
+            families[f].0,
+            ratio(0),
+            with[0].best - without[0].best,
+            ratio(1),
+            with[1].best - without[1].best
+        );
+    }
 }
 
 fn print_allocations(rows: &[&dyn Row], requests: u64) {
@@ -714,9 +768,11 @@ fn main() {
     }
     let start = Instant::now();
     let families = families();
+    let facade = facade_rows();
     let rows: Vec<&dyn Row> = families
         .iter()
         .flat_map(|(_, rows)| rows.iter().map(|row| &**row))
+        .chain(facade.iter().map(|row| &**row))
         .collect();
     println!(
         "## Scaling across cores ({} run: per cell {:?} warm-up, {:?} measured in {} rounds; {})\n",

@@ -68,7 +68,8 @@ pub(crate) struct RequestGuard {
     shared: Arc<Lane>,
     meta: RequestMeta,
     phase: Phase,
-    #[cfg(feature = "opentelemetry")]
+    /// When the request started, if a metrics bridge records durations.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
     started_at: Option<std::time::Instant>,
 }
 
@@ -85,23 +86,44 @@ enum Phase {
 impl RequestGuard {
     pub(crate) fn start(shared: Arc<Lane>, meta: RequestMeta) -> Self {
         shared.ledger.start();
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &shared.bridges.facade {
+            facade.start();
+        }
         Self {
-            #[cfg(feature = "opentelemetry")]
-            started_at: shared.otel.as_ref().map(|_| std::time::Instant::now()),
+            #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+            started_at: shared.bridges.time_requests().then(std::time::Instant::now),
             shared,
             meta,
             phase: Phase::Waiting,
         }
     }
 
-    /// Records the request's duration, when an OpenTelemetry meter is configured.
-    #[cfg(feature = "opentelemetry")]
-    fn record_duration(&self, status: Option<u16>, error_type: Option<&'static str>) {
-        if let (Some(otel), Some(started_at)) = (&self.shared.otel, self.started_at) {
+    /// Tells the metrics bridges that are configured how the request ended. `status` is the
+    /// one the ledger counts (499 for a cancellation); none was sent for a cancellation.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+    fn record_bridges(&self, outcome: Outcome, status: u16, error_type: Option<&'static str>) {
+        let Some(started_at) = self.started_at else {
+            return;
+        };
+        let answered = outcome != Outcome::Cancelled;
+        #[cfg(feature = "opentelemetry")]
+        if let Some(otel) = &self.shared.bridges.otel {
             otel.record(crate::otel::Finished {
                 started_at,
                 meta: &self.meta,
+                status: answered.then_some(status),
+                error_type,
+            });
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &self.shared.bridges.facade {
+            facade.finish(crate::facade::Finished {
+                started_at,
+                meta: &self.meta,
+                outcome,
                 status,
+                answered,
                 error_type,
             });
         }
@@ -157,8 +179,11 @@ impl RequestGuard {
 
     pub(crate) fn settle_ok(&mut self) {
         if !matches!(self.phase, Phase::Settled) {
-            #[cfg(feature = "opentelemetry")]
-            let _ = catch(|| self.record_duration(Some(self.status().as_u16()), None));
+            // Only when a bridge records: no `catch` on the success path otherwise.
+            #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+            if self.started_at.is_some() {
+                let _ = catch(|| self.record_bridges(Outcome::Ok, self.status().as_u16(), None));
+            }
             self.phase = Phase::Settled;
             self.shared.ledger.finish(Outcome::Ok);
         }
@@ -173,13 +198,18 @@ impl RequestGuard {
         // The report runs the subscriber's code (and the exporter's): a panic there must not
         // keep the request from being counted.
         let levels = &self.shared.config.report_levels;
-        let _ = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
-        #[cfg(feature = "opentelemetry")]
+        let written = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &self.shared.bridges.facade {
+            // A panic here came from the subscriber writing the event, which the ledger had
+            // already counted as reported.
+            let _ = catch(|| facade.report(written.unwrap_or(true)));
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = written;
+        #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
         let _ = catch(|| {
-            self.record_duration(
-                (summary.outcome != Outcome::Cancelled).then(|| summary.status.as_u16()),
-                Some(summary.code),
-            )
+            self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
         });
         ledger.finish(summary.outcome);
     }

@@ -14,7 +14,7 @@ use crate::limits::{
     MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
 use crate::service::FaultService;
-use crate::shared::{Lanes, Shared};
+use crate::shared::{Bridges, Lanes, Shared};
 
 /// The one layer that catches every failure of the service it wraps, answers it with a
 /// bounded problem+json body, reports it and counts it in its [`Ledger`].
@@ -67,8 +67,7 @@ pub struct FaultLayer {
 struct Builder {
     config: Config,
     ledger: Ledger,
-    #[cfg(feature = "opentelemetry")]
-    otel: Option<Arc<crate::otel::OtelMetrics>>,
+    bridges: Bridges,
     /// The shared state of the services this layer builds, made on the first `layer` call
     /// and shared by every clone; a builder call starts a new one.
     lanes: OnceLock<Lanes>,
@@ -87,8 +86,7 @@ impl FaultLayer {
             builder: Arc::new(Builder {
                 config: Config::default(),
                 ledger: Ledger::new(),
-                #[cfg(feature = "opentelemetry")]
-                otel: None,
+                bridges: Bridges::default(),
                 lanes: OnceLock::new(),
             }),
         }
@@ -166,7 +164,36 @@ impl FaultLayer {
     #[cfg(feature = "opentelemetry")]
     pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
-        self.builder_mut().otel = Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
+        self.builder_mut().bridges.otel =
+            Some(Arc::new(crate::otel::OtelMetrics::new(meter, ledger)));
+        self
+    }
+
+    /// Records into the [`metrics`](https://docs.rs/metrics) facade, through the recorder
+    /// installed when this is called (so install it first): `faultline_requests_total{outcome}`,
+    /// `faultline_errors_total{route,code,status}` (capped like the ledger's series, past the
+    /// cap under [`OVERFLOW_LABEL`](crate::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
+    /// the gauge `faultline_in_flight`, and the histogram [`HTTP_DURATION_METRIC`](crate::HTTP_DURATION_METRIC)
+    /// in seconds, labelled `http.request.method`, `http.route`, `http.response.status_code`
+    /// and, for failures, `error.type` (the failure's code).
+    ///
+    /// The ledger stays the exact source of truth; `false` switches the bridge off again.
+    ///
+    /// ```
+    /// let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    /// let snapshotter = recorder.snapshotter();
+    /// let layer = metrics::with_local_recorder(&recorder, || {
+    ///     faultline::FaultLayer::new().record_metrics(true)
+    /// });
+    /// # let _ = layer;
+    /// // The counters per outcome are registered up front.
+    /// assert!(snapshotter.snapshot().into_vec().len() >= faultline::Outcome::ALL.len());
+    /// ```
+    #[cfg(feature = "metrics")]
+    pub fn record_metrics(mut self, on: bool) -> Self {
+        let max_series = self.builder.ledger.max_series();
+        self.builder_mut().bridges.facade =
+            on.then(|| Arc::new(crate::facade::FacadeMetrics::new(max_series)));
         self
     }
 
@@ -207,8 +234,7 @@ impl<S> Layer<S> for FaultLayer {
             let shared = Shared::new(
                 builder.config.clone(),
                 builder.ledger.clone(),
-                #[cfg(feature = "opentelemetry")]
-                builder.otel.clone(),
+                builder.bridges.clone(),
             );
             shared.into_lanes()
         });

@@ -31,6 +31,7 @@
 //!
 //! - `derive` (default): `#[derive(Fault)]`.
 //! - `json` (default): axum's `JsonRejection` as a fault, for `?`.
+//! - `metrics`: the `metrics` facade bridge, see [`FaultLayer::record_metrics`] (when enabled).
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
 //! - `utoipa`: error responses in OpenAPI, see [`openapi`] (when enabled).
 //!
@@ -115,6 +116,9 @@ mod problem;
 mod report;
 
 // counting
+#[cfg(feature = "metrics")]
+mod facade;
+mod inbox;
 mod ledger;
 #[cfg(feature = "opentelemetry")]
 mod otel;
@@ -131,6 +135,8 @@ mod shared;
 pub use crate::body::FaultBody;
 pub use crate::bounded::TRUNCATION_MARKER;
 pub use crate::config::ReportLevels;
+#[cfg(feature = "metrics")]
+pub use crate::facade::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 pub use crate::fault::{Catalog, CatalogEntry, Error, Fault};
 pub use crate::future::ResponseFuture;
 pub use crate::layer::FaultLayer;
@@ -138,7 +144,7 @@ pub use crate::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT
 pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 pub use crate::panic_hook::install_panic_hook;
 pub use crate::problem::PROBLEM_JSON;
-pub use crate::report::Group;
+pub use crate::report::{Group, TREND_MINUTES};
 pub use crate::service::FaultService;
 #[cfg(feature = "derive")]
 pub use faultline_derive::Fault;

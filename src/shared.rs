@@ -20,10 +20,40 @@ use crate::stripe;
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) ledger: Ledger,
-    #[cfg(feature = "opentelemetry")]
-    pub(crate) otel: Option<Arc<crate::otel::OtelMetrics>>,
+    #[cfg_attr(
+        not(any(feature = "opentelemetry", feature = "metrics")),
+        allow(dead_code)
+    )]
+    pub(crate) bridges: Bridges,
     /// The lanes, by stripe; weak, since each lane holds this state.
     lanes: OnceLock<Box<[Weak<Lane>]>>,
+}
+
+/// The metrics bridges a layer records into besides its ledger, each when configured.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Bridges {
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) otel: Option<Arc<crate::otel::OtelMetrics>>,
+    #[cfg(feature = "metrics")]
+    pub(crate) facade: Option<Arc<crate::facade::FacadeMetrics>>,
+}
+
+impl Bridges {
+    /// Whether any bridge wants the requests' durations.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+    pub(crate) fn time_requests(&self) -> bool {
+        #[allow(unused_mut)]
+        let mut any = false;
+        #[cfg(feature = "opentelemetry")]
+        {
+            any |= self.otel.is_some();
+        }
+        #[cfg(feature = "metrics")]
+        {
+            any |= self.facade.is_some();
+        }
+        any
+    }
 }
 
 /// A counted handle on the shared state, alone on its cache lines: its reference count is
@@ -39,16 +69,11 @@ pub(crate) struct Lane {
 pub(crate) type Lanes = Arc<[Arc<Lane>]>;
 
 impl Shared {
-    pub(crate) fn new(
-        config: Config,
-        ledger: Ledger,
-        #[cfg(feature = "opentelemetry")] otel: Option<Arc<crate::otel::OtelMetrics>>,
-    ) -> Self {
+    pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
         Self {
             config,
             ledger,
-            #[cfg(feature = "opentelemetry")]
-            otel,
+            bridges,
             lanes: OnceLock::new(),
         }
     }
@@ -95,13 +120,7 @@ mod tests {
 
     #[test]
     fn a_thread_gets_its_own_lane_and_lanes_end_with_the_services() {
-        let lanes = Shared::new(
-            Config::default(),
-            Ledger::new(),
-            #[cfg(feature = "opentelemetry")]
-            None,
-        )
-        .into_lanes();
+        let lanes = Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_lanes();
         let first = lanes[0].clone();
         let here = first.here();
         assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));

@@ -172,15 +172,22 @@ impl Ledger {
         }
     }
 
+    /// The cap of the failure series, which the metrics bridges share.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn max_series(&self) -> usize {
+        lock(&self.inner.series).max
+    }
+
     /// Counts a failure in its series and its group, and writes its event unless flood
-    /// control holds it back. The event runs the subscriber's code, last, with no lock held.
+    /// control holds it back; whether it was written. The event runs the subscriber's code,
+    /// last, with no lock held.
     pub(crate) fn fail(
         &self,
         summary: &Summary,
         meta: &RequestMeta,
         request_id: &str,
         levels: &ReportLevels,
-    ) {
+    ) -> bool {
         let (stripe, slot) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
@@ -194,7 +201,10 @@ impl Ledger {
                 .judge(reports, fingerprint, summary, route)
         };
         match verdict {
-            Verdict::Suppress => stripe.counts.suppressed(slot),
+            Verdict::Suppress => {
+                stripe.counts.suppressed(slot);
+                false
+            }
             Verdict::Write { suppressed_since } => {
                 stripe.counts.reported(slot);
                 let level = levels.of(summary.outcome, summary.status);
@@ -206,6 +216,7 @@ impl Ledger {
                     fingerprint,
                     suppressed_since,
                 );
+                true
             }
         }
     }
@@ -322,6 +333,7 @@ impl Ledger {
                     "message": g.message,
                     "chain": g.chain,
                     "location": g.location,
+                    "per_minute": g.per_minute,
                 })
             })
             .collect();

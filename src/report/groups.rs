@@ -16,6 +16,12 @@ use crate::summary::Summary;
 /// The fingerprints one thread tallies before it hands its tallies over.
 const PENDING_PER_THREAD: usize = 16;
 
+/// The minutes of per-minute counts each group keeps: the last hour, what a person on call
+/// compares against ("since when, and is it getting worse?").
+pub const TREND_MINUTES: usize = 60;
+
+const MINUTE_MS: u64 = 60_000;
+
 /// One error group: every failure with the same fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -42,6 +48,71 @@ pub struct Group {
     pub chain: String,
     /// `file:line` of the panic, for panics seen with the panic hook installed.
     pub location: Option<String>,
+    /// Failures per minute over the last [`TREND_MINUTES`] minutes up to the read, the
+    /// oldest first; the last is the current minute so far.
+    pub per_minute: Vec<u32>,
+}
+
+/// Failures per minute, for the last [`TREND_MINUTES`] minutes up to `minute`: a ring, so
+/// counting one costs an index and an add, and never allocates.
+#[derive(Debug, Clone, Copy)]
+struct Trend {
+    /// The latest minute counted, in minutes since the Unix epoch.
+    minute: u64,
+    counts: [u32; TREND_MINUTES],
+}
+
+impl Trend {
+    fn new(minute: u64) -> Self {
+        Self {
+            minute,
+            counts: [0; TREND_MINUTES],
+        }
+    }
+
+    fn slot(minute: u64) -> usize {
+        (minute % TREND_MINUTES as u64) as usize
+    }
+
+    /// Counts `n` failures in `minute`; minutes older than the window are dropped.
+    fn add(&mut self, minute: u64, n: u32) {
+        if minute > self.minute {
+            let gap = (minute - self.minute).min(TREND_MINUTES as u64);
+            for m in 1..=gap {
+                self.counts[Self::slot(self.minute + m)] = 0;
+            }
+            self.minute = minute;
+        }
+        if self.minute - minute < TREND_MINUTES as u64 {
+            let count = &mut self.counts[Self::slot(minute)];
+            *count = count.saturating_add(n);
+        }
+    }
+
+    fn merge(&mut self, other: &Trend) {
+        for age in 0..TREND_MINUTES as u64 {
+            let Some(minute) = other.minute.checked_sub(age) else {
+                break;
+            };
+            let n = other.counts[Self::slot(minute)];
+            if n > 0 {
+                self.add(minute, n);
+            }
+        }
+    }
+
+    /// The counts of the window that ends at `now_minute`, the oldest first.
+    fn window(&self, now_minute: u64) -> Vec<u32> {
+        (0..TREND_MINUTES as u64)
+            .rev()
+            .map(|age| match now_minute.checked_sub(age) {
+                Some(m) if m <= self.minute && self.minute - m < TREND_MINUTES as u64 => {
+                    self.counts[Self::slot(m)]
+                }
+                _ => 0,
+            })
+            .collect()
+    }
 }
 
 /// What one thread saw of one fingerprint since it last handed over.
@@ -57,6 +128,7 @@ struct Pending {
     message: String,
     chain: String,
     location: Option<String>,
+    trend: Trend,
 }
 
 /// One thread's tallies since it last handed over.
@@ -82,10 +154,13 @@ impl PendingGroups {
                 .site
                 .as_ref()
                 .map(|site| format!("{}:{}", site.file, site.line)),
+            trend: Trend::new(now_ms / MINUTE_MS),
         });
         if pending.count == 0 {
             pending.first_seen_ms = now_ms;
+            pending.trend = Trend::new(now_ms / MINUTE_MS);
         }
+        pending.trend.add(now_ms / MINUTE_MS, 1);
         pending.count += 1;
         pending.last_seen_ms = now_ms;
         pending.status = summary.status.as_u16();
@@ -106,7 +181,7 @@ pub(super) struct GroupTable {
     pub(super) max: usize,
     /// A logical clock for "least recently seen": one tick per hand-over of a group.
     tick: u64,
-    groups: FxHashMap<u64, (Group, u64)>,
+    groups: FxHashMap<u64, (Group, u64, Trend)>,
 }
 
 impl GroupTable {
@@ -135,8 +210,9 @@ impl GroupTable {
         }
         self.tick += 1;
         let tick = self.tick;
-        if let Some((group, seen)) = self.groups.get_mut(&fingerprint) {
+        if let Some((group, seen, trend)) = self.groups.get_mut(&fingerprint) {
             *seen = tick;
+            trend.merge(&pending.trend);
             group.count += pending.count;
             group.first_seen_ms = group.first_seen_ms.min(pending.first_seen_ms);
             if pending.last_seen_ms >= group.last_seen_ms {
@@ -148,7 +224,7 @@ impl GroupTable {
             return;
         }
         if self.groups.len() >= self.max {
-            evict_least_recent(&mut self.groups, |(_, seen)| *seen);
+            evict_least_recent(&mut self.groups, |(_, seen, _)| *seen);
         }
         let group = Group {
             fingerprint: format!("{fingerprint:016x}"),
@@ -162,18 +238,64 @@ impl GroupTable {
             message: pending.message.clone(),
             chain: pending.chain.clone(),
             location: pending.location.clone(),
+            per_minute: Vec::new(),
         };
-        self.groups.insert(fingerprint, (group, tick));
+        self.groups
+            .insert(fingerprint, (group, tick, pending.trend));
     }
 
-    /// The groups, the most frequent first.
-    pub(super) fn to_vec(&self) -> Vec<Group> {
-        let mut groups: Vec<Group> = self.groups.values().map(|(g, _)| g.clone()).collect();
+    /// The groups, the most frequent first, with their trend up to `now_ms`.
+    pub(super) fn to_vec(&self, now_ms: u64) -> Vec<Group> {
+        let now_minute = now_ms / MINUTE_MS;
+        let mut groups: Vec<Group> = self
+            .groups
+            .values()
+            .map(|(g, _, trend)| Group {
+                per_minute: trend.window(now_minute),
+                ..g.clone()
+            })
+            .collect();
         groups.sort_by(|a, b| {
             b.count
                 .cmp(&a.count)
                 .then_with(|| b.last_seen_ms.cmp(&a.last_seen_ms))
         });
         groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trend_keeps_the_last_hour_by_minute() {
+        let mut trend = Trend::new(1_000);
+        trend.add(1_000, 2);
+        trend.add(1_010, 3);
+        // Out of order within the window still counts; older than the window does not.
+        trend.add(1_005, 1);
+        trend.add(900, 7);
+        let window = trend.window(1_010);
+        assert_eq!(window.len(), TREND_MINUTES);
+        assert_eq!(window[TREND_MINUTES - 1], 3);
+        assert_eq!(window[TREND_MINUTES - 6], 1);
+        assert_eq!(window[TREND_MINUTES - 11], 2);
+        assert_eq!(window.iter().sum::<u32>(), 6);
+        // Read 30 minutes later, the minute 1_000 is still in; 61 minutes later, none is.
+        assert_eq!(trend.window(1_040).iter().sum::<u32>(), 6);
+        assert_eq!(trend.window(1_071).iter().sum::<u32>(), 0);
+        // A jump past the window clears the ring, the new minute alone counts.
+        trend.add(2_000, 4);
+        assert_eq!(trend.window(2_000).iter().sum::<u32>(), 4);
+
+        let mut merged = Trend::new(2_000);
+        merged.add(1_990, 5);
+        merged.merge(&trend);
+        let window = merged.window(2_000);
+        assert_eq!(
+            (window[TREND_MINUTES - 1], window[TREND_MINUTES - 11]),
+            (4, 5)
+        );
     }
 }

@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 pub(crate) use self::event::{emit, fingerprint};
 pub(crate) use self::flood::Verdict;
 use self::flood::{Budgets, CachedBudgets};
-pub use self::groups::Group;
+pub use self::groups::{Group, TREND_MINUTES};
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
 use crate::panic_hook::lock;
@@ -98,7 +98,7 @@ impl Reporter {
 
     /// The error groups, the most frequent first: only what was handed over.
     pub(crate) fn groups(&self) -> Vec<Group> {
-        lock(&self.groups).to_vec()
+        lock(&self.groups).to_vec(unix_ms())
     }
 }
 

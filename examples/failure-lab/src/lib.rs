@@ -158,6 +158,21 @@ impl StdError for Wrapped {
     }
 }
 
+/// What `/hostile`'s error says: markup and quotes, as an attacker would put into a field
+/// that an error message echoes. The inbox page must show it, never run it.
+pub const HOSTILE_MESSAGE: &str =
+    "unknown repository <script>document.documentElement.dataset.pwned='1'</script> \"quoted\" & 'single' <img src=x>";
+
+/// `/hostile`: a 400 whose message is [`HOSTILE_MESSAGE`]. Not in the OpenAPI document: it
+/// exists for the inbox page's browser check.
+async fn hostile() -> Result<&'static str, faultline::Error> {
+    Err(faultline::Error::new(
+        StatusCode::BAD_REQUEST,
+        "hostile-input",
+        HOSTILE_MESSAGE,
+    ))
+}
+
 #[utoipa::path(get, path = "/panic", responses(LayerFaults))]
 async fn panics() -> &'static str {
     let detail = String::from("secret: the handler panicked on purpose");
@@ -248,6 +263,7 @@ pub fn app() -> (Router, Ledger) {
     let routes = Router::new()
         .route("/ok", get(ok))
         .route("/handled", get(handled))
+        .route("/hostile", get(hostile))
         .route("/internal", get(internal))
         .route("/panic", get(panics))
         .route("/panic-body", get(panic_body))
@@ -259,6 +275,10 @@ pub fn app() -> (Router, Ledger) {
             post(json).layer(DefaultBodyLimit::max(JSON_LIMIT_BYTES)),
         )
         .route("/metrics", get(ledger.metrics_handler()))
+        // The lab serves 127.0.0.1 only and is a test bench: its error groups are open.
+        // A real service mounts these behind its admin authentication.
+        .route("/errors", get(ledger.errors_handler()))
+        .route("/errors/inbox", get(ledger.inbox_handler()))
         .route("/openapi.json", get(openapi_json))
         .layer(layer.clone());
     // tower's timeout fails with an error, not a response: the fault layer sits outside it

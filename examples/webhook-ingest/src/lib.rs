@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 use faultline::{FaultLayer, Ledger};
 use serde_json::json;
@@ -102,23 +102,38 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .with_state(state)
         .route("/metrics", get(metrics(ledger.clone(), config.connections)));
     if let Some(admin_token) = config.admin_token {
-        let errors = ledger.errors_handler();
-        router = router.route(
-            "/errors",
-            get(move |headers: HeaderMap| async move {
-                let sent = Sha256::digest(bearer(&headers).unwrap_or_default());
-                let wanted = Sha256::digest(admin_token.as_bytes());
-                if bool::from(sent.as_slice().ct_eq(wanted.as_slice())) {
-                    Ok(errors().await)
-                } else {
-                    Err(IngestError::BadApiKey)
-                }
-            }),
-        );
+        // The error groups hold internal text: the JSON and the inbox page alike answer only
+        // the admin token.
+        router = router
+            .route(
+                "/errors",
+                admin_only(admin_token.clone(), ledger.errors_handler()),
+            )
+            .route(
+                "/errors/inbox",
+                admin_only(admin_token, ledger.inbox_handler()),
+            );
     }
     let deadlines =
         axum::middleware::from_fn_with_state(config.deadlines, serve::deadline::enforce);
     (router.layer(deadlines).layer(layer), ledger)
+}
+
+/// `GET` of `handler` for requests that send `Authorization: Bearer ADMIN_TOKEN`; a 401
+/// for others.
+fn admin_only<H>(admin_token: String, handler: H) -> MethodRouter
+where
+    H: FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static,
+{
+    get(move |headers: HeaderMap| async move {
+        let sent = Sha256::digest(bearer(&headers).unwrap_or_default());
+        let wanted = Sha256::digest(admin_token.as_bytes());
+        if bool::from(sent.as_slice().ct_eq(wanted.as_slice())) {
+            Ok(handler().await)
+        } else {
+            Err(IngestError::BadApiKey)
+        }
+    })
 }
 
 /// `/metrics`: the ledger's exposition, then the connection counts.

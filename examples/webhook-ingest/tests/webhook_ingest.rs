@@ -157,15 +157,33 @@ async fn the_management_routes_and_their_failures() {
     assert_eq!(errors.status, 200, "{}", errors.text);
     assert!(errors.text.contains("bad-api-key"), "{}", errors.text);
     assert!(!errors.text.contains(wrong_key), "{}", errors.text);
+    // The inbox page: the same groups, behind the same token.
+    let refused = service
+        .send(service.client.get(service.url("/errors/inbox")))
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text);
+    let inbox = service
+        .send(
+            service
+                .client
+                .get(service.url("/errors/inbox"))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    assert_eq!(inbox.status, 200, "{}", inbox.text);
+    assert!(inbox.text.starts_with("<!DOCTYPE html>"));
+    assert!(inbox.text.contains("<td class=\"code\">bad-api-key</td>"));
+    assert!(!inbox.text.contains(wrong_key));
 
     let after = service.quiescent().await;
     assert!(after.is_balanced(), "{after:#?}");
-    // Two look-ups, the stats, the health check and the error groups succeeded; the missing
-    // member and the form body are axum's rejections; the other nine (the error groups asked
-    // for without the admin token among them) are the handlers' own.
-    assert_eq!(after.ok - before.ok, 5);
+    // Two look-ups, the stats, the health check, the error groups and the inbox page
+    // succeeded; the missing member and the form body are axum's rejections; the other ten
+    // (the error groups and the inbox asked for without the admin token among them) are the
+    // handlers' own.
+    assert_eq!(after.ok - before.ok, 6);
     assert_eq!(after.rejected - before.rejected, 2);
-    assert_eq!(after.handled - before.handled, 9);
+    assert_eq!(after.handled - before.handled, 10);
     let series = |code: &str| {
         after
             .series
@@ -174,8 +192,9 @@ async fn the_management_routes_and_their_failures() {
             .map(|s| s.count)
             .sum::<u64>()
     };
-    // Three wrong instance keys and the error groups asked for without the admin token.
-    assert_eq!(series("bad-api-key"), 4);
+    // Three wrong instance keys, and the error groups and the inbox asked for without the
+    // admin token.
+    assert_eq!(series("bad-api-key"), 5);
     assert_eq!(series("digest-not-found"), 2);
     assert!(after
         .series

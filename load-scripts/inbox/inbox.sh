@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The error inbox page in a real browser: starts the failure lab on a free port of
+# 127.0.0.1, sends a bounded load of every failure kind, opens /errors/inbox in headless
+# Chromium and checks through the DOM that its rows, counts and codes match /errors, that the
+# filters hide what they should, and that the injected script in /hostile's message did not
+# run; saves screenshots under target/inbox/. Stops the lab by its PID. Exits non-zero on any
+# failure.
+#
+#   load-scripts/inbox/inbox.sh            # debug build: reuses what `cargo test` compiled
+#   INBOX_PROFILE=release load-scripts/inbox/inbox.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+for tool in chromium python3; do
+    command -v "$tool" >/dev/null || {
+        echo "inbox.sh: $tool is required (Debian package \`$tool\`; .ci/run installs it)" >&2
+        exit 1
+    }
+done
+
+profile=${INBOX_PROFILE:-debug}
+flags=()
+[[ $profile == release ]] && flags=(--release)
+cargo build -q "${flags[@]}" -p failure-lab
+exec python3 load-scripts/inbox/inbox.py --lab "target/$profile/failure-lab" --out target/inbox
