@@ -19,18 +19,19 @@
 //! The tables are markdown, to paste into BENCHMARKS.md as they are.
 
 /// Threads released together, shared with the tests.
-#[path = "../tests/common/threads.rs"]
+#[path = "../../tests/common/threads.rs"]
 #[allow(dead_code)]
 mod threads;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+mod allocations;
+mod report;
+mod settings;
+
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::future::{ready, Ready};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -44,172 +45,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use threads::hammer;
 
-const USAGE: &str = "usage: cargo bench --bench ledger [-- --quick | \
-                     --warm-up-time SECONDS | --measurement-time SECONDS] [FILTER]";
-
-/// How long each cell warms up and is measured, and how much the untimed passes do.
-struct Settings {
-    mode: &'static str,
-    /// A filter given to `cargo bench` that does not name this bench, which then runs nothing.
-    filtered_out: Option<String>,
-    warm_up: Duration,
-    measurement: Duration,
-    rounds: usize,
-    /// Requests per row in the pass that counts allocations.
-    counted_requests: u64,
-    /// Atomic adds per thread in each round of the contention figures.
-    adds: u64,
-}
-
-impl Settings {
-    fn full() -> Self {
-        Self {
-            mode: "full",
-            filtered_out: None,
-            warm_up: Duration::from_secs(1),
-            measurement: Duration::from_secs(4),
-            rounds: 20,
-            counted_requests: 10_000,
-            adds: 10_000_000,
-        }
-    }
-
-    fn quick() -> Self {
-        Self {
-            mode: "quick",
-            filtered_out: None,
-            warm_up: Duration::from_millis(100),
-            measurement: Duration::from_millis(500),
-            rounds: 5,
-            counted_requests: 10_000,
-            adds: 5_000_000,
-        }
-    }
-
-    /// Without `--bench` (`cargo test --benches`), a smoke run: every row and check, briefly.
-    fn smoke() -> Self {
-        Self {
-            mode: "smoke (no --bench)",
-            filtered_out: None,
-            warm_up: Duration::ZERO,
-            measurement: Duration::from_millis(20),
-            rounds: 2,
-            counted_requests: 1_000,
-            adds: 10_000,
-        }
-    }
-
-    fn from_args(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
-        let (mut bench, mut quick, mut warm_up, mut measurement) = (false, false, None, None);
-        let mut filters = Vec::new();
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--bench" => bench = true,
-                "--quick" => quick = true,
-                "--warm-up-time" => warm_up = Some(seconds(args.next())?),
-                "--measurement-time" => measurement = Some(seconds(args.next())?),
-                "--help" | "-h" => return Err(USAGE.to_owned()),
-                other if other.starts_with('-') => {
-                    return Err(format!("unknown argument `{other}`\n{USAGE}"))
-                }
-                filter => filters.push(filter.to_owned()),
-            }
-        }
-        let mut settings = match (bench, quick) {
-            (_, true) => Self::quick(),
-            (true, false) => Self::full(),
-            (false, false) => Self::smoke(),
-        };
-        if warm_up.is_some() || measurement.is_some() {
-            settings.mode = "custom";
-        }
-        settings.warm_up = warm_up.unwrap_or(settings.warm_up);
-        settings.measurement = measurement.unwrap_or(settings.measurement);
-        if !filters.is_empty() && !filters.iter().any(|f| "ledger".contains(f.as_str())) {
-            settings.filtered_out = Some(filters.join(" "));
-        }
-        Ok(settings)
-    }
-}
-
-fn seconds(value: Option<String>) -> Result<Duration, String> {
-    let value = value.ok_or_else(|| format!("a number of seconds is missing\n{USAGE}"))?;
-    value
-        .parse::<f64>()
-        .ok()
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| format!("`{value}` is not a number of seconds\n{USAGE}"))
-}
-
-/// Counts heap allocations, only while [`COUNTING`] is on. The timed rounds leave it off:
-/// they pay one relaxed load of a line nobody writes per allocation, and share nothing.
-struct CountingAllocator;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static REALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
-
-impl CountingAllocator {
-    fn note(counter: &AtomicU64, bytes: usize) {
-        if COUNTING.load(Ordering::Relaxed) {
-            counter.fetch_add(1, Ordering::Relaxed);
-            ALLOCATED_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);
-        }
-    }
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, so the caller's
-// obligations pass to it as they are; counting only touches atomics and never allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        Self::note(&ALLOCATIONS, layout.size());
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        Self::note(&ALLOCATIONS, layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        Self::note(&REALLOCATIONS, new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-/// Heap operations counted by [`CountingAllocator`].
-#[derive(Clone, Copy)]
-struct Allocations {
-    allocations: u64,
-    reallocations: u64,
-    bytes: u64,
-}
-
-impl Allocations {
-    /// Counts the allocations of `work`, run on this thread while no other thread runs.
-    fn of(work: impl FnOnce()) -> Self {
-        let read =
-            || [&ALLOCATIONS, &REALLOCATIONS, &ALLOCATED_BYTES].map(|c| c.load(Ordering::SeqCst));
-        let before = read();
-        COUNTING.store(true, Ordering::SeqCst);
-        work();
-        COUNTING.store(false, Ordering::SeqCst);
-        let after = read();
-        Self {
-            allocations: after[0] - before[0],
-            reallocations: after[1] - before[1],
-            bytes: after[2] - before[2],
-        }
-    }
-}
+use crate::allocations::Allocations;
+use crate::report::{machine, print_allocations, print_atomics, print_ratios, print_scaling};
+use crate::settings::Settings;
 
 /// A service that answers at once with an empty body of `status`.
 #[derive(Clone, Copy)]
@@ -598,160 +436,6 @@ fn measure(rows: &[&dyn Row], settings: &Settings) -> Vec<[Figure; 2]> {
         figures[r][t] = Figure::of(rounds);
     }
     figures
-}
-
-fn print_scaling(rows: &[&dyn Row], figures: &[[Figure; 2]], rounds: usize) {
-    println!(
-        "\n### (a) ns per request (best of {rounds} rounds), and throughput with a second thread\n"
-    );
-    println!("| row | 1 thread | 2 threads | throughput 2 threads ÷ 1 thread | median ÷ best round (1 / 2 threads) | waiting for a CPU in the best round |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (row, [one, two]) in rows.iter().zip(figures) {
-        println!(
-            "| {} | {:.1} | {:.1} | {:.2}× | {:.2} / {:.2} | {} / {} |",
-            row.name(),
-            one.best,
-            two.best,
-            one.best / two.best,
-            one.noise(),
-            two.noise(),
-            one.waited(),
-            two.waited()
-        );
-    }
-}
-
-fn print_ratios(families: &[Family], figures: &[[Figure; 2]]) {
-    println!("\n### (b) faultline ÷ the same service without it, ns per request (best rounds)\n");
-    println!("| ratio | 1 thread | 2 threads |");
-    println!("|---|---:|---:|");
-    for (f, (family, _)) in families.iter().enumerate() {
-        let cells = &figures[f * 3..f * 3 + 3];
-        for (against, name) in [(CATCH_PANIC, "CatchPanicLayer"), (BARE, "bare")] {
-            let ratio = |t: usize| cells[FAULTLINE][t].best / cells[against][t].best;
-            println!(
-                "| {family}: faultline ÷ {name} | {:.2}× | {:.2}× |",
-                ratio(0),
-                ratio(1)
-            );
-        }
-    }
-    // The facade rows follow the families' rows, one per family from the first.
-    let facade = &figures[families.len() * 3..];
-    for (f, with) in facade.iter().enumerate() {
-        let without = &figures[f * 3 + FAULTLINE];
-        let ratio = |t: usize| with[t].best / without[t].best;
-        println!(
-            "| {}: faultline + metrics facade ÷ faultline | {:.2}× (+{:.1} ns) | {:.2}× (+{:.1} ns) |",
-            families[f].0,
-            ratio(0),
-            with[0].best - without[0].best,
-            ratio(1),
-            with[1].best - without[1].best
-        );
-    }
-}
-
-fn print_allocations(rows: &[&dyn Row], requests: u64) {
-    println!("\n### (c) heap allocations per request ({requests} requests per row, one thread, untimed)\n");
-    println!("| row | allocations | reallocations | bytes allocated |");
-    println!("|---|---:|---:|---:|");
-    for row in rows {
-        let counted = row.count_allocations(requests);
-        let per = |n: u64| n as f64 / requests as f64;
-        println!(
-            "| {} | {:.2} | {:.2} | {:.0} |",
-            row.name(),
-            per(counted.allocations),
-            per(counted.reallocations),
-            per(counted.bytes)
-        );
-    }
-}
-
-/// A counter alone on its cache line (128 bytes: adjacent-line prefetch pairs 64-byte lines).
-#[repr(align(128))]
-#[derive(Default)]
-struct Line(AtomicU64);
-
-/// `adds` relaxed adds from each of `counters.len()` threads at once.
-fn add_from_threads(counters: &[&AtomicU64], adds: u64) -> Timed {
-    together(counters.len(), |t| {
-        let counter = black_box(counters[t]);
-        for _ in 0..adds {
-            counter.fetch_add(1, Ordering::Relaxed);
-        }
-    })
-}
-
-fn print_atomics(settings: &Settings) {
-    let lines = [Line::default(), Line::default()];
-    let (a, b) = (&lines[0].0, &lines[1].0);
-    let cases: [(&str, Vec<&AtomicU64>); 3] = [
-        ("one thread alone", vec![a]),
-        ("two threads, each on its own 128-byte line", vec![a, b]),
-        ("two threads, one shared line", vec![a, a]),
-    ];
-    let rounds = settings.rounds.min(10);
-    let mut rounds_of = vec![Vec::new(); cases.len()];
-    for _ in 0..rounds {
-        for (case, (_, counters)) in cases.iter().enumerate() {
-            lines
-                .iter()
-                .for_each(|line| line.0.store(0, Ordering::Relaxed));
-            let timed = add_from_threads(counters, settings.adds);
-            let total: u64 = lines
-                .iter()
-                .map(|line| line.0.load(Ordering::Relaxed))
-                .sum();
-            assert_eq!(total, settings.adds * counters.len() as u64, "lost adds");
-            rounds_of[case].push(timed.per(settings.adds));
-        }
-    }
-    let figures: Vec<Figure> = rounds_of.into_iter().map(Figure::of).collect();
-    println!(
-        "\n### (d) one relaxed `fetch_add`, {} per thread, best of {rounds} rounds\n",
-        settings.adds
-    );
-    println!(
-        "| adds | ns per add (each thread) | adds per µs (all threads) | ÷ one thread alone | waiting for a CPU |"
-    );
-    println!("|---|---:|---:|---:|---:|");
-    for ((name, counters), figure) in cases.iter().zip(&figures) {
-        println!(
-            "| {name} | {:.2} | {:.1} | {:.2}× | {} |",
-            figure.best,
-            1_000.0 * counters.len() as f64 / figure.best,
-            figure.best / figures[0].best,
-            figure.waited()
-        );
-    }
-    println!(
-        "\nOne shared line ÷ separate lines: {:.2}× per add ({}).",
-        figures[2].best / figures[1].best,
-        machine()
-    );
-}
-
-/// The CPUs, which of them share a core and how busy they are, where Linux says so.
-fn machine() -> String {
-    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
-    let siblings: Vec<String> = (0..cpus)
-        .filter_map(|cpu| {
-            let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
-            std::fs::read_to_string(path).ok()
-        })
-        .map(|list| format!("[{}]", list.trim()))
-        .collect();
-    let mut machine = format!("{cpus} CPUs");
-    if !siblings.is_empty() {
-        machine += &format!(", SMT siblings {}", siblings.join(" "));
-    }
-    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
-        let load: Vec<&str> = load.split_whitespace().take(3).collect();
-        machine += &format!(", load average {}", load.join(" "));
-    }
-    machine
 }
 
 fn main() {
