@@ -82,22 +82,20 @@ impl Default for FaultLayer {
 impl FaultLayer {
     /// A layer with the default caps and a fresh ledger.
     pub fn new() -> Self {
-        Self {
-            builder: Arc::new(Builder {
-                config: Config::default(),
-                ledger: Ledger::new(),
-                bridges: Bridges::default(),
-                lanes: OnceLock::new(),
-            }),
-        }
+        Self::with_ledger(Ledger::new())
     }
 
     /// A layer with the default caps that counts into `ledger`, made with the bounds it
     /// needs by [`Ledger::builder`]. Two layers given one ledger count into the same tables.
     pub fn with_ledger(ledger: Ledger) -> Self {
-        let mut layer = Self::new();
-        layer.builder_mut().ledger = ledger;
-        layer
+        Self {
+            builder: Arc::new(Builder {
+                config: Config::default(),
+                ledger,
+                bridges: Bridges::default(),
+                lanes: OnceLock::new(),
+            }),
+        }
     }
 
     /// A layer with the default caps, and the handle on its ledger.
