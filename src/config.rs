@@ -6,7 +6,11 @@ use std::time::Duration;
 use http::{HeaderName, StatusCode};
 use tracing::Level;
 
-use crate::limits::*;
+use crate::limits::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
+    DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER,
+};
 use crate::outcome::Outcome;
 
 #[derive(Debug, Clone)]

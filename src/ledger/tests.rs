@@ -153,11 +153,12 @@ fn exposition_escapes_label_values() {
 fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
     let captured = Captured::default();
     // A window long enough that ten failures fit in one even on a loaded machine.
-    let ledger = ledger(3, Duration::from_millis(200));
+    const WINDOW: Duration = Duration::from_millis(200);
+    let ledger = ledger(3, WINDOW);
     let failure = summary("unsupported-event", "nope", None);
     tracing::subscriber::with_default(captured.subscriber(), || {
         // Start at a window's beginning, so that the ten fall in one window.
-        let window = Duration::from_millis(200).as_nanos();
+        let window = WINDOW.as_nanos();
         while ledger.inner.reporter.elapsed_nanos() % window > window / 4 {
             std::thread::yield_now();
         }
@@ -166,7 +167,7 @@ fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
         }
         let snapshot = ledger.snapshot();
         assert_eq!((snapshot.reported, snapshot.suppressed), (3, 7));
-        std::thread::sleep(Duration::from_millis(210));
+        std::thread::sleep(WINDOW + Duration::from_millis(10));
         fail(&ledger, &failure);
     });
     let snapshot = ledger.snapshot();
