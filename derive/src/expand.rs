@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use proc_macro2::TokenStream;
+use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Attribute, Data, DeriveInput, Expr, Fields, Ident, Lit, LitStr, Member, Meta, Type};
 
@@ -13,17 +13,20 @@ use crate::attr::FaultAttr;
 /// How one variant (or the struct) answers.
 enum Answer {
     /// With the status and code of its attribute.
-    Own {
-        status: u16,
-        code: LitStr,
-        message: Option<LitStr>,
-        public: Option<bool>,
-        retry_after: Option<u32>,
-        headers: Vec<(String, String)>,
-        description: String,
-    },
+    Own(Own),
     /// With everything of its one field, itself a fault.
     Transparent { ty: Type },
+}
+
+/// What a variant's own attribute (with the enum's defaults) says.
+struct Own {
+    status: u16,
+    code: LitStr,
+    message: Option<LitStr>,
+    public: Option<bool>,
+    retry_after: Option<u32>,
+    headers: Vec<(String, String)>,
+    description: String,
 }
 
 /// A `match` arm's pattern (binding the field as `inner` when transparent) and its answer.
@@ -155,7 +158,7 @@ fn arm(
     let description = description(attrs).unwrap_or_else(|| code.value());
     Ok(Arm {
         pattern: quote!(#path { .. }),
-        answer: Answer::Own {
+        answer: Answer::Own(Own {
             status,
             code,
             message: own.message.clone(),
@@ -168,7 +171,7 @@ fn arm(
                 .map(|(name, value, _)| (name.clone(), value.clone()))
                 .collect(),
             description,
-        },
+        }),
     })
 }
 
@@ -210,7 +213,7 @@ fn parse_leading_str(input: syn::parse::ParseStream<'_>) -> syn::Result<String> 
 fn check_one_status_per_code(arms: &[Arm]) -> syn::Result<()> {
     let mut seen: HashMap<String, u16> = HashMap::new();
     for arm in arms {
-        if let Answer::Own { status, code, .. } = &arm.answer {
+        if let Answer::Own(Own { status, code, .. }) = &arm.answer {
             match seen.get(&code.value()) {
                 Some(first) if first != status => {
                     return Err(syn::Error::new(
@@ -238,7 +241,7 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
         .iter()
         .filter_map(|arm| match &arm.answer {
             Answer::Transparent { ty } => Some(ty),
-            Answer::Own { .. } => None,
+            Answer::Own(_) => None,
         })
         .collect();
     let bounds = |trait_path: TokenStream| {
@@ -257,11 +260,11 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
     let catalog_where = bounds(quote!(::faultline::Catalog));
 
     let private = quote!(::faultline::__private);
-    let each = |own: &dyn Fn(&Answer) -> TokenStream, delegate: TokenStream| {
+    let each = |own: &dyn Fn(&Own) -> TokenStream, delegate: TokenStream| {
         let rows = arms.iter().map(|arm| {
             let pattern = &arm.pattern;
-            let body = match arm.answer {
-                Answer::Own { .. } => own(&arm.answer),
+            let body = match &arm.answer {
+                Answer::Own(answer) => own(answer),
                 Answer::Transparent { .. } => quote!(::faultline::Fault::#delegate),
             };
             quote!(#pattern => #body,)
@@ -273,84 +276,67 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
         quote!(match self { #(#rows)* })
     };
     let status = each(
-        &|a| match a {
-            Answer::Own { status, .. } => quote!({
+        &|own| {
+            let status = own.status;
+            quote!({
                 const STATUS: #private::StatusCode = #private::status(#status);
                 STATUS
-            }),
-            Answer::Transparent { .. } => unreachable!(),
+            })
         },
         quote!(status(inner)),
     );
-    let code = each(
-        &|a| match a {
-            Answer::Own { code, .. } => quote!(#code),
-            Answer::Transparent { .. } => unreachable!(),
-        },
-        quote!(code(inner)),
-    );
+    let code = each(&|own| own.code.to_token_stream(), quote!(code(inner)));
     let is_public = each(
-        &|a| match a {
-            Answer::Own { status, public, .. } => {
-                let public = public.unwrap_or(*status < 500);
-                quote!(#public)
-            }
-            Answer::Transparent { .. } => unreachable!(),
+        &|own| {
+            let public = own.public.unwrap_or(own.status < 500);
+            quote!(#public)
         },
         quote!(is_public(inner)),
     );
     let public_message = each(
-        &|a| match a {
-            Answer::Own {
-                message: Some(message),
-                ..
-            } => quote!(::core::option::Option::Some(#private::Cow::Borrowed(#message))),
-            _ => quote!(::core::option::Option::None),
+        &|own| match &own.message {
+            Some(message) => {
+                quote!(::core::option::Option::Some(#private::Cow::Borrowed(#message)))
+            }
+            None => quote!(::core::option::Option::None),
         },
         quote!(public_message(inner)),
     );
     let headers = each(
-        &|a| match a {
-            Answer::Own {
-                retry_after,
-                headers,
-                ..
-            } => {
-                let retry_after = retry_after.map(|seconds| seconds.to_string()).map(|s| {
-                    quote!(headers.insert(
-                        #private::RETRY_AFTER,
-                        #private::HeaderValue::from_static(#s),
-                    );)
-                });
-                let others = headers.iter().map(|(name, value)| {
-                    quote!(headers.insert(
-                        #private::HeaderName::from_static(#name),
-                        #private::HeaderValue::from_static(#value),
-                    );)
-                });
-                quote!({ #retry_after #(#others)* })
-            }
-            Answer::Transparent { .. } => unreachable!(),
+        &|own| {
+            let retry_after = own.retry_after.map(|seconds| {
+                let seconds = seconds.to_string();
+                quote!(headers.insert(
+                    #private::RETRY_AFTER,
+                    #private::HeaderValue::from_static(#seconds),
+                );)
+            });
+            let others = own.headers.iter().map(|(name, value)| {
+                quote!(headers.insert(
+                    #private::HeaderName::from_static(#name),
+                    #private::HeaderValue::from_static(#value),
+                );)
+            });
+            quote!({ #retry_after #(#others)* })
         },
         quote!(headers(inner, headers)),
     );
     let rejection = each(&|_| quote!(false), quote!(counts_as_rejection(inner)));
     let entries = arms.iter().map(|arm| match &arm.answer {
-        Answer::Own {
+        Answer::Own(Own {
             status,
             code,
             description,
             ..
-        } => quote!(entries.push(::faultline::CatalogEntry::new(
+        }) => quote!(entries.push(::faultline::CatalogEntry::new(
             #private::status(#status), #code, #description,
         ));),
         Answer::Transparent { ty } => {
             quote!(entries.extend(<#ty as ::faultline::Catalog>::catalog());)
         }
     });
-    let span = Span::call_site();
     let openapi = openapi(input, &catalog_where);
-    quote_spanned! {span=>
+    quote! {
         #[automatically_derived]
         impl #impl_generics ::faultline::Fault for #name #ty_generics #fault_where {
             fn status(&self) -> #private::StatusCode { #status }
