@@ -134,7 +134,17 @@ where
             };
             let step = match this.state.as_mut().project() {
                 StateProj::Calling { future } => {
-                    guard.counting(|config| poll_inner(future, cx, config))
+                    match guard.counting(|| catch(|| future.poll(cx))) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(Ok(response))) if is_plain_success(&response) => {
+                            // The common case, straight on: nothing here is moved more than
+                            // once more.
+                            this.state.set(State::Done);
+                            let guard = this.guard.take().expect("checked above");
+                            return Poll::Ready(Ok(pass(response, guard)));
+                        }
+                        polled => described(polled, guard.config()),
+                    }
                 }
                 StateProj::Reading { head, body, text } => {
                     let config = guard.config();
@@ -219,14 +229,17 @@ where
     Poll::Ready(response)
 }
 
-/// Polls the inner future once, under a panic guard, and says what its answer is.
-fn poll_inner<F, B, E>(future: Pin<&mut F>, cx: &mut Context<'_>, config: &Config) -> Step<B>
+/// What one poll of the inner future that was not a plain success is: a response to
+/// classify, a service error or a panic to answer.
+fn described<B, E>(
+    polled: Result<Poll<Result<Response<B>, E>>, Box<Caught>>,
+    config: &Config,
+) -> Step<B>
 where
-    F: Future<Output = Result<Response<B>, E>>,
     E: Into<BoxError>,
     B: Body,
 {
-    match catch(|| future.poll(cx)) {
+    match polled {
         Ok(Poll::Pending) => Step::Pending,
         Ok(Poll::Ready(Ok(response))) => classify(response, config),
         Ok(Poll::Ready(Err(error))) => {
@@ -234,6 +247,12 @@ where
         }
         Err(caught) => Step::Answer(None, panicked(caught, config)),
     }
+}
+
+/// A response that is neither an error status nor marked by a fault: passed on as it is.
+/// `classify` would say the same, after looking at more.
+fn is_plain_success<B>(response: &Response<B>) -> bool {
+    !is_error_status(response.status()) && response.extensions().get::<FaultMarker>().is_none()
 }
 
 /// What a response of the inner service is: a fault to render, an answer already rendered,
@@ -274,7 +293,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
     }
 }
 
-fn panicked(caught: Caught, config: &Config) -> Summary {
+fn panicked(caught: Box<Caught>, config: &Config) -> Summary {
     Summary::from_panic(
         Outcome::Panicked,
         StatusCode::INTERNAL_SERVER_ERROR,

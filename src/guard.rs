@@ -9,7 +9,7 @@
 //! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
 //! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -62,8 +62,23 @@ pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
 
 /// One request's place in the ledger, from `call` until its outcome is counted. Dropped
 /// before that, it counts the request as cancelled.
+///
+/// The guard is one pointer: what it keeps of the request lives in a record on the heap, so
+/// that the response future and the watched body, which carry the guard and are moved with
+/// every step of a request, move eight bytes instead of the record. Records are reused per
+/// thread ([`SPARE_RECORDS`]), so a request allocates none in steady state.
 #[derive(Debug)]
 pub(crate) struct RequestGuard {
+    /// Always `Some` until the guard is dropped, when the box goes back to the thread's spares.
+    slot: Option<Box<Slot>>,
+}
+
+/// A record's allocation; `None` while it waits among the spares.
+#[derive(Debug)]
+struct Slot(Option<Record>);
+
+#[derive(Debug)]
+pub(crate) struct Record {
     /// The shared state, through the lane of the thread that started the request.
     shared: Arc<Lane>,
     meta: RequestMeta,
@@ -71,6 +86,46 @@ pub(crate) struct RequestGuard {
     /// When the request started, if a metrics bridge records durations.
     #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
     started_at: Option<std::time::Instant>,
+}
+
+/// Record allocations a thread keeps for reuse. A request takes one on the thread that calls
+/// the service and gives it back on the thread that ends it, so a runtime's workers trade
+/// them back and forth; this many per thread covers the requests a worker has in flight at
+/// once in all but floods, when the extra ones are freed.
+const SPARE_RECORDS: usize = 64;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Slot {
+    /// A slot holding `record`: a spare one of this thread's if any, else a new one.
+    fn holding(record: Record) -> Box<Slot> {
+        let spare = SPARE
+            .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        match spare {
+            Some(mut slot) => {
+                slot.0 = Some(record);
+                slot
+            }
+            None => Box::new(Slot(Some(record))),
+        }
+    }
+
+    /// Empties `slot` (dropping the record in place) and keeps it among the spares, if there
+    /// is room.
+    fn give_back(mut slot: Box<Slot>) {
+        slot.0 = None;
+        let _ = SPARE.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut() {
+                if spare.len() < SPARE_RECORDS {
+                    spare.push(slot);
+                }
+            }
+        });
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -90,15 +145,48 @@ impl RequestGuard {
         if let Some(facade) = &shared.bridges.facade {
             facade.start();
         }
-        Self {
+        let record = Record {
             #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
             started_at: shared.bridges.time_requests().then(std::time::Instant::now),
             shared,
             meta,
             phase: Phase::Waiting,
+        };
+        Self {
+            slot: Some(Slot::holding(record)),
         }
     }
 
+    fn record(&self) -> &Record {
+        self.slot
+            .as_ref()
+            .and_then(|slot| slot.0.as_ref())
+            .expect("a guard holds its record until dropped")
+    }
+
+    fn record_mut(&mut self) -> &mut Record {
+        self.slot
+            .as_mut()
+            .and_then(|slot| slot.0.as_mut())
+            .expect("a guard holds its record until dropped")
+    }
+}
+
+impl std::ops::Deref for RequestGuard {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        self.record()
+    }
+}
+
+impl std::ops::DerefMut for RequestGuard {
+    fn deref_mut(&mut self) -> &mut Record {
+        self.record_mut()
+    }
+}
+
+impl Record {
     /// Tells the metrics bridges that are configured how the request ended. `status` is the
     /// one the ledger counts (499 for a cancellation); none was sent for a cancellation.
     #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
@@ -137,13 +225,13 @@ impl RequestGuard {
     /// marked as inside a request this guard's ledger counts: a layer of the same ledger
     /// called inside passes the request through, and may name its route. Marks nest, for
     /// layers of different ledgers stacked.
-    pub(crate) fn counting<R>(&mut self, f: impl FnOnce(&Config) -> R) -> R {
+    pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let mark = Mark {
             ledger: self.shared.ledger.id(),
             nested_route: None,
         };
         let outer = COUNTING.with(|counting| counting.replace(mark));
-        let result = f(&self.shared.config);
+        let result = f();
         let mark = COUNTING.with(|counting| counting.replace(outer));
         if let Some(route) = mark.nested_route {
             self.meta.refine_route(route);
@@ -223,13 +311,60 @@ impl RequestGuard {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        match self.phase {
+        let record = self.record_mut();
+        match record.phase {
             Phase::Settled => {}
             // A body that was never asked for (a HEAD request, a 204) was delivered whole.
-            Phase::Streaming { polled: false, .. } => self.settle_ok(),
+            Phase::Streaming { polled: false, .. } => record.settle_ok(),
             Phase::Waiting | Phase::Streaming { polled: true, .. } => {
-                self.settle_unanswered(&Summary::cancelled())
+                record.settle_unanswered(&Summary::cancelled())
             }
         }
+        if let Some(slot) = self.slot.take() {
+            Slot::give_back(slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::ledger::Ledger;
+    use crate::shared::{Bridges, Shared};
+    use http::{HeaderName, Request};
+
+    fn guard(lane: &Arc<Lane>) -> RequestGuard {
+        let request = Request::get("/hook").body(()).unwrap();
+        let meta = RequestMeta::capture(&request, &HeaderName::from_static("x-request-id"));
+        RequestGuard::start(lane.clone(), meta)
+    }
+
+    fn address(guard: &RequestGuard) -> *const Slot {
+        &**guard.slot.as_ref().unwrap()
+    }
+
+    #[test]
+    fn records_are_reused_per_thread_up_to_the_cap_and_every_request_is_counted() {
+        let ledger = Ledger::new();
+        let lanes = Shared::new(Config::default(), ledger.clone(), Bridges::default()).into_lanes();
+        let lane = &lanes[0];
+        // A settled guard gives its record back: the next request on this thread reuses it.
+        let mut first = guard(lane);
+        let reused = address(&first);
+        first.settle_ok();
+        drop(first);
+        let second = guard(lane);
+        assert_eq!(address(&second), reused);
+        drop(second); // unsettled: counted as cancelled, and its record given back too
+                      // More guards alive at once than spares: every record past the cap is freed.
+        let many: Vec<RequestGuard> = (0..SPARE_RECORDS * 2).map(|_| guard(lane)).collect();
+        drop(many);
+        assert_eq!(SPARE.with(|spare| spare.borrow().len()), SPARE_RECORDS);
+        let s = ledger.snapshot();
+        assert_eq!(s.started, 2 + 2 * SPARE_RECORDS as u64);
+        assert_eq!(s.outcome(Outcome::Ok), 1);
+        assert_eq!(s.outcome(Outcome::Cancelled), 1 + 2 * SPARE_RECORDS as u64);
+        assert!(s.is_balanced() && s.in_flight == 0);
     }
 }

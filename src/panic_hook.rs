@@ -47,8 +47,9 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it.
-pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
+/// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it. What was
+/// caught is boxed: it is rare, and the result of every call and poll goes through here.
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<Caught>> {
     GUARD.with(|g| g.set(g.get() + OPEN));
     // A site is only ever read by the `catch` that recorded it. (A panic caught and re-raised
     // with `resume_unwind` within one call still reads the site of the first: std runs no
@@ -59,6 +60,17 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
         g.set(state & !RECORDED);
         state & RECORDED != 0
     });
+    match result {
+        Ok(value) if !recorded => Ok(value),
+        result => with_site(result, recorded),
+    }
+}
+
+/// The end of a [`catch`] whose call panicked, or during whose call the hook recorded a
+/// panic: kept out of line, off the path of the calls that did neither.
+#[cold]
+#[inline(never)]
+fn with_site<R>(result: std::thread::Result<R>, recorded: bool) -> Result<R, Box<Caught>> {
     let site = if recorded {
         SITE.with(|site| site.borrow_mut().take())
     } else {
@@ -80,7 +92,7 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
             }
             Ok(value)
         }
-        Err(payload) => Err(Caught { payload, site }),
+        Err(payload) => Err(Box::new(Caught { payload, site })),
     }
 }
 

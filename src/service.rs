@@ -90,7 +90,7 @@ where
             return ResponseFuture::failed(summary, guard);
         }
         let inner = &mut self.inner;
-        match guard.counting(|_| catch(|| inner.call(request))) {
+        match guard.counting(|| catch(|| inner.call(request))) {
             Ok(future) => ResponseFuture::calling(future, guard),
             Err(payload) => {
                 let summary = Summary::from_panic(

@@ -77,7 +77,7 @@ impl Summary {
     pub(crate) fn from_panic(
         outcome: Outcome,
         status: StatusCode,
-        caught: Caught,
+        caught: Box<Caught>,
         config: &Config,
     ) -> Self {
         let code = match outcome {
