@@ -141,7 +141,7 @@ where
                     Err(payload) => Summary::from_panic(
                         Outcome::Aborted,
                         watching.status(),
-                        payload,
+                        *payload,
                         watching.config(),
                     ),
                 };

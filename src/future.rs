@@ -245,7 +245,7 @@ where
         Ok(Poll::Ready(Err(error))) => {
             Step::Answer(None, Summary::from_service_error(&*error.into(), config))
         }
-        Err(caught) => Step::Answer(None, panicked(caught, config)),
+        Err(caught) => Step::Answer(None, panicked(*caught, config)),
     }
 }
 
@@ -274,7 +274,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
             });
             match described {
                 Ok(summary) => Step::Answer(Some(head), summary),
-                Err(caught) => Step::Answer(None, panicked(caught, config)),
+                Err(caught) => Step::Answer(None, panicked(*caught, config)),
             }
         }
         None if is_error_status(response.status()) => {
@@ -293,7 +293,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
     }
 }
 
-fn panicked(caught: Box<Caught>, config: &Config) -> Summary {
+fn panicked(caught: Caught, config: &Config) -> Summary {
     Summary::from_panic(
         Outcome::Panicked,
         StatusCode::INTERNAL_SERVER_ERROR,

@@ -95,6 +95,8 @@ pub(crate) struct Record {
 const SPARE_RECORDS: usize = 64;
 
 thread_local! {
+    // The boxes are the point: their allocations are what is kept for reuse.
+    #[allow(clippy::vec_box)]
     static SPARE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
 }
 

@@ -72,7 +72,7 @@ where
             Err(payload) => Some(Box::new(Summary::from_panic(
                 Outcome::Panicked,
                 StatusCode::INTERNAL_SERVER_ERROR,
-                payload,
+                *payload,
                 config,
             ))),
         };
@@ -96,7 +96,7 @@ where
                 let summary = Summary::from_panic(
                     Outcome::Panicked,
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    payload,
+                    *payload,
                     &self.lane.config,
                 );
                 ResponseFuture::failed(Box::new(summary), guard)

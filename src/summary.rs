@@ -77,7 +77,7 @@ impl Summary {
     pub(crate) fn from_panic(
         outcome: Outcome,
         status: StatusCode,
-        caught: Box<Caught>,
+        caught: Caught,
         config: &Config,
     ) -> Self {
         let code = match outcome {
