@@ -12,7 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use http::StatusCode;
+use http::{Request, StatusCode};
 
 use crate::config::Config;
 use crate::outcome::Outcome;
@@ -101,19 +101,13 @@ thread_local! {
 }
 
 impl Slot {
-    /// A slot holding `record`: a spare one of this thread's if any, else a new one.
-    fn holding(record: Record) -> Box<Slot> {
-        let spare = SPARE
+    /// An empty slot: a spare one of this thread's if any, else a new one.
+    fn spare() -> Box<Slot> {
+        SPARE
             .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
             .ok()
-            .flatten();
-        match spare {
-            Some(mut slot) => {
-                slot.0 = Some(record);
-                slot
-            }
-            None => Box::new(Slot(Some(record))),
-        }
+            .flatten()
+            .unwrap_or_else(|| Box::new(Slot(None)))
     }
 
     /// Empties `slot` (dropping the record in place) and keeps it among the spares, if there
@@ -141,22 +135,23 @@ enum Phase {
 }
 
 impl RequestGuard {
-    pub(crate) fn start(shared: Arc<Lane>, meta: RequestMeta) -> Self {
+    /// Counts `request` as started, keeping what a failure of it needs.
+    pub(crate) fn start<B>(shared: Arc<Lane>, request: &Request<B>) -> Self {
         shared.ledger.start();
         #[cfg(feature = "metrics")]
         if let Some(facade) = &shared.bridges.facade {
             facade.start();
         }
-        let record = Record {
+        // Written into its allocation, not moved there.
+        let mut slot = Slot::spare();
+        slot.0 = Some(Record {
             #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
             started_at: shared.bridges.time_requests().then(std::time::Instant::now),
+            meta: RequestMeta::capture(request, &shared.config.request_id_header),
             shared,
-            meta,
             phase: Phase::Waiting,
-        };
-        Self {
-            slot: Some(Slot::holding(record)),
-        }
+        });
+        Self { slot: Some(slot) }
     }
 
     fn record(&self) -> &Record {
@@ -334,12 +329,10 @@ mod tests {
     use crate::config::Config;
     use crate::ledger::Ledger;
     use crate::shared::{Bridges, Shared};
-    use http::{HeaderName, Request};
 
     fn guard(lane: &Arc<Lane>) -> RequestGuard {
         let request = Request::get("/hook").body(()).unwrap();
-        let meta = RequestMeta::capture(&request, &HeaderName::from_static("x-request-id"));
-        RequestGuard::start(lane.clone(), meta)
+        RequestGuard::start(lane.clone(), &request)
     }
 
     fn address(guard: &RequestGuard) -> *const Slot {

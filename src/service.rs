@@ -15,7 +15,7 @@ use crate::future::ResponseFuture;
 use crate::guard::{counted_by, passing_through, RequestGuard};
 use crate::outcome::Outcome;
 use crate::panic_hook::catch;
-use crate::request::{interned_route, RequestMeta};
+use crate::request::interned_route;
 use crate::shared::{Lane, Lanes};
 use crate::summary::Summary;
 
@@ -84,13 +84,15 @@ where
         if counted_by(ledger) {
             return self.pass_through(request);
         }
-        let meta = RequestMeta::capture(&request, &self.lane.config.request_id_header);
-        let mut guard = RequestGuard::start(self.lane.clone(), meta);
+        let mut guard = RequestGuard::start(self.lane.clone(), &request);
         if let Some(summary) = self.not_ready.take() {
             return ResponseFuture::failed(summary, guard);
         }
         let inner = &mut self.inner;
-        match guard.counting(|| catch(|| inner.call(request))) {
+        // The closure holds the request by reference, so that it is moved once, into the call,
+        // and not with the closure through the catch.
+        let mut request = Some(request);
+        match guard.counting(|| catch(|| inner.call(request.take().expect("called once")))) {
             Ok(future) => ResponseFuture::calling(future, guard),
             Err(payload) => {
                 let summary = Summary::from_panic(
