@@ -39,6 +39,7 @@ use crate::guard::{HandedOver, RequestGuard};
 use crate::outcome::Outcome;
 use crate::panic_hook::{catch, Caught};
 use crate::problem::{self, PROBLEM_JSON};
+use crate::rendered;
 use crate::request::request_id_text;
 use crate::scratch;
 use crate::shared::Lane;
@@ -279,6 +280,12 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
         }
         None if is_error_status(response.status()) => {
             // Looked for only on an error status, so that a success pays no second lookup.
+            if let Some((outcome, code)) =
+                rendered::marked(response.extensions(), response.status())
+            {
+                let summary = Summary::already_answered(outcome, response.status(), code);
+                return Step::Forward(response, summary);
+            }
             if let Some(HandedOver(summary)) = response.extensions().get::<HandedOver>() {
                 return Step::Answer(None, Summary::clone(summary));
             }
@@ -331,17 +338,13 @@ fn answer<B>(
     });
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
-    // it again; a handler's fault marker is overwritten in place, without an allocation.
-    let rendered = FaultMarker::Rendered {
-        outcome: summary.outcome,
-        code: summary.code,
-    };
-    match head.extensions.get_mut::<FaultMarker>() {
-        Some(marker) => *marker = rendered,
-        None => {
-            head.extensions.insert(rendered);
-        }
-    }
+    // it again.
+    rendered::mark(
+        &mut head.extensions,
+        summary.outcome,
+        summary.status,
+        summary.code,
+    );
     let headers = &mut head.headers;
     remove_replaced_body_headers(headers, summary.status);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));

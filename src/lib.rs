@@ -129,6 +129,7 @@ mod classify;
 mod future;
 mod guard;
 mod layer;
+mod rendered;
 mod service;
 mod shared;
 

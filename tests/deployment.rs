@@ -217,9 +217,33 @@ async fn layers_of_different_ledgers_each_count_every_request() {
     let (inner, inner_ledger) = FaultLayer::pair();
     let (outer, outer_ledger) = FaultLayer::pair();
     let app = nested_app(&inner, outer);
-    assert_counted_once(&send_each_kind(&app, &outer_ledger, 3).await, 3);
+    let outer = send_each_kind(&app, &outer_ledger, 3).await;
+    assert_counted_once(&outer, 3);
     // `/slow` and `/shed` pass two layers of the inner ledger: counted once there too.
-    assert_counted_once(&inner_ledger.snapshot(), 3);
+    let inner = inner_ledger.snapshot();
+    assert_counted_once(&inner, 3);
+    // The outer layer counts what the inner one answered under the inner one's codes and
+    // statuses (the rejection, the panic and the service errors too, whose answers carry no
+    // fault), and renders none of them again.
+    let codes = |s: &Snapshot| {
+        let mut codes: Vec<_> = s
+            .series
+            .iter()
+            .map(|series| (series.code.clone(), series.status, series.count))
+            .collect();
+        codes.sort();
+        codes
+    };
+    assert_eq!(codes(&outer), codes(&inner));
+    assert_eq!(codes(&inner).len(), 5, "{inner:#?}");
+    // Rendered again, the rejection's detail would be the inner answer's JSON.
+    let (status, _, problem) = send(&app, get_request("/api/users/seven")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("seven") && !detail.contains('{'),
+        "{problem}"
+    );
 }
 
 /// Parallel clients of the TCP test, each on a connection of its own.
