@@ -59,9 +59,9 @@ static FREE: Mutex<(Vec<usize>, usize)> = Mutex::new((Vec::new(), 0));
 
 thread_local! {
     static CLAIM: Claim = Claim::new();
-    /// The claim's stripe, read without the claim's destructor bookkeeping; cleared when the
+    /// The claim's slot, read without the claim's destructor bookkeeping; cleared when the
     /// claim is given back.
-    static INDEX: Cell<Option<usize>> = const { Cell::new(None) };
+    static SLOT: Cell<Option<Slot>> = const { Cell::new(None) };
 }
 
 /// A thread's stripe, given back when the thread exits.
@@ -85,7 +85,7 @@ impl Claim {
 impl Drop for Claim {
     fn drop(&mut self) {
         // From here on this thread writes to the shared stripe, atomically.
-        let _ = INDEX.try_with(|index| index.set(None));
+        let _ = SLOT.try_with(|slot| slot.set(None));
         if self.0 != shared_stripe() {
             let mut free = lock(&FREE);
             free.0.push(self.0);
@@ -117,13 +117,13 @@ impl Slot {
 /// The calling thread's slot. A thread that is exiting (its stripe already given back) writes
 /// to the shared stripe.
 pub(crate) fn this_thread() -> Slot {
-    if let Some(index) = INDEX.with(Cell::get) {
-        return slot(index);
+    if let Some(slot) = SLOT.with(Cell::get) {
+        return slot;
     }
-    match CLAIM.try_with(|claim| claim.0) {
-        Ok(index) => {
-            INDEX.with(|cell| cell.set(Some(index)));
-            slot(index)
+    match CLAIM.try_with(|claim| slot(claim.0)) {
+        Ok(claimed) => {
+            SLOT.with(|cell| cell.set(Some(claimed)));
+            claimed
         }
         Err(_) => slot(shared_stripe()),
     }
