@@ -438,6 +438,19 @@ fn measure(rows: &[&dyn Row], settings: &Settings) -> Vec<[Figure; 2]> {
     figures
 }
 
+/// Sends `requests` requests to row `index` from one thread, untimed, and names the row on
+/// stdout; exits with 3 past the last row. Run twice under callgrind with two counts, the
+/// difference of the totals over the difference of the counts is the row's instructions per
+/// request, start-up and the ledger checks cancelled out.
+fn grind(rows: &[&dyn Row], index: usize, requests: u64) {
+    let Some(row) = rows.get(index) else {
+        eprintln!("no row {index}: there are {}", rows.len());
+        std::process::exit(3);
+    };
+    row.run(1, requests);
+    println!("{}", row.name());
+}
+
 fn main() {
     let settings = match Settings::from_args(std::env::args().skip(1)) {
         Ok(settings) => settings,
@@ -458,6 +471,10 @@ fn main() {
         .flat_map(|(_, rows)| rows.iter().map(|row| &**row))
         .chain(facade.iter().map(|row| &**row))
         .collect();
+    if let Some((index, requests)) = settings.grind {
+        grind(&rows, index, requests);
+        return;
+    }
     println!(
         "## Scaling across cores ({} run: per cell {:?} warm-up, {:?} measured in {} rounds; {})\n",
         settings.mode,

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 pub(crate) const USAGE: &str = "usage: cargo bench --bench ledger [-- --quick | \
-                     --warm-up-time SECONDS | --measurement-time SECONDS] [FILTER]";
+                     --warm-up-time SECONDS | --measurement-time SECONDS | \
+                     --grind ROW REQUESTS] [FILTER]";
 
 /// How long each cell warms up and is measured, and how much the untimed passes do.
 pub(crate) struct Settings {
@@ -17,6 +18,9 @@ pub(crate) struct Settings {
     pub(crate) counted_requests: u64,
     /// Atomic adds per thread in each round of the contention figures.
     pub(crate) adds: u64,
+    /// Only send this many requests to the row of this index, untimed, from one thread: a
+    /// run for callgrind to count the instructions of (`load-scripts/bench/ledger-grind.sh`).
+    pub(crate) grind: Option<(usize, u64)>,
 }
 
 impl Settings {
@@ -29,6 +33,7 @@ impl Settings {
             rounds: 20,
             counted_requests: 10_000,
             adds: 10_000_000,
+            grind: None,
         }
     }
 
@@ -41,6 +46,7 @@ impl Settings {
             rounds: 5,
             counted_requests: 10_000,
             adds: 5_000_000,
+            grind: None,
         }
     }
 
@@ -54,18 +60,21 @@ impl Settings {
             rounds: 2,
             counted_requests: 1_000,
             adds: 10_000,
+            grind: None,
         }
     }
 
     pub(crate) fn from_args(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let (mut bench, mut quick, mut warm_up, mut measurement) = (false, false, None, None);
         let mut filters = Vec::new();
+        let mut grind = None;
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--bench" => bench = true,
                 "--quick" => quick = true,
                 "--warm-up-time" => warm_up = Some(seconds(args.next())?),
                 "--measurement-time" => measurement = Some(seconds(args.next())?),
+                "--grind" => grind = Some((number(args.next())?, number(args.next())?)),
                 "--help" | "-h" => return Err(USAGE.to_owned()),
                 other if other.starts_with('-') => {
                     return Err(format!("unknown argument `{other}`\n{USAGE}"))
@@ -83,11 +92,19 @@ impl Settings {
         }
         settings.warm_up = warm_up.unwrap_or(settings.warm_up);
         settings.measurement = measurement.unwrap_or(settings.measurement);
+        settings.grind = grind;
         if !filters.is_empty() && !filters.iter().any(|f| "ledger".contains(f.as_str())) {
             settings.filtered_out = Some(filters.join(" "));
         }
         Ok(settings)
     }
+}
+
+fn number<T: std::str::FromStr>(value: Option<String>) -> Result<T, String> {
+    let value = value.ok_or_else(|| format!("a number is missing\n{USAGE}"))?;
+    value
+        .parse()
+        .map_err(|_| format!("`{value}` is not a whole number\n{USAGE}"))
 }
 
 fn seconds(value: Option<String>) -> Result<Duration, String> {
