@@ -77,6 +77,7 @@ pub(crate) struct RequestGuard {
 #[derive(Debug)]
 struct Slot(Option<Record>);
 
+/// What a guard keeps of its request, and where the request stands; the guard derefs to it.
 #[derive(Debug)]
 pub(crate) struct Record {
     /// The shared state, through the lane of the thread that started the request.
