@@ -141,7 +141,9 @@ fn any_needs_escape(bytes: &[u8]) -> bool {
     let mut chunks = bytes.chunks_exact(8);
     let mut found = 0;
     for chunk in &mut chunks {
-        found |= needs(u64::from_ne_bytes(chunk.try_into().expect("chunks of eight")));
+        found |= needs(u64::from_ne_bytes(
+            chunk.try_into().expect("chunks of eight"),
+        ));
     }
     found != 0 || chunks.remainder().iter().any(|&byte| needs_escape(byte))
 }
@@ -232,7 +234,11 @@ mod tests {
             for at in 0..19 {
                 let mut bytes = [b'a'; 19];
                 bytes[at] = byte;
-                assert_eq!(any_needs_escape(&bytes), needs_escape(byte), "{byte} at {at}");
+                assert_eq!(
+                    any_needs_escape(&bytes),
+                    needs_escape(byte),
+                    "{byte} at {at}"
+                );
             }
         }
         assert!(!any_needs_escape("é\u{7f}\u{ffff} ~".as_bytes()));
