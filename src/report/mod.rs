@@ -74,11 +74,14 @@ impl Reporter {
         summary: &Summary,
         route: &str,
     ) -> Verdict {
-        if local.groups.is_full(fingerprint) {
-            lock(&self.groups).take(&mut local.groups, true);
-        }
         let nanos = self.elapsed_nanos();
-        local.groups.note(fingerprint, summary, route, self.unix_ms_at(nanos));
+        let now_ms = self.unix_ms_at(nanos);
+        if !local.groups.note_known(fingerprint, summary, now_ms) {
+            if local.groups.is_full() {
+                lock(&self.groups).take(&mut local.groups, true);
+            }
+            local.groups.note_new(fingerprint, summary, route, now_ms);
+        }
         let window = nanos / self.window_nanos;
         local
             .budgets
