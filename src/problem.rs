@@ -4,11 +4,13 @@
 //! body cap leaves, so no input (a long request id header, a message of control characters
 //! that escape to six bytes each) can push the body past the cap.
 
+use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 
 use crate::bounded::TRUNCATION_MARKER;
 use crate::config::Config;
 use crate::request::MAX_REQUEST_ID_BYTES;
+use crate::scratch;
 use crate::summary::Summary;
 
 /// The media type of every body faultline renders.
@@ -45,43 +47,48 @@ fn status_detail(status: StatusCode) -> &'static str {
     }
 }
 
+/// Room made before rendering a body: the usual body is a few hundred bytes; one larger
+/// grows its buffer once.
+const USUAL_BODY_BYTES: usize = 1024;
+
+/// The problem body of `summary` for the request at `path`, rendered straight into this
+/// thread's scratch chunk: no buffer of its own and no copy.
+pub(crate) fn body(summary: &Summary, request_id: &str, path: &str, config: &Config) -> Bytes {
+    let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
+    scratch::freeze_written(room, |out| render(out, summary, request_id, path, config))
+}
+
 /// Renders the problem body of `summary` for the request at `path` into `out`.
-pub(crate) fn render(
-    out: &mut String,
-    summary: &Summary,
-    request_id: &str,
-    path: &str,
-    config: &Config,
-) {
+fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, config: &Config) {
     let cap = config.max_body_bytes;
-    out.reserve(cap.min(1024));
+    let start = out.len();
     // Each member's key is pushed with the quotes around it in one piece: fewer, longer
     // copies than a push per quote.
-    out.push_str("{\"type\":\"");
+    out.extend_from_slice(b"{\"type\":\"");
     match &config.type_base {
         Some(base) => push_escaped(out, &format!("{base}{}", summary.code), TYPE_CAP),
-        None => out.push_str("about:blank"),
+        None => out.extend_from_slice(b"about:blank"),
     }
-    out.push_str("\",\"title\":\"");
+    out.extend_from_slice(b"\",\"title\":\"");
     let title = summary.status.canonical_reason().unwrap_or("Error");
     push_escaped(out, title, CODE_CAP);
-    out.push_str("\",\"status\":");
-    out.push_str(summary.status.as_str());
-    out.push_str(",\"code\":\"");
+    out.extend_from_slice(b"\",\"status\":");
+    out.extend_from_slice(summary.status.as_str().as_bytes());
+    out.extend_from_slice(b",\"code\":\"");
     push_escaped(out, summary.code, CODE_CAP);
-    out.push_str("\",\"request_id\":\"");
+    out.extend_from_slice(b"\",\"request_id\":\"");
     push_escaped(out, request_id, REQUEST_ID_CAP);
-    out.push_str("\",\"instance\":\"");
+    out.extend_from_slice(b"\",\"instance\":\"");
     push_escaped(out, path, INSTANCE_CAP);
-    out.push_str("\",\"detail\":\"");
+    out.extend_from_slice(b"\",\"detail\":\"");
     let detail = summary
         .public_text()
         .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)))
         .unwrap_or_else(|| status_detail(summary.status));
     // The closing quote and brace follow the detail's text.
-    let room = cap.saturating_sub(out.len() + 2);
+    let room = cap.saturating_sub(out.len() - start + 2);
     push_escaped(out, detail, room);
-    out.push_str("\"}");
+    out.extend_from_slice(b"\"}");
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.
@@ -93,10 +100,10 @@ fn is_server_side(summary: &Summary) -> bool {
 /// it keeps whole escapes and chars up to where the marker still fits within the cap, and
 /// never so many that the text with the marker reads longer than `s` itself, so a cut here
 /// keeps every cap the text was written under.
-fn push_escaped(out: &mut String, s: &str, cap: usize) {
+fn push_escaped(out: &mut BytesMut, s: &str, cap: usize) {
     // The usual case: nothing to escape, and it fits.
     if s.len() <= cap && !any_needs_escape(s.as_bytes()) {
-        out.push_str(s);
+        out.extend_from_slice(s.as_bytes());
         return;
     }
     let escaped_len: usize = s.bytes().map(escaped_byte_len).sum();
@@ -113,11 +120,11 @@ fn push_escaped(out: &mut String, s: &str, cap: usize) {
         if out.len() - start + piece.len() > cap {
             out.truncate(safe);
             if out.len() - start + TRUNCATION_MARKER.len() <= cap {
-                out.push_str(TRUNCATION_MARKER);
+                out.extend_from_slice(TRUNCATION_MARKER.as_bytes());
             }
             return;
         }
-        out.push_str(piece);
+        out.extend_from_slice(piece.as_bytes());
         let kept = at + c.len_utf8();
         if out.len() - start + TRUNCATION_MARKER.len() <= cap
             && kept + TRUNCATION_MARKER.len() <= s.len()
@@ -165,19 +172,19 @@ fn escaped_byte_len(byte: u8) -> usize {
 
 /// Pushes all of `s` escaped, copying the runs between escapes whole: the usual case, where
 /// the text fits its cap.
-fn push_all_escaped(out: &mut String, s: &str, escaped_len: usize) {
+fn push_all_escaped(out: &mut BytesMut, s: &str, escaped_len: usize) {
     out.reserve(escaped_len);
     let mut buf = [0u8; 6];
     let mut run = 0;
     for (at, byte) in s.bytes().enumerate() {
         if needs_escape(byte) {
             // `at` is an ASCII byte, so both slices end on char boundaries.
-            out.push_str(&s[run..at]);
-            out.push_str(escape(char::from(byte), &mut buf));
+            out.extend_from_slice(s[run..at].as_bytes());
+            out.extend_from_slice(escape(char::from(byte), &mut buf).as_bytes());
             run = at + 1;
         }
     }
-    out.push_str(&s[run..]);
+    out.extend_from_slice(s[run..].as_bytes());
 }
 
 fn escape(c: char, buf: &mut [u8; 6]) -> &str {
@@ -209,9 +216,9 @@ mod tests {
     use super::*;
 
     fn escaped(s: &str, cap: usize) -> String {
-        let mut out = String::new();
+        let mut out = BytesMut::new();
         push_escaped(&mut out, s, cap);
-        out
+        String::from_utf8(out.to_vec()).expect("escaped text is UTF-8")
     }
 
     #[test]
