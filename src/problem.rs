@@ -4,6 +4,8 @@
 //! body cap leaves, so no input (a long request id header, a message of control characters
 //! that escape to six bytes each) can push the body past the cap.
 
+use std::cell::RefCell;
+
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 
@@ -62,21 +64,10 @@ pub(crate) fn body(summary: &Summary, request_id: &str, path: &str, config: &Con
 fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, config: &Config) {
     let cap = config.max_body_bytes;
     let start = out.len();
-    // Each member's key is pushed with the quotes around it in one piece: fewer, longer
-    // copies than a push per quote.
-    out.extend_from_slice(b"{\"type\":\"");
     match &config.type_base {
-        Some(base) => push_escaped(out, &format!("{base}{}", summary.code), TYPE_CAP),
-        None => out.extend_from_slice(b"about:blank"),
+        None => push_usual_head(out, summary),
+        Some(base) => push_head(out, summary, Some(base)),
     }
-    out.extend_from_slice(b"\",\"title\":\"");
-    let title = summary.status.canonical_reason().unwrap_or("Error");
-    push_escaped(out, title, CODE_CAP);
-    out.extend_from_slice(b"\",\"status\":");
-    out.extend_from_slice(summary.status.as_str().as_bytes());
-    out.extend_from_slice(b",\"code\":\"");
-    push_escaped(out, summary.code, CODE_CAP);
-    out.extend_from_slice(b"\",\"request_id\":\"");
     push_escaped(out, request_id, REQUEST_ID_CAP);
     out.extend_from_slice(b"\",\"instance\":\"");
     push_escaped(out, path, INSTANCE_CAP);
@@ -89,6 +80,44 @@ fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, c
     let room = cap.saturating_sub(out.len() - start + 2);
     push_escaped(out, detail, room);
     out.extend_from_slice(b"\"}");
+}
+
+/// Pushes the members up to the request id's value: each key with the quotes around it in
+/// one piece, fewer and longer copies than a push per quote.
+fn push_head(out: &mut BytesMut, summary: &Summary, type_base: Option<&str>) {
+    out.extend_from_slice(b"{\"type\":\"");
+    match type_base {
+        Some(base) => push_escaped(out, &format!("{base}{}", summary.code), TYPE_CAP),
+        None => out.extend_from_slice(b"about:blank"),
+    }
+    out.extend_from_slice(b"\",\"title\":\"");
+    let title = summary.status.canonical_reason().unwrap_or("Error");
+    push_escaped(out, title, CODE_CAP);
+    out.extend_from_slice(b"\",\"status\":");
+    out.extend_from_slice(summary.status.as_str().as_bytes());
+    out.extend_from_slice(b",\"code\":\"");
+    push_escaped(out, summary.code, CODE_CAP);
+    out.extend_from_slice(b"\",\"request_id\":\"");
+}
+
+/// [`push_head`] without a `type` base, whose bytes depend only on the status and the code:
+/// kept per thread from the last body, so that a run of the same failure copies them once.
+fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
+    /// The status and the code (a `&'static str`, compared by address and length: equal
+    /// pointers are equal texts) of the head in the buffer.
+    type Head = (StatusCode, &'static str, BytesMut);
+    thread_local! {
+        static HEAD: RefCell<Head> = RefCell::new((StatusCode::OK, "", BytesMut::new()));
+    }
+    HEAD.with(|head| {
+        let (status, code, bytes) = &mut *head.borrow_mut();
+        if *status != summary.status || !std::ptr::eq(*code, summary.code) || bytes.is_empty() {
+            bytes.clear();
+            push_head(bytes, summary, None);
+            (*status, *code) = (summary.status, summary.code);
+        }
+        out.extend_from_slice(bytes);
+    });
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.
@@ -233,6 +262,24 @@ mod tests {
     fn quotes_backslashes_and_controls_are_escaped_between_whole_runs() {
         assert_eq!(escaped("a\"b\\c\nd\u{1}é", 64), "a\\\"b\\\\c\\nd\\u0001é");
         assert_eq!(escaped("\u{1f}", 6), "\\u001f");
+    }
+
+    #[test]
+    fn the_kept_head_is_the_head_of_the_failure_at_hand() {
+        let config = Config::default();
+        let not_found = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &config);
+        let conflict = Summary::from_rejection(StatusCode::CONFLICT, b"", &config);
+        // The same status under another code, as a handler's fault would have it.
+        let mut taken = Summary::from_rejection(StatusCode::CONFLICT, b"", &config);
+        taken.code = "taken";
+        for summary in [&not_found, &conflict, &not_found, &taken, &taken, &conflict] {
+            let (mut kept, mut fresh) = (BytesMut::new(), BytesMut::new());
+            push_usual_head(&mut kept, summary);
+            push_head(&mut fresh, summary, None);
+            assert_eq!(kept, fresh);
+            let code = format!("\"code\":\"{}\"", summary.code);
+            assert!(String::from_utf8(kept.to_vec()).unwrap().contains(&code));
+        }
     }
 
     #[test]
