@@ -205,15 +205,16 @@ fn push_all_escaped(out: &mut BytesMut, s: &str, escaped_len: usize) {
     out.reserve(escaped_len);
     let mut buf = [0u8; 6];
     let mut run = 0;
-    for (at, byte) in s.bytes().enumerate() {
+    let bytes = s.as_bytes();
+    for (at, &byte) in bytes.iter().enumerate() {
         if needs_escape(byte) {
-            // `at` is an ASCII byte, so both slices end on char boundaries.
-            out.extend_from_slice(s[run..at].as_bytes());
+            // `at` is an ASCII byte, so the runs copied are whole chars.
+            out.extend_from_slice(&bytes[run..at]);
             out.extend_from_slice(escape(char::from(byte), &mut buf).as_bytes());
             run = at + 1;
         }
     }
-    out.extend_from_slice(s[run..].as_bytes());
+    out.extend_from_slice(&bytes[run..]);
 }
 
 fn escape(c: char, buf: &mut [u8; 6]) -> &str {
