@@ -41,7 +41,6 @@ use crate::panic_hook::{catch, Caught};
 use crate::problem::{self, PROBLEM_JSON};
 use crate::rendered;
 use crate::request::request_id_text;
-use crate::scratch;
 use crate::shared::Lane;
 use crate::summary::Summary;
 
@@ -333,9 +332,7 @@ fn answer<B>(
     let request_id = guard.meta().request_id_or(answered_id);
     // Checked once: the header value is printable, as `request_id` makes it.
     let id_text = request_id_text(&request_id);
-    let body = scratch::freeze_text(|out| {
-        problem::render(out, &summary, id_text, guard.meta().path(), config);
-    });
+    let body = problem::body(&summary, id_text, guard.meta().path(), config);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
     // it again.

@@ -4,11 +4,15 @@
 //! body cap leaves, so no input (a long request id header, a message of control characters
 //! that escape to six bytes each) can push the body past the cap.
 
+use std::cell::RefCell;
+
+use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 
 use crate::bounded::TRUNCATION_MARKER;
 use crate::config::Config;
 use crate::request::MAX_REQUEST_ID_BYTES;
+use crate::scratch;
 use crate::summary::Summary;
 
 /// The media type of every body faultline renders.
@@ -45,44 +49,75 @@ fn status_detail(status: StatusCode) -> &'static str {
     }
 }
 
+/// Room made before rendering a body: the usual body is a few hundred bytes; one larger
+/// grows its buffer once.
+const USUAL_BODY_BYTES: usize = 1024;
+
+/// The problem body of `summary` for the request at `path`, rendered straight into this
+/// thread's scratch chunk: no buffer of its own and no copy.
+pub(crate) fn body(summary: &Summary, request_id: &str, path: &str, config: &Config) -> Bytes {
+    let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
+    scratch::freeze_written(room, |out| render(out, summary, request_id, path, config))
+}
+
 /// Renders the problem body of `summary` for the request at `path` into `out`.
-pub(crate) fn render(
-    out: &mut String,
-    summary: &Summary,
-    request_id: &str,
-    path: &str,
-    config: &Config,
-) {
+fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, config: &Config) {
     let cap = config.max_body_bytes;
-    out.reserve(cap.min(1024));
-    out.push_str("{\"type\":");
+    let start = out.len();
     match &config.type_base {
-        Some(base) => push_string(out, &format!("{base}{}", summary.code), TYPE_CAP),
-        None => out.push_str("\"about:blank\""),
+        None => push_usual_head(out, summary),
+        Some(base) => push_head(out, summary, Some(base)),
     }
-    out.push_str(",\"title\":");
-    push_string(
-        out,
-        summary.status.canonical_reason().unwrap_or("Error"),
-        CODE_CAP,
-    );
-    out.push_str(",\"status\":");
-    out.push_str(summary.status.as_str());
-    out.push_str(",\"code\":");
-    push_string(out, summary.code, CODE_CAP);
-    out.push_str(",\"request_id\":");
-    push_string(out, request_id, REQUEST_ID_CAP);
-    out.push_str(",\"instance\":");
-    push_string(out, path, INSTANCE_CAP);
-    out.push_str(",\"detail\":");
+    push_escaped(out, request_id, REQUEST_ID_CAP);
+    out.extend_from_slice(b"\",\"instance\":\"");
+    push_escaped(out, path, INSTANCE_CAP);
+    out.extend_from_slice(b"\",\"detail\":\"");
     let detail = summary
         .public_text()
         .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)))
         .unwrap_or_else(|| status_detail(summary.status));
-    // Two quotes and the closing brace follow the detail's text.
-    let room = cap.saturating_sub(out.len() + 3);
-    push_string(out, detail, room);
-    out.push('}');
+    // The closing quote and brace follow the detail's text.
+    let room = cap.saturating_sub(out.len() - start + 2);
+    push_escaped(out, detail, room);
+    out.extend_from_slice(b"\"}");
+}
+
+/// Pushes the members up to the request id's value: each key with the quotes around it in
+/// one piece, fewer and longer copies than a push per quote.
+fn push_head(out: &mut BytesMut, summary: &Summary, type_base: Option<&str>) {
+    out.extend_from_slice(b"{\"type\":\"");
+    match type_base {
+        Some(base) => push_escaped(out, &format!("{base}{}", summary.code), TYPE_CAP),
+        None => out.extend_from_slice(b"about:blank"),
+    }
+    out.extend_from_slice(b"\",\"title\":\"");
+    let title = summary.status.canonical_reason().unwrap_or("Error");
+    push_escaped(out, title, CODE_CAP);
+    out.extend_from_slice(b"\",\"status\":");
+    out.extend_from_slice(summary.status.as_str().as_bytes());
+    out.extend_from_slice(b",\"code\":\"");
+    push_escaped(out, summary.code, CODE_CAP);
+    out.extend_from_slice(b"\",\"request_id\":\"");
+}
+
+/// [`push_head`] without a `type` base, whose bytes depend only on the status and the code:
+/// kept per thread from the last body, so that a run of the same failure copies them once.
+fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
+    /// The status and the code (a `&'static str`, compared by address and length: equal
+    /// pointers are equal texts) of the head in the buffer.
+    type Head = (StatusCode, &'static str, BytesMut);
+    thread_local! {
+        static HEAD: RefCell<Head> = RefCell::new((StatusCode::OK, "", BytesMut::new()));
+    }
+    HEAD.with(|head| {
+        let (status, code, bytes) = &mut *head.borrow_mut();
+        if *status != summary.status || !std::ptr::eq(*code, summary.code) || bytes.is_empty() {
+            bytes.clear();
+            push_head(bytes, summary, None);
+            (*status, *code) = (summary.status, summary.code);
+        }
+        out.extend_from_slice(bytes);
+    });
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.
@@ -90,22 +125,14 @@ fn is_server_side(summary: &Summary) -> bool {
     summary.status.is_server_error()
 }
 
-/// Pushes `s` as a JSON string whose escaped content is at most `cap` bytes.
-fn push_string(out: &mut String, s: &str, cap: usize) {
-    out.push('"');
-    push_escaped(out, s, cap);
-    out.push('"');
-}
-
 /// Pushes the JSON-escaped content of `s`, at most `cap` bytes of it. When it does not fit,
 /// it keeps whole escapes and chars up to where the marker still fits within the cap, and
 /// never so many that the text with the marker reads longer than `s` itself, so a cut here
 /// keeps every cap the text was written under.
-fn push_escaped(out: &mut String, s: &str, cap: usize) {
-    // The usual case, in one pass without an early exit so that it vectorizes: nothing to
-    // escape, and it fits.
-    if s.len() <= cap && !s.bytes().fold(false, |any, byte| any | needs_escape(byte)) {
-        out.push_str(s);
+fn push_escaped(out: &mut BytesMut, s: &str, cap: usize) {
+    // The usual case: nothing to escape, and it fits.
+    if s.len() <= cap && !any_needs_escape(s.as_bytes()) {
+        out.extend_from_slice(s.as_bytes());
         return;
     }
     let escaped_len: usize = s.bytes().map(escaped_byte_len).sum();
@@ -122,11 +149,11 @@ fn push_escaped(out: &mut String, s: &str, cap: usize) {
         if out.len() - start + piece.len() > cap {
             out.truncate(safe);
             if out.len() - start + TRUNCATION_MARKER.len() <= cap {
-                out.push_str(TRUNCATION_MARKER);
+                out.extend_from_slice(TRUNCATION_MARKER.as_bytes());
             }
             return;
         }
-        out.push_str(piece);
+        out.extend_from_slice(piece.as_bytes());
         let kept = at + c.len_utf8();
         if out.len() - start + TRUNCATION_MARKER.len() <= cap
             && kept + TRUNCATION_MARKER.len() <= s.len()
@@ -134,6 +161,27 @@ fn push_escaped(out: &mut String, s: &str, cap: usize) {
             safe = out.len();
         }
     }
+}
+
+/// Whether JSON escapes any byte of `bytes`, tested eight bytes at a time: a problem body's
+/// members are short texts, where a byte-by-byte loop costs more than the copy itself.
+fn any_needs_escape(bytes: &[u8]) -> bool {
+    /// A byte of 1 in every lane of a word.
+    const LANES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH_BITS: u64 = LANES * 0x80;
+    // Whether any lane of `word` is below `n` (exact for any word when `n` <= 0x80): a lane
+    // below `n` borrows into its high bit, which `!word` keeps only for lanes under 0x80.
+    let any_below = |word: u64, n: u8| word.wrapping_sub(LANES * u64::from(n)) & !word & HIGH_BITS;
+    let any_equal = |word: u64, byte: u8| any_below(word ^ (LANES * u64::from(byte)), 1);
+    let needs = |word: u64| any_below(word, 0x20) | any_equal(word, b'"') | any_equal(word, b'\\');
+    let mut chunks = bytes.chunks_exact(8);
+    let mut found = 0;
+    for chunk in &mut chunks {
+        found |= needs(u64::from_ne_bytes(
+            chunk.try_into().expect("chunks of eight"),
+        ));
+    }
+    found != 0 || chunks.remainder().iter().any(|&byte| needs_escape(byte))
 }
 
 /// Whether JSON escapes this byte: quotes, backslashes and control characters.
@@ -153,19 +201,20 @@ fn escaped_byte_len(byte: u8) -> usize {
 
 /// Pushes all of `s` escaped, copying the runs between escapes whole: the usual case, where
 /// the text fits its cap.
-fn push_all_escaped(out: &mut String, s: &str, escaped_len: usize) {
+fn push_all_escaped(out: &mut BytesMut, s: &str, escaped_len: usize) {
     out.reserve(escaped_len);
     let mut buf = [0u8; 6];
     let mut run = 0;
-    for (at, byte) in s.bytes().enumerate() {
+    let bytes = s.as_bytes();
+    for (at, &byte) in bytes.iter().enumerate() {
         if needs_escape(byte) {
-            // `at` is an ASCII byte, so both slices end on char boundaries.
-            out.push_str(&s[run..at]);
-            out.push_str(escape(char::from(byte), &mut buf));
+            // `at` is an ASCII byte, so the runs copied are whole chars.
+            out.extend_from_slice(&bytes[run..at]);
+            out.extend_from_slice(escape(char::from(byte), &mut buf).as_bytes());
             run = at + 1;
         }
     }
-    out.push_str(&s[run..]);
+    out.extend_from_slice(&bytes[run..]);
 }
 
 fn escape(c: char, buf: &mut [u8; 6]) -> &str {
@@ -197,9 +246,9 @@ mod tests {
     use super::*;
 
     fn escaped(s: &str, cap: usize) -> String {
-        let mut out = String::new();
+        let mut out = BytesMut::new();
         push_escaped(&mut out, s, cap);
-        out
+        String::from_utf8(out.to_vec()).expect("escaped text is UTF-8")
     }
 
     #[test]
@@ -214,6 +263,40 @@ mod tests {
     fn quotes_backslashes_and_controls_are_escaped_between_whole_runs() {
         assert_eq!(escaped("a\"b\\c\nd\u{1}é", 64), "a\\\"b\\\\c\\nd\\u0001é");
         assert_eq!(escaped("\u{1f}", 6), "\\u001f");
+    }
+
+    #[test]
+    fn the_kept_head_is_the_head_of_the_failure_at_hand() {
+        let config = Config::default();
+        let not_found = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &config);
+        let conflict = Summary::from_rejection(StatusCode::CONFLICT, b"", &config);
+        // The same status under another code, as a handler's fault would have it.
+        let mut taken = Summary::from_rejection(StatusCode::CONFLICT, b"", &config);
+        taken.code = "taken";
+        for summary in [&not_found, &conflict, &not_found, &taken, &taken, &conflict] {
+            let (mut kept, mut fresh) = (BytesMut::new(), BytesMut::new());
+            push_usual_head(&mut kept, summary);
+            push_head(&mut fresh, summary, None);
+            assert_eq!(kept, fresh);
+            let code = format!("\"code\":\"{}\"", summary.code);
+            assert!(String::from_utf8(kept.to_vec()).unwrap().contains(&code));
+        }
+    }
+
+    #[test]
+    fn every_byte_that_needs_escaping_is_found_in_any_lane() {
+        for byte in 0..=255u8 {
+            for at in 0..19 {
+                let mut bytes = [b'a'; 19];
+                bytes[at] = byte;
+                assert_eq!(
+                    any_needs_escape(&bytes),
+                    needs_escape(byte),
+                    "{byte} at {at}"
+                );
+            }
+        }
+        assert!(!any_needs_escape("é\u{7f}\u{ffff} ~".as_bytes()));
     }
 
     #[test]

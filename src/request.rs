@@ -212,19 +212,22 @@ fn next_id_number() -> u64 {
 /// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure
 /// needs one and the request brought none, so it costs nothing on the success path.
 fn generate_request_id() -> HeaderValue {
-    static PREFIX: OnceLock<u32> = OnceLock::new();
-    let prefix = *PREFIX.get_or_init(|| {
+    /// The prefix's digits, written once.
+    static PREFIX: OnceLock<[u8; PREFIX_DIGITS]> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         // Mixed with the pid so that processes started in the same instant differ.
         let mixed = (nanos ^ u64::from(std::process::id()).rotate_left(32))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (mixed >> 32) as u32
+        let mut digits = [0; PREFIX_DIGITS];
+        write_hex(&mut digits, mixed >> 32);
+        digits
     });
     let n = next_id_number();
     let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
-    write_hex(&mut id[..PREFIX_DIGITS], u64::from(prefix));
+    id[..PREFIX_DIGITS].copy_from_slice(prefix);
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
     HeaderValue::from_maybe_shared(scratch::freeze(&id))
         .expect("hex digits and a dash are a valid header value")

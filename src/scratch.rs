@@ -15,29 +15,28 @@ const CHUNK_BYTES: usize = 16 * 1024;
 
 thread_local! {
     static CHUNK: RefCell<BytesMut> = RefCell::new(BytesMut::new());
-    static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// A chunk with at least `room` bytes free: this thread's, or a new one when it is full.
+fn make_room(chunk: &mut BytesMut, room: usize) {
+    if chunk.capacity() - chunk.len() < room {
+        *chunk = BytesMut::with_capacity(CHUNK_BYTES.max(room));
+    }
 }
 
 /// `bytes` as a `Bytes` that shares this thread's chunk.
 pub(crate) fn freeze(bytes: &[u8]) -> Bytes {
-    CHUNK.with(|chunk| {
-        let mut chunk = chunk.borrow_mut();
-        if chunk.capacity() - chunk.len() < bytes.len() {
-            *chunk = BytesMut::with_capacity(CHUNK_BYTES.max(bytes.len()));
-        }
-        chunk.extend_from_slice(bytes);
-        chunk.split().freeze()
-    })
+    freeze_written(bytes.len(), |chunk| chunk.extend_from_slice(bytes))
 }
 
-/// What `write` writes into this thread's reusable text buffer, as shared bytes. `write` must
-/// not call back into this function.
-pub(crate) fn freeze_text(write: impl FnOnce(&mut String)) -> Bytes {
-    TEXT.with(|text| {
-        let mut text = text.borrow_mut();
-        text.clear();
-        write(&mut text);
-        freeze(text.as_bytes())
+/// What `write` writes, straight into this thread's chunk with at least `room` bytes free
+/// (more grows it), as shared bytes. `write` must not call back into this module.
+pub(crate) fn freeze_written(room: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
+    CHUNK.with(|chunk| {
+        let mut chunk = chunk.borrow_mut();
+        make_room(&mut chunk, room);
+        write(&mut chunk);
+        chunk.split().freeze()
     })
 }
 
@@ -49,7 +48,9 @@ mod tests {
     fn frozen_bytes_are_whole_and_independent_across_chunks() {
         let all: Vec<Bytes> = (0..2000)
             .map(|n| {
-                freeze_text(|text| text.push_str(&format!("answer {n} {}", "x".repeat(n % 50))))
+                let text = format!("answer {n} {}", "x".repeat(n % 50));
+                // Less room than it writes now and then: the chunk grows for it.
+                freeze_written(n % 40, |out| out.extend_from_slice(text.as_bytes()))
             })
             .collect();
         for (n, bytes) in all.iter().enumerate() {

@@ -143,7 +143,11 @@ impl Summary {
     pub(crate) fn from_rejection(status: StatusCode, text: &[u8], config: &Config) -> Self {
         let mut summary = Self::new(Outcome::Rejected, status, codes::for_status(status));
         let text = String::from_utf8_lossy(text);
-        write_bounded(&mut summary.message, config.max_message_bytes, &text.trim());
+        let text = text.trim();
+        // Most rejections come without a body: nothing to format, so no formatter is run.
+        if !text.is_empty() {
+            write_bounded(&mut summary.message, config.max_message_bytes, &text);
+        }
         if status.is_client_error() && !summary.message.is_empty() {
             summary.public = Public::Message;
         }

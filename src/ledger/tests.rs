@@ -158,7 +158,7 @@ fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
     let failure = summary("unsupported-event", "nope", None);
     tracing::subscriber::with_default(captured.subscriber(), || {
         // Start at a window's beginning, so that the ten fall in one window.
-        let window = WINDOW.as_nanos();
+        let window = u64::try_from(WINDOW.as_nanos()).unwrap();
         while ledger.inner.reporter.elapsed_nanos() % window > window / 4 {
             std::thread::yield_now();
         }

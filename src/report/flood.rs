@@ -166,25 +166,15 @@ impl CachedBudgets {
         per_window: u32,
         shared: &std::sync::Mutex<Budgets>,
     ) -> Verdict {
-        let stale = self
+        // One lookup in the usual case: the fingerprint is cached and its budget alive.
+        let usable = self
             .entries
             .get(&fingerprint)
-            .is_some_and(|c| c.budget.evicted.load(Ordering::Relaxed));
-        if stale {
-            self.entries.remove(&fingerprint);
+            .is_some_and(|c| !c.budget.evicted.load(Ordering::Relaxed));
+        if !usable {
+            self.refill(fingerprint, window, shared);
         }
-        if !self.entries.contains_key(&fingerprint) {
-            if self.entries.len() >= CACHED_PER_THREAD {
-                self.hand_over_all();
-            }
-            let budget = lock(shared).get(fingerprint, window);
-            let cached = Cached {
-                budget,
-                suppressed: 0,
-            };
-            self.entries.insert(fingerprint, cached);
-        }
-        let cached = self.entries.get_mut(&fingerprint).expect("inserted above");
+        let cached = self.entries.get_mut(&fingerprint).expect("refilled above");
         if cached.budget.take(window, per_window) {
             let handed = cached.budget.held.swap(0, Ordering::Relaxed);
             let suppressed_since = std::mem::take(&mut cached.suppressed) + handed;
@@ -196,6 +186,20 @@ impl CachedBudgets {
             cached.budget.held.fetch_add(suppressed, Ordering::Relaxed);
         }
         Verdict::Suppress
+    }
+
+    /// Caches the budget of `fingerprint` from `shared`, in place of an evicted one.
+    fn refill(&mut self, fingerprint: u64, window: u64, shared: &std::sync::Mutex<Budgets>) {
+        self.entries.remove(&fingerprint);
+        if self.entries.len() >= CACHED_PER_THREAD {
+            self.hand_over_all();
+        }
+        let budget = lock(shared).get(fingerprint, window);
+        let cached = Cached {
+            budget,
+            suppressed: 0,
+        };
+        self.entries.insert(fingerprint, cached);
     }
 
     /// Hands every suppressed count to its budget and empties the cache.

@@ -138,8 +138,24 @@ pub(super) struct PendingGroups {
 }
 
 impl PendingGroups {
-    /// Tallies one failure.
-    pub(super) fn note(&mut self, fingerprint: u64, summary: &Summary, route: &str, now_ms: u64) {
+    /// Tallies one failure of a fingerprint already in the table; false when it is not.
+    /// One lookup: the usual case, a fingerprint seen before.
+    pub(super) fn note_known(&mut self, fingerprint: u64, summary: &Summary, now_ms: u64) -> bool {
+        let Some(pending) = self.entries.get_mut(&fingerprint) else {
+            return false;
+        };
+        pending.note(summary, now_ms);
+        true
+    }
+
+    /// Tallies the first failure of a fingerprint not in the table.
+    pub(super) fn note_new(
+        &mut self,
+        fingerprint: u64,
+        summary: &Summary,
+        route: &str,
+        now_ms: u64,
+    ) {
         let pending = self.entries.entry(fingerprint).or_insert_with(|| Pending {
             count: 0,
             first_seen_ms: now_ms,
@@ -156,22 +172,28 @@ impl PendingGroups {
                 .map(|site| format!("{}:{}", site.file, site.line)),
             trend: Trend::new(now_ms / MINUTE_MS),
         });
-        if pending.count == 0 {
-            pending.first_seen_ms = now_ms;
-            pending.trend = Trend::new(now_ms / MINUTE_MS);
-        }
-        pending.trend.add(now_ms / MINUTE_MS, 1);
-        pending.count += 1;
-        pending.last_seen_ms = now_ms;
-        pending.status = summary.status.as_u16();
-        // `clone_from` reuses the strings' buffers: no allocation once an entry exists.
-        pending.message.clone_from(&summary.message);
-        pending.chain.clone_from(&summary.chain);
+        pending.note(summary, now_ms);
     }
 
     /// Whether a new fingerprint would find no room.
-    pub(super) fn is_full(&self, fingerprint: u64) -> bool {
-        self.entries.len() >= PENDING_PER_THREAD && !self.entries.contains_key(&fingerprint)
+    pub(super) fn is_full(&self) -> bool {
+        self.entries.len() >= PENDING_PER_THREAD
+    }
+}
+
+impl Pending {
+    fn note(&mut self, summary: &Summary, now_ms: u64) {
+        if self.count == 0 {
+            self.first_seen_ms = now_ms;
+            self.trend = Trend::new(now_ms / MINUTE_MS);
+        }
+        self.trend.add(now_ms / MINUTE_MS, 1);
+        self.count += 1;
+        self.last_seen_ms = now_ms;
+        self.status = summary.status.as_u16();
+        // `clone_from` reuses the strings' buffers: no allocation once an entry exists.
+        self.message.clone_from(&summary.message);
+        self.chain.clone_from(&summary.chain);
     }
 }
 

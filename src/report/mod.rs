@@ -38,8 +38,10 @@ use crate::summary::Summary;
 pub(crate) struct Reporter {
     per_window: u32,
     window_nanos: u64,
-    /// Windows are numbered from here.
+    /// Windows are numbered from here, and failures are timed from here.
     started: Instant,
+    /// The wall clock at `started`, in milliseconds since the Unix epoch.
+    started_unix_ms: u64,
     budgets: Mutex<Budgets>,
     groups: Mutex<GroupTable>,
 }
@@ -58,6 +60,7 @@ impl Reporter {
             per_window: limits.per_window,
             window_nanos: nanos.max(1),
             started: Instant::now(),
+            started_unix_ms: unix_ms(),
             budgets: Mutex::new(Budgets::new(limits.max_fingerprints)),
             groups: Mutex::new(GroupTable::new(limits.max_groups)),
         }
@@ -71,11 +74,15 @@ impl Reporter {
         summary: &Summary,
         route: &str,
     ) -> Verdict {
-        if local.groups.is_full(fingerprint) {
-            lock(&self.groups).take(&mut local.groups, true);
+        let nanos = self.elapsed_nanos();
+        let now_ms = self.unix_ms_at(nanos);
+        if !local.groups.note_known(fingerprint, summary, now_ms) {
+            if local.groups.is_full() {
+                lock(&self.groups).take(&mut local.groups, true);
+            }
+            local.groups.note_new(fingerprint, summary, route, now_ms);
         }
-        local.groups.note(fingerprint, summary, route, unix_ms());
-        let window = (self.started.elapsed().as_nanos() / u128::from(self.window_nanos)) as u64;
+        let window = nanos / self.window_nanos;
         local
             .budgets
             .judge(fingerprint, window, self.per_window, &self.budgets)
@@ -86,9 +93,19 @@ impl Reporter {
         lock(&self.groups).take(&mut local.groups, false);
     }
 
-    #[cfg(test)]
-    pub(crate) fn elapsed_nanos(&self) -> u128 {
-        self.started.elapsed().as_nanos()
+    /// Nanoseconds since the reporter started: one clock read, which both the flood window
+    /// and the group times are taken from. A u64 of nanoseconds lasts 584 years.
+    pub(crate) fn elapsed_nanos(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The wall clock `nanos` after the start, in milliseconds since the Unix epoch: the
+    /// wall clock read once at the start plus the monotonic time since, so that a failure
+    /// reads one clock, not two. A step of the wall clock after the start (a manual reset;
+    /// NTP slews, which the monotonic clock follows) does not show in the group times.
+    fn unix_ms_at(&self, nanos: u64) -> u64 {
+        const NANOS_PER_MS: u64 = 1_000_000;
+        self.started_unix_ms.saturating_add(nanos / NANOS_PER_MS)
     }
 
     #[cfg(test)]
@@ -98,7 +115,8 @@ impl Reporter {
 
     /// The error groups, the most frequent first: only what was handed over.
     pub(crate) fn groups(&self) -> Vec<Group> {
-        lock(&self.groups).to_vec(unix_ms())
+        let now_ms = self.unix_ms_at(self.elapsed_nanos());
+        lock(&self.groups).to_vec(now_ms)
     }
 }
 
