@@ -71,8 +71,6 @@ pin_project! {
 /// What one poll of a state decided.
 enum Step<B> {
     Pending,
-    /// A success, passed on with its body watched.
-    Pass(Response<B>),
     /// An answer an inner fault layer rendered and counted: passed on, counted here too.
     Forward(Response<B>, Summary),
     /// An error status whose body is read for its message first.
@@ -143,7 +141,7 @@ where
                             let guard = this.guard.take().expect("checked above");
                             return Poll::Ready(Ok(pass(response, guard)));
                         }
-                        polled => described(polled, guard.config()),
+                        polled => failed_or_marked(polled, guard.config()),
                     }
                 }
                 StateProj::Reading { head, body, text } => {
@@ -170,10 +168,6 @@ where
                         text: Vec::new(),
                     });
                     continue;
-                }
-                Step::Pass(response) => {
-                    this.state.set(State::Done);
-                    pass(response, this.guard.take().expect("checked above"))
                 }
                 Step::Forward(response, summary) => {
                     this.state.set(State::Done);
@@ -231,7 +225,7 @@ where
 
 /// What one poll of the inner future that was not a plain success is: a response to
 /// classify, a service error or a panic to answer.
-fn described<B, E>(
+fn failed_or_marked<B, E>(
     polled: Result<Poll<Result<Response<B>, E>>, Box<Caught>>,
     config: &Config,
 ) -> Step<B>
@@ -255,8 +249,8 @@ fn is_plain_success<B>(response: &Response<B>) -> bool {
     !is_error_status(response.status()) && response.extensions().get::<FaultMarker>().is_none()
 }
 
-/// What a response of the inner service is: a fault to render, an answer already rendered,
-/// an error status to re-render, or a success.
+/// What a response of the inner service that is not a plain success is: a fault to render,
+/// an answer already rendered, or an error status to re-render.
 fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
     match response.extensions().get::<FaultMarker>().cloned() {
         Some(FaultMarker::Rendered { outcome, code }) => {
@@ -277,8 +271,8 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
                 Err(caught) => Step::Answer(None, panicked(*caught, config)),
             }
         }
-        None if is_error_status(response.status()) => {
-            // Looked for only on an error status, so that a success pays no second lookup.
+        None => {
+            // An error status: a plain success went on without coming here.
             if let Some((outcome, code)) =
                 rendered::marked(response.extensions(), response.status())
             {
@@ -295,7 +289,6 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
             let summary = Summary::from_rejection(head.status, &[], config);
             Step::Answer(Some(head), summary)
         }
-        None => Step::Pass(response),
     }
 }
 
