@@ -154,33 +154,25 @@ impl RequestGuard {
         });
         Self { slot: Some(slot) }
     }
-
-    fn record(&self) -> &Record {
-        self.slot
-            .as_ref()
-            .and_then(|slot| slot.0.as_ref())
-            .expect("a guard holds its record until dropped")
-    }
-
-    fn record_mut(&mut self) -> &mut Record {
-        self.slot
-            .as_mut()
-            .and_then(|slot| slot.0.as_mut())
-            .expect("a guard holds its record until dropped")
-    }
 }
 
 impl std::ops::Deref for RequestGuard {
     type Target = Record;
 
     fn deref(&self) -> &Record {
-        self.record()
+        self.slot
+            .as_ref()
+            .and_then(|slot| slot.0.as_ref())
+            .expect("a guard holds its record until dropped")
     }
 }
 
 impl std::ops::DerefMut for RequestGuard {
     fn deref_mut(&mut self) -> &mut Record {
-        self.record_mut()
+        self.slot
+            .as_mut()
+            .and_then(|slot| slot.0.as_mut())
+            .expect("a guard holds its record until dropped")
     }
 }
 
@@ -309,7 +301,7 @@ impl Record {
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        let record = self.record_mut();
+        let record: &mut Record = self;
         match record.phase {
             Phase::Settled => {}
             // A body that was never asked for (a HEAD request, a 204) was delivered whole.
@@ -352,8 +344,9 @@ mod tests {
         drop(first);
         let second = guard(lane);
         assert_eq!(address(&second), reused);
-        drop(second); // unsettled: counted as cancelled, and its record given back too
-                      // More guards alive at once than spares: every record past the cap is freed.
+        // Unsettled: counted as cancelled, and its record given back too.
+        drop(second);
+        // More guards alive at once than spares: every record past the cap is freed.
         let many: Vec<RequestGuard> = (0..SPARE_RECORDS * 2).map(|_| guard(lane)).collect();
         drop(many);
         assert_eq!(SPARE.with(|spare| spare.borrow().len()), SPARE_RECORDS);
