@@ -18,6 +18,22 @@ pub(crate) const CLIENT_CLOSED_REQUEST: StatusCode = match StatusCode::from_u16(
     Err(_) => StatusCode::BAD_REQUEST,
 };
 
+/// The statuses and codes of the service errors the layer answers: a timeout, overload, and
+/// any other error of the inner service.
+pub(crate) const SERVICE_ERRORS: [(StatusCode, &str); 3] = [
+    (StatusCode::GATEWAY_TIMEOUT, TIMEOUT),
+    (StatusCode::SERVICE_UNAVAILABLE, OVERLOADED),
+    (StatusCode::INTERNAL_SERVER_ERROR, SERVICE_ERROR),
+];
+
+/// The code of a service error answered with `status`, if it is one of [`SERVICE_ERRORS`].
+pub(crate) fn for_service_error(status: StatusCode) -> Option<&'static str> {
+    SERVICE_ERRORS
+        .iter()
+        .find(|(answered, _)| *answered == status)
+        .map(|&(_, code)| code)
+}
+
 /// The code of an error status that came without a fault: the status's name, kebab-cased.
 pub(crate) fn for_status(status: StatusCode) -> &'static str {
     match status.as_u16() {

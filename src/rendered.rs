@@ -19,7 +19,7 @@ use crate::outcome::Outcome;
 struct RenderedRejection;
 
 /// The mark of a rendered service error: its code follows from the status
-/// ([`service_error_code`]).
+/// ([`codes::SERVICE_ERRORS`]).
 #[derive(Clone, Copy)]
 struct RenderedServiceError;
 
@@ -44,10 +44,16 @@ pub(crate) fn mark(
         return;
     }
     match outcome {
-        Outcome::Rejected => extensions.insert(RenderedRejection).map(drop),
-        Outcome::ServiceError => extensions.insert(RenderedServiceError).map(drop),
-        _ => extensions.insert(RenderedPanic).map(drop),
-    };
+        Outcome::Rejected => {
+            extensions.insert(RenderedRejection);
+        }
+        Outcome::ServiceError => {
+            extensions.insert(RenderedServiceError);
+        }
+        _ => {
+            extensions.insert(RenderedPanic);
+        }
+    }
 }
 
 /// The outcome and code of an answer marked with a zero-sized mark, if it is one. Looked for
@@ -75,19 +81,8 @@ pub(crate) fn marked(
 fn derived_code(outcome: Outcome, status: StatusCode) -> Option<&'static str> {
     match outcome {
         Outcome::Rejected => Some(codes::for_status(status)),
-        Outcome::ServiceError => service_error_code(status),
+        Outcome::ServiceError => codes::for_service_error(status),
         Outcome::Panicked if status == StatusCode::INTERNAL_SERVER_ERROR => Some(codes::PANIC),
-        _ => None,
-    }
-}
-
-/// The code of a service error answered with `status`, as `Summary::from_service_error`
-/// gives them.
-fn service_error_code(status: StatusCode) -> Option<&'static str> {
-    match status {
-        StatusCode::GATEWAY_TIMEOUT => Some(codes::TIMEOUT),
-        StatusCode::SERVICE_UNAVAILABLE => Some(codes::OVERLOADED),
-        StatusCode::INTERNAL_SERVER_ERROR => Some(codes::SERVICE_ERROR),
         _ => None,
     }
 }

@@ -99,12 +99,13 @@ impl Summary {
     /// An error the inner service returned instead of a response: timeouts and overload get
     /// their own status, anything else is a 500.
     pub(crate) fn from_service_error(error: &(dyn StdError + 'static), config: &Config) -> Self {
+        let [timeout, overloaded, other] = codes::SERVICE_ERRORS;
         let (status, code) = if error.is::<tower::timeout::error::Elapsed>() {
-            (StatusCode::GATEWAY_TIMEOUT, codes::TIMEOUT)
+            timeout
         } else if error.is::<tower::load_shed::error::Overloaded>() {
-            (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED)
+            overloaded
         } else {
-            (StatusCode::INTERNAL_SERVER_ERROR, codes::SERVICE_ERROR)
+            other
         };
         Self::from_error(Outcome::ServiceError, status, code, error, config)
     }
