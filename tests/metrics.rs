@@ -6,6 +6,8 @@
 
 #![cfg(feature = "metrics")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -74,18 +76,7 @@ fn app(layer: FaultLayer) -> (Router, Router) {
     });
     let broken =
         Router::new().route_service("/broken", layer.layer(broken).map_err(Infallible::from));
-    let routes = Router::new()
-        .route("/ok", get(|| async { "ok" }))
-        .route(
-            "/handled",
-            get(|| async {
-                Err::<(), _>(faultline::Error::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "demo-invalid",
-                    "nope",
-                ))
-            }),
-        )
+    let routes = common::ok_and_handled("nope")
         .route("/panic", get(panics))
         .route(
             "/slow",

@@ -5,12 +5,12 @@
 
 #![cfg(feature = "metrics")]
 
+mod common;
+
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use axum::http::StatusCode;
 use axum::routing::get;
-use axum::Router;
 use faultline::{FaultLayer, HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
@@ -43,18 +43,7 @@ async fn the_prometheus_exposition_passes_promtool() {
 
     let layer = FaultLayer::new().record_metrics(true);
     let ledger = layer.ledger();
-    let app = Router::new()
-        .route("/ok", get(|| async { "ok" }))
-        .route(
-            "/handled",
-            get(|| async {
-                Err::<(), _>(faultline::Error::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "demo-invalid",
-                    "a \"quoted\" message",
-                ))
-            }),
-        )
+    let app = common::ok_and_handled("a \"quoted\" message")
         .layer(layer)
         // Outside the layer: scrapes are not counted.
         .route("/metrics", get(move || async move { handle.render() }));

@@ -3,10 +3,10 @@
 
 #![cfg(feature = "opentelemetry")]
 
+mod common;
+
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use axum::routing::get;
-use axum::Router;
+use axum::http::Request;
 use faultline::FaultLayer;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::{KeyValue, Value};
@@ -31,19 +31,7 @@ async fn requests_are_recorded_with_semantic_convention_names() {
         .with_reader(PeriodicReader::builder(exporter.clone()).build())
         .build();
     let layer = FaultLayer::new().opentelemetry(&provider.meter("test"));
-    let app = Router::new()
-        .route("/ok", get(|| async { "ok" }))
-        .route(
-            "/handled",
-            get(|| async {
-                Err::<(), _>(faultline::Error::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "demo-invalid",
-                    "nope",
-                ))
-            }),
-        )
-        .layer(layer);
+    let app = common::ok_and_handled("nope").layer(layer);
     for path in ["/ok", "/ok", "/handled", "/nowhere"] {
         let request = Request::get(path).body(Body::empty()).unwrap();
         let response = app.clone().oneshot(request).await.unwrap();

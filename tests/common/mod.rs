@@ -68,6 +68,24 @@ impl Drop for Lab {
     }
 }
 
+/// `/ok`, and `/handled` failing with a handler's 422 `demo-invalid` and `message`: the
+/// routes the metrics bridge tests put behind their layer.
+pub fn ok_and_handled(message: &'static str) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
+        .route("/ok", get(|| async { "ok" }))
+        .route(
+            "/handled",
+            get(move || async move {
+                Err::<(), _>(faultline::Error::new(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    "demo-invalid",
+                    message,
+                ))
+            }),
+        )
+}
+
 /// The problem body of a response, checked for the members every problem carries.
 pub fn problem(
     status: u16,
