@@ -142,35 +142,25 @@ async fn the_management_routes_and_their_failures() {
         .send(service.client.get(service.url("/health")))
         .await;
     assert_eq!(health.status, 200);
-    let refused = service
-        .send(service.client.get(service.url("/errors")))
-        .await;
-    assert_eq!(refused.status, 401, "{}", refused.text);
-    let errors = service
-        .send(
-            service
-                .client
-                .get(service.url("/errors"))
-                .bearer_auth(ADMIN_TOKEN),
-        )
-        .await;
-    assert_eq!(errors.status, 200, "{}", errors.text);
+    // The error groups and the inbox page: the same groups, behind the same token.
+    let mut pages = Vec::new();
+    for path in ["/errors", "/errors/inbox"] {
+        let refused = service.send(service.client.get(service.url(path))).await;
+        assert_eq!(refused.status, 401, "{path}: {}", refused.text);
+        let page = service
+            .send(
+                service
+                    .client
+                    .get(service.url(path))
+                    .bearer_auth(ADMIN_TOKEN),
+            )
+            .await;
+        assert_eq!(page.status, 200, "{path}: {}", page.text);
+        pages.push(page);
+    }
+    let (errors, inbox) = (&pages[0], &pages[1]);
     assert!(errors.text.contains("bad-api-key"), "{}", errors.text);
     assert!(!errors.text.contains(wrong_key), "{}", errors.text);
-    // The inbox page: the same groups, behind the same token.
-    let refused = service
-        .send(service.client.get(service.url("/errors/inbox")))
-        .await;
-    assert_eq!(refused.status, 401, "{}", refused.text);
-    let inbox = service
-        .send(
-            service
-                .client
-                .get(service.url("/errors/inbox"))
-                .bearer_auth(ADMIN_TOKEN),
-        )
-        .await;
-    assert_eq!(inbox.status, 200, "{}", inbox.text);
     assert!(inbox.text.starts_with("<!DOCTYPE html>"));
     assert!(inbox.text.contains("<td class=\"code\">bad-api-key</td>"));
     assert!(!inbox.text.contains(wrong_key));
