@@ -321,8 +321,9 @@ fn answer<B>(
 ) -> Response<FaultBody<B>> {
     let config = guard.config();
     let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
-    let answered_id = head.headers.get(&config.request_id_header);
-    let request_id = guard.meta().request_id_or(answered_id);
+    let request_id = guard
+        .meta()
+        .request_id_or(|| head.headers.get(&config.request_id_header));
     // Checked once: the header value is printable, as `request_id` makes it.
     let id_text = request_id_text(&request_id);
     let body = problem::body(&summary, id_text, guard.meta().path(), config);

@@ -91,18 +91,24 @@ impl RequestMeta {
     /// [`MAX_REQUEST_ID_BYTES`]; else a new one unique to this process. A header value, so a
     /// client's id is shared, not copied, and either goes straight into the response head.
     pub(crate) fn request_id(&self) -> HeaderValue {
-        self.request_id_or(None)
+        self.request_id_or(|| None)
     }
 
     /// As [`request_id`](Self::request_id), but when the request came without one, the id an
-    /// inner layer wrote on the response (`answered`), if usable, before a new one: a layer
-    /// such as tower-http's `SetRequestIdLayer` placed inside this one set the id that the
-    /// handlers and their spans saw, and its `PropagateRequestIdLayer` wrote it back.
-    pub(crate) fn request_id_or(&self, answered: Option<&HeaderValue>) -> HeaderValue {
-        match (&self.request_id, answered) {
-            (Some(id), _) if is_usable(id) => id.clone(),
-            (_, Some(id)) if is_usable(id) => id.clone(),
-            _ => generate_request_id(),
+    /// inner layer wrote on the response (`answered`, looked up only then), if usable, before
+    /// a new one: a layer such as tower-http's `SetRequestIdLayer` placed inside this one set
+    /// the id that the handlers and their spans saw, and its `PropagateRequestIdLayer` wrote
+    /// it back.
+    pub(crate) fn request_id_or<'a>(
+        &self,
+        answered: impl FnOnce() -> Option<&'a HeaderValue>,
+    ) -> HeaderValue {
+        match &self.request_id {
+            Some(id) if is_usable(id) => id.clone(),
+            _ => match answered() {
+                Some(id) if is_usable(id) => id.clone(),
+                _ => generate_request_id(),
+            },
         }
     }
 }
