@@ -15,7 +15,6 @@
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::thread::LocalKey;
 use std::time::Instant;
 
@@ -23,8 +22,8 @@ use ::metrics::{Counter, Gauge, Histogram, SharedString, Unit};
 use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::outcome::{Outcome, OVERFLOW_LABEL};
-use crate::panic_hook::lock;
 use crate::request::RequestMeta;
+use crate::sync::{lock, Mutex};
 
 /// The name of the duration histogram: OpenTelemetry's `http.server.request.duration`, in
 /// seconds. A Prometheus exporter writes it `http_server_request_duration`.

@@ -460,7 +460,7 @@ impl Fault for Caused {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

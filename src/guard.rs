@@ -316,7 +316,7 @@ impl Drop for RequestGuard {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::config::Config;

@@ -101,6 +101,7 @@ mod panic_hook;
 mod request;
 mod scratch;
 mod stripe;
+mod sync;
 
 // errors
 mod fault;

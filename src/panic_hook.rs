@@ -10,7 +10,7 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, catch_unwind, AssertUnwindSafe, PanicHookInfo};
-use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::sync::Once;
 
 thread_local! {
     /// [`OPEN`] per open [`catch`] call on this thread, plus [`RECORDED`] while [`SITE`]
@@ -38,13 +38,6 @@ pub(crate) struct PanicSite {
 pub(crate) struct Caught {
     pub(crate) payload: Box<dyn Any + Send>,
     pub(crate) site: Option<PanicSite>,
-}
-
-/// Locks `mutex`, even if a thread panicked while holding it: faultline's tables hold counts
-/// and bounded text, every update of which leaves them usable, and a request must never fail
-/// because another one panicked.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it. What was

@@ -5,7 +5,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::{MatchedPath, OriginalUri};
@@ -14,7 +14,6 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
-use crate::panic_hook::lock;
 use crate::scratch;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
@@ -159,7 +158,7 @@ fn route_label(matched: &MatchedPath) -> Route {
         return Route::Interned(cached.1);
     }
     let interned = {
-        let mut set = lock(&INTERNED);
+        let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
         let set = set.get_or_insert_with(FxHashSet::default);
         match set.get(route) {
             Some(&interned) => Some(interned),
@@ -250,7 +249,7 @@ fn write_hex(out: &mut [u8], value: u64) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

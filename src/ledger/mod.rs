@@ -14,7 +14,9 @@ mod series;
 mod snapshot;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
 
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
@@ -27,11 +29,11 @@ use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
 use crate::config::{LedgerLimits, ReportLevels};
 use crate::outcome::Outcome;
-use crate::panic_hook::lock;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::RequestMeta;
-use crate::stripe::{self, Padded, Slot};
+use crate::stripe::{self, Slot};
 use crate::summary::Summary;
+use crate::sync::{lock, Mutex};
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
@@ -52,7 +54,7 @@ pub struct Ledger {
 
 #[derive(Debug)]
 struct Inner {
-    stripes: Box<[Padded<Stripe>]>,
+    stripes: Box<[CachePadded<Stripe>]>,
     series: Mutex<SeriesTable>,
     reporter: Reporter,
     waiters: Waiters,
@@ -92,7 +94,7 @@ impl Ledger {
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         let stripe = || {
-            Padded(Stripe {
+            CachePadded::new(Stripe {
                 counts: Counts::default(),
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
@@ -346,5 +348,7 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_models;
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -10,12 +10,10 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
 use super::Ledger;
-use crate::panic_hook::lock;
+use crate::sync::{fence, lock, AtomicBool, Mutex, Ordering};
 
 /// The tasks waiting for quiescence of one ledger.
 #[derive(Debug, Default)]
@@ -79,7 +77,7 @@ impl Future for Quiescent {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use std::time::Duration;
 
@@ -119,5 +117,42 @@ mod tests {
         }
         let snapshot = ledger.snapshot();
         assert_eq!((snapshot.ok, snapshot.in_flight), (ROUNDS as u64, 0));
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use crate::ledger::Ledger;
+    use crate::outcome::Outcome;
+
+    /// Two requests in flight, finished on two threads while a task waits for quiescence: the
+    /// waiter is woken (a lost wake-up leaves it parked, which loom reports as a deadlock),
+    /// and only once both are counted (the snapshot after it shows both, none in flight).
+    ///
+    /// Fails, as it should, without the fence in `Waiters::finished` or the one in
+    /// `Waiters::register` (each side may then read the other's word from before its write:
+    /// the request sees no waiter, the waiter sees the request in flight, nobody wakes it).
+    #[test]
+    fn loom_quiescent_wakes_once_nothing_is_in_flight_and_not_before() {
+        crate::stripe::model(|| {
+            let ledger = Ledger::new();
+            ledger.start();
+            ledger.start();
+            let finishers: Vec<_> = (0..2)
+                .map(|_| {
+                    let ledger = ledger.clone();
+                    loom::thread::spawn(move || {
+                        ledger.finish(Outcome::Ok);
+                        crate::stripe::exit();
+                    })
+                })
+                .collect();
+            loom::future::block_on(ledger.quiescent());
+            let snapshot = ledger.snapshot();
+            assert_eq!((snapshot.ok, snapshot.in_flight), (2, 0));
+            for finisher in finishers {
+                finisher.join().unwrap();
+            }
+        });
     }
 }

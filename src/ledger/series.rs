@@ -8,10 +8,8 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use std::sync::Mutex;
-
 use crate::outcome::OVERFLOW_LABEL;
-use crate::panic_hook::lock;
+use crate::sync::{lock, Mutex};
 
 /// A table with no room for new labels.
 #[derive(Debug)]
