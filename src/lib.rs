@@ -101,6 +101,7 @@ mod panic_hook;
 mod request;
 mod scratch;
 mod stripe;
+mod striped_arc;
 mod sync;
 
 // errors

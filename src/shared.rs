@@ -5,17 +5,15 @@
 //! router clones the service for every request. Were that one `Arc`, every request on every
 //! core would write its reference count: one cache line that the cores hand to each other, a
 //! ceiling on the whole process. So the shared state is reached through lanes, one per
-//! stripe ([`stripe`](crate::stripe)), each a counted pointer on cache lines of its own: a
-//! request counts itself on its thread's lane only.
+//! stripe ([`striped_arc`]), each a counted pointer on cache lines of its own: a request
+//! counts itself on its thread's lane only.
 
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock, Weak};
-
-use crossbeam_utils::CachePadded;
+#[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::ledger::Ledger;
-use crate::stripe;
+use crate::striped_arc::{self, StripedArc};
 
 /// The state one [`FaultService`](crate::FaultService) and its clones share.
 #[derive(Debug)]
@@ -27,8 +25,6 @@ pub(crate) struct Shared {
         allow(dead_code)
     )]
     pub(crate) bridges: Bridges,
-    /// The lanes, by stripe; weak, since each lane holds this state.
-    lanes: OnceLock<Box<[Weak<Lane>]>>,
 }
 
 /// The metrics bridges a layer records into besides its ledger, each when configured.
@@ -58,17 +54,13 @@ impl Bridges {
     }
 }
 
-/// A counted handle on the shared state, alone on its cache lines (its padding makes the
-/// `Arc` around it take lines of its own, counts included): its reference count is written
-/// by the threads of one stripe only.
-#[derive(Debug)]
-pub(crate) struct Lane {
-    shared: CachePadded<Arc<Shared>>,
-}
+/// A counted handle on the shared state: its reference count is written by the threads of
+/// one stripe only.
+pub(crate) type Lane = StripedArc<Shared>;
 
 /// Every lane of one shared state. The services a layer builds hold it, so the lanes live as
 /// long as those do; the per-request clones hold one lane each.
-pub(crate) type Lanes = Arc<[Arc<Lane>]>;
+pub(crate) type Lanes = striped_arc::Lanes<Shared>;
 
 impl Shared {
     pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
@@ -76,49 +68,21 @@ impl Shared {
             config,
             ledger,
             bridges,
-            lanes: OnceLock::new(),
         }
     }
 
     /// Makes one lane per stripe onto this state.
     pub(crate) fn into_lanes(self) -> Lanes {
-        let shared = Arc::new(self);
-        let lanes: Lanes = (0..stripe::count())
-            .map(|_| {
-                Arc::new(Lane {
-                    shared: CachePadded::new(shared.clone()),
-                })
-            })
-            .collect();
-        let weak = lanes.iter().map(Arc::downgrade).collect();
-        shared.lanes.set(weak).expect("lanes are made once");
-        lanes
-    }
-}
-
-impl Lane {
-    /// The lane of the calling thread's stripe, counted once more; this one if the lanes are
-    /// gone (only per-request clones are left, which is correct, just shared again).
-    pub(crate) fn here(self: &Arc<Self>) -> Arc<Lane> {
-        self.shared
-            .lanes
-            .get()
-            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
-            .unwrap_or_else(|| self.clone())
-    }
-}
-
-impl Deref for Lane {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.shared
+        StripedArc::lanes(self)
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::stripe;
 
     #[test]
     fn a_thread_gets_its_own_lane_and_lanes_end_with_the_services() {
@@ -126,7 +90,6 @@ mod tests {
         let first = lanes[0].clone();
         let here = first.here();
         assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));
-        assert!(std::mem::align_of::<Lane>() >= 64);
         drop((lanes, here));
         // Only a per-request clone is left: it still works, on its own lane.
         assert!(Arc::ptr_eq(&first.here(), &first));
