@@ -144,6 +144,9 @@ const ROUTE_CACHE_SLOTS: usize = 16;
 /// would write its count, one cache line that every core's requests of that route share.
 /// Interning copies each template once; a per-thread cache keyed by the string's address
 /// (and checked by its text, since an address can be reused) finds it again without a lock.
+/// Kept by hand: an interning crate (`internment`, `lasso`) leaks or arenas the strings in
+/// the same way behind a shared lock, and would still need this per-thread cache to keep
+/// the lock off the path of every request; there is no lock-free protocol here to check.
 fn route_label(matched: &MatchedPath) -> Route {
     type Slots = [(usize, &'static str); ROUTE_CACHE_SLOTS];
     thread_local! {

@@ -7,6 +7,16 @@
 //! threads for CPUs). Threads past the owned stripes share the last one, where every write
 //! is atomic. A stripe given back keeps its counts and serves the next thread that claims it:
 //! the claim goes through a lock, which orders the old owner's writes before the new one's.
+//!
+//! Why not `thread_local::ThreadLocal`, which keeps such a registry of thread ids: a request
+//! can end in a thread-local's destructor (a runtime kept in one drops its tasks there), and
+//! must still be counted. `ThreadLocal::get` called after the crate's own per-thread guard
+//! was destroyed takes a new id and then touches that guard, which panics inside a destructor
+//! and aborts the process (checked with thread_local 1.1.10: exit status 134). Here an exiting
+//! thread writes to the shared stripe instead. The stripe index is also one claim per thread
+//! that every ledger and every lane indexes by, where a `ThreadLocal` per ledger would add a
+//! lookup and an allocation per thread and ledger. The registry is model-checked under loom
+//! (`loom_a_stripe_keeps_its_counts_across_thread_exit_and_reuse`).
 
 #[cfg(not(all(test, loom)))]
 use std::cell::Cell;

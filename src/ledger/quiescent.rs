@@ -7,6 +7,11 @@
 //! side between its write and its read makes sure that one of the two sees the other's
 //! write: the waiter sees the request finished, or the request sees the waiter and wakes it.
 //! No wake-up is lost, and no timer or runtime is needed.
+//!
+//! Kept by hand: a notifier crate (`event-listener`, tokio's `Notify`) would put a locked
+//! instruction or a shared write on the path of every request, where this puts one fence and
+//! one read of a word nobody writes while nobody waits. Both fences are load-bearing: the
+//! loom model below fails without either of them.
 
 use std::future::Future;
 use std::pin::Pin;
