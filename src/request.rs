@@ -14,7 +14,7 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
-use crate::scratch;
+use crate::text::arena;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
 /// every report, so a client must not be able to make it large. UUIDs and the ids of common
@@ -161,6 +161,7 @@ fn route_label(matched: &MatchedPath) -> Route {
         return Route::Interned(cached.1);
     }
     let interned = {
+        // Not `panic::lock`, which takes the `sync` facade's locks: this one is process-wide.
         let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
         let set = set.get_or_insert_with(FxHashSet::default);
         match set.get(route) {
@@ -237,7 +238,7 @@ fn generate_request_id() -> HeaderValue {
     let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
     id[..PREFIX_DIGITS].copy_from_slice(prefix);
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
-    HeaderValue::from_maybe_shared(scratch::freeze(&id))
+    HeaderValue::from_maybe_shared(arena::freeze(&id))
         .expect("hex digits and a dash are a valid header value")
 }
 

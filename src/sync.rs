@@ -6,7 +6,7 @@
 //! Only what a protocol synchronizes through goes through here. State that is process-wide
 //! (`static`s, which loom cannot reset between the runs of a model) or not shared between
 //! threads keeps std's types; thread-locals keep std's too, and the stripes, the one protocol
-//! built on them, stand in for them under loom (see [`stripe`](crate::stripe)).
+//! built on them, stand in for them under loom (see [`stripe`](crate::count::stripe)).
 
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
@@ -17,12 +17,3 @@ pub(crate) use std::sync::{Mutex, MutexGuard};
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
-
-use std::sync::PoisonError;
-
-/// Locks `mutex`, even if a thread panicked while holding it: faultline's tables hold counts
-/// and bounded text, every update of which leaves them usable, and a request must never fail
-/// because another one panicked.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}

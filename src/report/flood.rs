@@ -18,7 +18,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
-use crate::sync::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::panic::lock;
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// The fingerprints one thread's cache keeps; past it the cache is emptied and refilled
 /// from the shared table. An application has a few dozen fingerprints.
@@ -295,7 +296,7 @@ mod loom_models {
     /// hand-over in between is lost).
     #[test]
     fn loom_flood_control_writes_per_window_and_tells_every_suppressed_failure() {
-        crate::stripe::model(|| {
+        loom::model(|| {
             let shared = Arc::new(Mutex::new(Budgets::new(4)));
             let threads: Vec<_> = WINDOWS
                 .into_iter()

@@ -29,8 +29,9 @@ use self::flood::{Budgets, CachedBudgets};
 pub use self::groups::{Group, TREND_MINUTES};
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
-use crate::summary::Summary;
-use crate::sync::{lock, Mutex};
+use crate::panic::lock;
+use crate::render::summary::Summary;
+use crate::sync::Mutex;
 
 /// Flood control and error groups, shared by every clone of a layer.
 #[derive(Debug)]
