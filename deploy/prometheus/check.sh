@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Prometheus rules, checked: the committed rules are what generate.py writes, promtool
-# accepts them, and every unit test in tests/ passes; then rules generated with other settings
-# pass the tests in tests/variants/ written for them.
+# accepts them, every unit test in tests/ passes and every alert has its runbook section in
+# docs/alerts.md; then rules generated with other settings pass the tests in tests/variants/
+# written for them.
 #
 # usage: deploy/prometheus/check.sh
 # needs: python3 and promtool (Debian package 'prometheus'). It installs nothing.
@@ -19,6 +20,15 @@ python3 generate.py --check
 promtool check rules rules/*.yml
 promtool test rules tests/*.yml
 
+# Every alert's runbook_url points at the section of docs/alerts.md named after the alert.
+alerts=$(sed -n 's/^ *- alert: //p' rules/faultline.yml)
+for alert in $alerts; do
+    grep -qx "### $alert" ../../docs/alerts.md || {
+        echo "check: docs/alerts.md has no section '### $alert' for its runbook_url" >&2
+        exit 1
+    }
+done
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Each variant: the test file's name, then the generator's flags it was written for.
@@ -34,4 +44,5 @@ for variant in "${variants[@]}"; do
     promtool check rules "$work/$name/faultline.yml"
     promtool test rules "$work/$name/$name.yml"
 done
-echo "check: rules current, promtool check and test pass, ${#variants[@]} variants pass"
+echo "check: rules current, promtool check and test pass, $(wc -w <<<"$alerts") runbooks found," \
+    "${#variants[@]} variants pass"

@@ -111,13 +111,23 @@ def runbook(s, alert):
     return f"{s['runbook_base']}#{alert.lower()}"
 
 
+def count(value):
+    """A template printing a count as a whole number: `increase` extrapolates to the window's
+    edges, and "10.09 panics" reads as a fault in the alert."""
+    return "{{ " + value + ' | printf "%.0f" }}'
+
+
+def each_row(query, args, row):
+    """A template running `query` (with `args` for its %q) and printing `row` for each result."""
+    return ("{{ range printf `" + query + "` " + args + " | query }}" + row
+            + "{{ else }}none recorded; {{ end }}")
+
+
 def top_codes(window):
     """A template listing the codes counted on the alert's route over `window`, most first."""
     query = grown_or_born("faultline_errors_total{job=%q,route=%q}", window, "code, status")
-    return ('{{ range printf `%s` $labels.job $labels.route $labels.job $labels.route'
-            ' $labels.job $labels.route | query }}'
-            '{{ .Labels.code }} ({{ .Labels.status }}): {{ .Value | humanize }}; '
-            '{{ else }}none recorded; {{ end }}' % query)
+    return each_row(query, " ".join(["$labels.job $labels.route"] * 3),
+                    "{{ .Labels.code }} ({{ .Labels.status }}): " + count(".Value") + "; ")
 
 
 def burn_alert(s, name, severity, factor, long, short, hold):
@@ -155,13 +165,12 @@ def other_alerts(s):
         "annotations": {
             "summary": "{{ $labels.job }}: requests {{ $labels.outcome }} in the last " + OUTCOME_WINDOW,
             "description": (
-                "{{ $labels.job }}: {{ $labels.outcome }} requests over the last"
-                f" {OUTCOME_WINDOW}: {{{{ $value | humanize }}}}. By route and code: "
-                "{{ range printf `%s` $labels.job $labels.job $labels.job | query }}"
-                "{{ .Labels.route }} {{ .Labels.code }}: {{ .Value | humanize }}; "
-                "{{ else }}none recorded; {{ end }}" % grown_or_born(
-                    f'faultline_errors_total{{job=%q,code=~"{PANIC_CODES}"}}', OUTCOME_WINDOW,
-                    "route, code")),
+                f"{{{{ $labels.job }}}}: {{{{ $labels.outcome }}}} requests over the last {OUTCOME_WINDOW}: "
+                + count("$value") + ". By route and code: "
+                + each_row(grown_or_born(f'faultline_errors_total{{job=%q,code=~"{PANIC_CODES}"}}',
+                                         OUTCOME_WINDOW, "route, code"),
+                           "$labels.job $labels.job $labels.job",
+                           "{{ .Labels.route }} {{ .Labels.code }}: " + count(".Value") + "; ")),
             "runbook_url": runbook(s, "FaultlinePanics"),
         },
     }, {
@@ -173,7 +182,7 @@ def other_alerts(s):
         "annotations": {
             "summary": "{{ $labels.instance }} of {{ $labels.job }} hit its failure series cap",
             "description": (
-                "{{ $labels.instance }} of {{ $labels.job }}: {{ $value | humanize }} failures over"
+                "{{ $labels.instance }} of {{ $labels.job }}: " + count("$value") + " failures over"
                 f" the last {OVERFLOW_WINDOW} were counted under route ~overflow, code ~overflow,"
                 " status ~overflow: their own route and code are lost until the instance restarts"
                 " with a higher cap."),
@@ -187,7 +196,7 @@ def other_alerts(s):
         "annotations": {
             "summary": "{{ $labels.route }} on {{ $labels.job }} refuses deliveries: {{ $labels.code }}",
             "description": (
-                "{{ $labels.route }} on {{ $labels.job }}: {{ $value | humanize }} requests refused"
+                "{{ $labels.route }} on {{ $labels.job }}: " + count("$value") + " requests refused"
                 f" with {{{{ $labels.code }}}} over the last {REFUSED_WINDOW}: a sender signs with"
                 " a secret this service does not hold, or someone is probing the route."),
             "runbook_url": runbook(s, "FaultlineDeliveriesRefused"),
