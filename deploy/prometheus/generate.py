@@ -90,6 +90,7 @@ def selectors(s):
 
 
 def recording_rules(s):
+    """The failures, the total and their ratio, per job and per job and route, per window."""
     total, failures = selectors(s)
     rules = []
     for prefix, by, counter in LEVELS:
@@ -108,6 +109,7 @@ def recording_rules(s):
 
 
 def runbook(s, alert):
+    """The alert's section of docs/alerts.md: GitHub's anchor for a `### Name` heading."""
     return f"{s['runbook_base']}#{alert.lower()}"
 
 
@@ -131,6 +133,7 @@ def top_codes(window):
 
 
 def burn_alert(s, name, severity, factor, long, short, hold):
+    """Fires when both windows burn faster than `factor` and the long one saw enough traffic."""
     budget = (100 - s["slo"]) / 100
     threshold = number(factor * budget)
     ratio = "job_route:faultline_error_ratio:rate"
