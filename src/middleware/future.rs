@@ -1,0 +1,253 @@
+//! [`ResponseFuture`]: the state machine of one request, from the inner future to exactly one
+//! outcome.
+//!
+//! | state | on | next |
+//! |---|---|---|
+//! | `Calling` | a success | pass the response on, its body watched to the end |
+//! | `Calling` | a response an inner fault layer answered | pass it on, count it here too |
+//! | `Calling` | a handler's fault, an error status, a service error, a panic | answer |
+//! | `Calling` | an error status with a small plain body | `Reading` |
+//! | `Reading` | the body read up to the cap | answer |
+//! | `Failed` | (a failure known at `call`) | answer |
+//!
+//! "Answer" renders the problem body, reports and counts the failure, and ends in `Done`.
+//!
+//! A request that a layer of the same ledger outside this one counts already has no guard
+//! here: `Passing` hands the inner response on as it is, or a service error out as a
+//! [`HandedOver`] summary; `Failed` hands its summary out the same way.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{response, HeaderValue, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use tower::BoxError;
+
+use crate::error::marker;
+use crate::middleware::body::FaultBody;
+use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
+use crate::middleware::guard::{HandedOver, RequestGuard};
+use crate::middleware::head::{declared_length, remove_replaced_body_headers};
+use crate::middleware::shared::StripeHandle;
+use crate::panic::catch;
+use crate::render::problem::{self, PROBLEM_JSON};
+use crate::render::summary::Summary;
+use crate::request::request_id_text;
+
+pin_project! {
+    /// The response future of [`FaultService`](crate::service::FaultService).
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+        guard: Option<RequestGuard>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, B> {
+        // The inner service's future is being polled.
+        Calling { #[pin] future: F },
+        // An error status came without a fault: its body is read, bounded, for the message.
+        Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
+        // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
+        Failed { summary: Option<Box<Summary>> },
+        // A request an outer layer of the same ledger counts: passed through.
+        Passing { #[pin] future: F, handle: Arc<StripeHandle> },
+        Done,
+    }
+}
+
+impl<F, B> ResponseFuture<F, B> {
+    pub(crate) fn calling(future: F, guard: RequestGuard) -> Self {
+        Self {
+            state: State::Calling { future },
+            guard: Some(guard),
+        }
+    }
+
+    pub(crate) fn failed(summary: Box<Summary>, guard: RequestGuard) -> Self {
+        Self {
+            state: State::Failed {
+                summary: Some(summary),
+            },
+            guard: Some(guard),
+        }
+    }
+
+    /// Passes a request through for the outer layer of the same ledger that counts it.
+    pub(crate) fn passing(future: F, handle: Arc<StripeHandle>) -> Self {
+        Self {
+            state: State::Passing { future, handle },
+            guard: None,
+        }
+    }
+
+    /// Hands a failure out to the outer layer of the same ledger that counts the request.
+    pub(crate) fn handing_over(summary: Box<Summary>) -> Self {
+        Self {
+            state: State::Failed {
+                summary: Some(summary),
+            },
+            guard: None,
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<Response<FaultBody<B>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            let Some(guard) = this.guard.as_mut() else {
+                return poll_passing(this.state, cx).map(Ok);
+            };
+            let step = match this.state.as_mut().project() {
+                StateProj::Calling { future } => {
+                    match guard.counting(|| catch(|| future.poll(cx))) {
+                        Ok(Poll::Pending) => return Poll::Pending,
+                        Ok(Poll::Ready(Ok(response))) if is_plain_success(&response) => {
+                            // The common case, straight on: nothing here is moved more than
+                            // once more.
+                            this.state.set(State::Done);
+                            let guard = this.guard.take().expect("checked above");
+                            return Poll::Ready(Ok(pass(response, guard)));
+                        }
+                        polled => failed_or_marked(polled, guard.config()),
+                    }
+                }
+                StateProj::Reading { head, body, text } => {
+                    let config = guard.config();
+                    ready!(read_bounded(body, text, config.max_message_bytes, cx));
+                    let head = head.take().expect("head is taken once");
+                    let summary = Summary::from_rejection(head.status, text, config);
+                    Step::Answer(Some(head), summary)
+                }
+                StateProj::Failed { summary } => {
+                    Step::Answer(None, *summary.take().expect("taken once"))
+                }
+                StateProj::Passing { .. } | StateProj::Done => {
+                    panic!("ResponseFuture polled after completion")
+                }
+            };
+            let response = match step {
+                Step::Pending => return Poll::Pending,
+                Step::Read(head, body) => {
+                    let head = Some(head);
+                    this.state.set(State::Reading {
+                        head,
+                        body,
+                        text: Vec::new(),
+                    });
+                    continue;
+                }
+                Step::Forward(response, summary) => {
+                    this.state.set(State::Done);
+                    let mut guard = this.guard.take().expect("checked above");
+                    guard.settle_unanswered(&summary);
+                    response.map(FaultBody::settled)
+                }
+                Step::Answer(head, summary) => {
+                    // The inner future or body may panic in its destructor too; that must not
+                    // unwind through the server.
+                    let state = this.state.as_mut();
+                    let _ = catch(move || {
+                        let mut state = state;
+                        state.set(State::Done)
+                    });
+                    answer(this.guard.take().expect("checked above"), head, summary)
+                }
+            };
+            return Poll::Ready(Ok(response));
+        }
+    }
+}
+
+/// Polls a request passed through for an outer layer of the same ledger: the response as it
+/// is, a failure handed out to that layer. No catch: that layer's is around this poll.
+fn poll_passing<F, B, E>(
+    mut state: Pin<&mut State<F, B>>,
+    cx: &mut Context<'_>,
+) -> Poll<Response<FaultBody<B>>>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body<Data = Bytes>,
+{
+    let summary = match state.as_mut().project() {
+        StateProj::Passing { future, handle } => match ready!(future.poll(cx)) {
+            Ok(response) => {
+                state.set(State::Done);
+                return Poll::Ready(response.map(FaultBody::settled));
+            }
+            Err(error) => Summary::from_service_error(&*error.into(), &handle.config),
+        },
+        StateProj::Failed { summary } => *summary.take().expect("taken once"),
+        _ => panic!("ResponseFuture polled after completion"),
+    };
+    state.set(State::Done);
+    let status = summary.status;
+    let mut response = Response::new(FaultBody::default());
+    *response.status_mut() = status;
+    response
+        .extensions_mut()
+        .insert(HandedOver(Arc::new(summary)));
+    Poll::Ready(response)
+}
+
+/// Passes a success on, its body watched until its end.
+fn pass<B: Body>(response: Response<B>, guard: RequestGuard) -> Response<FaultBody<B>> {
+    let status = response.status();
+    // A body of exact size says so itself; only one that does not needs its declared length
+    // parsed from the head.
+    let length = match response.body().size_hint().exact() {
+        Some(exact) => Some(exact),
+        None => declared_length(response.headers()),
+    };
+    response.map(|body| FaultBody::watched(body, guard, status, length))
+}
+
+/// Renders, reports and counts a failure, and builds the problem response.
+fn answer<B>(
+    mut guard: RequestGuard,
+    head: Option<response::Parts>,
+    summary: Summary,
+) -> Response<FaultBody<B>> {
+    let config = guard.config();
+    let mut head = head.unwrap_or_else(|| Response::new(()).into_parts().0);
+    let request_id = guard
+        .meta()
+        .request_id_or(|| head.headers.get(&config.request_id_header));
+    // Checked once: the header value is printable, as `request_id` makes it.
+    let id_text = request_id_text(&request_id);
+    let body = problem::body(&summary, id_text, guard.meta().path(), config);
+    head.status = summary.status;
+    // Marks the answer as rendered, so that a fault layer outside this one does not render
+    // it again.
+    marker::mark(
+        &mut head.extensions,
+        summary.outcome,
+        summary.status,
+        summary.code,
+    );
+    let headers = &mut head.headers;
+    remove_replaced_body_headers(headers, summary.status);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(config.request_id_header.clone(), request_id.clone());
+    guard.settle_failure(&summary, id_text);
+    Response::from_parts(head, FaultBody::problem(body))
+}
