@@ -86,8 +86,10 @@ async fn main() -> io::Result<ExitCode> {
     let _ = stop.send(());
     // A request is in flight until its body is sent to the end: once none is, every request
     // has been answered and counted.
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, ledger.quiescent()).await;
-    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    let drained = tokio::time::timeout_at(deadline, ledger.quiescent()).await;
+    // The last bytes of an answer are written after it is counted: let the connections close.
+    let _ = tokio::time::timeout_at(deadline, server).await;
 
     let s = ledger.snapshot();
     println!(
