@@ -86,67 +86,62 @@
 #![deny(unreachable_pub)]
 #![warn(missing_docs)]
 
-// The modules form layers, ground first: a module uses only modules of its own layer or of
-// the layers above it here, and never in a cycle (tests/module_order.rs checks both).
+// The modules in the order of their layers, ground first, each a blank line apart so that
+// the order stays as written: a module uses only those declared above it
+// (tests/module_order.rs reads the uses and checks it).
 
-// vocabulary
-mod codes;
-mod config;
-pub mod limits;
+/// How a request ended, and the route labels every failure carries.
 mod outcome;
 
-// mechanisms
-mod bounded;
-mod panic_hook;
+/// Every cap and default, with its reason.
+pub mod limits;
+
+/// The caps and switches a layer works with.
+mod config;
+
+/// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
+mod panic;
+
+/// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
+mod text;
+
+/// What the layer keeps of a request: method, path, interned route, request id.
 mod request;
-mod scratch;
-mod stripe;
 
-// errors
-mod fault;
-mod rejection;
+/// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
+mod error;
 
-// summary
-mod summary;
+/// The bounded summary of a failure, and the problem body rendered from it.
+mod render;
 
-// output
-#[cfg(feature = "utoipa")]
-pub mod openapi;
-mod problem;
+/// Tracing events under flood control, and the error groups.
 mod report;
 
-// counting
-#[cfg(feature = "metrics")]
-mod facade;
-mod inbox;
-mod ledger;
-#[cfg(feature = "opentelemetry")]
-mod otel;
+/// The ledger and the per-thread stripes it counts in.
+mod count;
 
-// tower
-mod body;
-mod classify;
-mod future;
-mod guard;
-mod layer;
-mod rendered;
-mod service;
-mod shared;
+/// The error inbox page, the `metrics` and OpenTelemetry bridges.
+mod export;
 
-pub use crate::body::FaultBody;
-pub use crate::bounded::TRUNCATION_MARKER;
+/// The tower layer, service, response future and body.
+mod middleware;
+
 pub use crate::config::ReportLevels;
+pub use crate::count::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT};
+pub use crate::error::{Catalog, CatalogEntry, Error, Fault};
 #[cfg(feature = "metrics")]
-pub use crate::facade::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
-pub use crate::fault::{Catalog, CatalogEntry, Error, Fault};
-pub use crate::future::ResponseFuture;
-pub use crate::layer::FaultLayer;
-pub use crate::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT};
+pub use crate::export::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+pub use crate::middleware::body::FaultBody;
+pub use crate::middleware::future::ResponseFuture;
+pub use crate::middleware::layer::FaultLayer;
+pub use crate::middleware::service::FaultService;
 pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
-pub use crate::panic_hook::install_panic_hook;
-pub use crate::problem::PROBLEM_JSON;
+pub use crate::panic::install_panic_hook;
+#[cfg(feature = "utoipa")]
+pub use crate::render::openapi;
+pub use crate::render::problem::PROBLEM_JSON;
 pub use crate::report::{Group, TREND_MINUTES};
-pub use crate::service::FaultService;
+pub use crate::text::bounded::TRUNCATION_MARKER;
 #[cfg(feature = "derive")]
 pub use faultline_derive::Fault;
 

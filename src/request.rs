@@ -14,8 +14,8 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashSet;
 
 use crate::outcome::UNMATCHED_ROUTE;
-use crate::panic_hook::lock;
-use crate::scratch;
+use crate::panic::lock;
+use crate::text::arena;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
 /// every report, so a client must not be able to make it large. UUIDs and the ids of common
@@ -235,7 +235,7 @@ fn generate_request_id() -> HeaderValue {
     let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
     id[..PREFIX_DIGITS].copy_from_slice(prefix);
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
-    HeaderValue::from_maybe_shared(scratch::freeze(&id))
+    HeaderValue::from_maybe_shared(arena::freeze(&id))
         .expect("hex digits and a dash are a valid header value")
 }
 

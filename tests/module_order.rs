@@ -1,142 +1,403 @@
-//! The library's modules form layers, ground first, without cycles: a module may use modules
-//! of its own layer or of the layers declared before it in `src/lib.rs`, and the graph of
-//! `crate::…` uses has no cycle. Read from the sources, so a new import that breaks the order
-//! fails here with the edge that broke it.
+//! The library's top-level modules form layers in the order `src/lib.rs` declares them: a
+//! module uses only modules declared before it, so the graph between them has no cycle.
+//!
+//! The graph is read from the code, not from comments: every `crate::…` path (in `use`
+//! declarations and in expressions, grouped imports included) and every `super::…` path that
+//! climbs out of its top-level module is an edge. Comments, doc comments and string literals
+//! are skipped, so a doc link is not a dependency, and so are unit-test modules (`tests.rs`). A new import against the order fails here
+//! with the edge that broke it, the file and the line.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Module name to its layer's index, in the order `src/lib.rs` declares them: a `// name`
-/// comment line opens a layer, `mod name;` lines fill it.
-fn layers(lib: &str) -> BTreeMap<String, usize> {
-    let mut layer = 0;
-    let mut modules = BTreeMap::new();
-    let mut seen_mod_in_layer = false;
-    for line in lib.lines().map(str::trim) {
-        let opens_layer = line
-            .strip_prefix("// ")
-            .is_some_and(|name| !name.contains(' '));
-        if opens_layer && seen_mod_in_layer {
-            layer += 1;
-            seen_mod_in_layer = false;
-        }
-        if let Some(name) = line.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')) {
-            modules.insert(name.to_owned(), layer);
-            seen_mod_in_layer = true;
-        }
-    }
-    modules
+/// One use of another top-level module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Edge {
+    from: String,
+    to: String,
+    file: String,
+    line: usize,
 }
 
-/// The source text of a module: `src/name.rs`, or every file under `src/name/`.
-fn source(src: &Path, name: &str) -> String {
-    let file = src.join(format!("{name}.rs"));
-    if file.exists() {
-        return fs::read_to_string(file).unwrap();
-    }
-    let mut text = String::new();
-    for entry in fs::read_dir(src.join(name)).unwrap() {
-        text.push_str(&fs::read_to_string(entry.unwrap().path()).unwrap());
-    }
-    text
+/// The top-level modules of `lib`, in the order declared: `mod name;` lines, `pub` or not.
+fn declared_order(lib: &str) -> Vec<String> {
+    code_only(lib)
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            let name = line.strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.to_owned())
+        })
+        .collect()
 }
 
-/// The crate's modules that `text` names as `crate::module`.
-fn uses(text: &str, modules: &BTreeMap<String, usize>) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for (at, _) in text.match_indices("crate::") {
-        let rest = &text[at + "crate::".len()..];
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if modules.contains_key(&name) {
-            found.insert(name);
+/// The names `lib` re-exports at the root, each with the top-level module it comes from:
+/// `pub use crate::module::…::{A, B};` lines.
+fn root_exports(lib: &str) -> BTreeMap<String, String> {
+    let mut exports = BTreeMap::new();
+    let code = code_only(lib);
+    for statement in code.split(';') {
+        let Some(at) = statement.find("pub use crate::") else {
+            continue;
+        };
+        let path = &statement[at + "pub use crate::".len()..];
+        let module: String = path.chars().take_while(|c| is_ident(*c)).collect();
+        let names = match (path.find('{'), path.rfind("::")) {
+            (Some(open), _) => path[open + 1..].trim_end_matches('}').to_owned(),
+            (None, Some(at)) => path[at + 2..].to_owned(),
+            (None, None) => continue,
+        };
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            exports.insert(name.to_owned(), module.clone());
+        }
+    }
+    exports
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// `text` with comments (doc comments included), string literals and char literals blanked
+/// out, line breaks kept so that line numbers still hold.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    while i < chars.len() {
+        let rest = &chars[i..];
+        if rest.starts_with(&['/', '/']) {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if rest.starts_with(&['/', '*']) {
+            let mut depth = 0;
+            loop {
+                let rest = &chars[i..];
+                if rest.starts_with(&['/', '*']) {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if rest.starts_with(&['*', '/']) {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else if i < chars.len() {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+        } else if let Some(hashes) = raw_string_start(rest) {
+            // r"…", r#"…"#, br"…": ends at the quote followed by as many hashes.
+            let open = rest.iter().position(|c| *c == '"').unwrap() + 1;
+            out.extend(std::iter::repeat_n(' ', open));
+            i += open;
+            let mut close = vec!['"'];
+            close.extend(std::iter::repeat_n('#', hashes));
+            while i < chars.len() && !chars[i..].starts_with(&close) {
+                out.push(blank(chars[i]));
+                i += 1;
+            }
+            out.extend(std::iter::repeat_n(' ', close.len()));
+            i += close.len();
+        } else if chars[i] == '"' {
+            out.push(' ');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < chars.len() {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if let Some(len) = char_literal_len(rest) {
+            out.extend(std::iter::repeat_n(' ', len));
+            i += len;
+        } else {
+            // An identifier is copied whole, so that the `r` of `for` or `br` of `xbr` never
+            // opens a raw string.
+            if is_ident(chars[i]) {
+                while i < chars.len() && is_ident(chars[i]) {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+            } else {
+                out.push(chars[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The number of `#` of a raw string literal starting here.
+fn raw_string_start(rest: &[char]) -> Option<usize> {
+    let after_b = if rest.first() == Some(&'b') {
+        &rest[1..]
+    } else {
+        rest
+    };
+    let after_r = after_b.strip_prefix(&['r'])?;
+    let hashes = after_r.iter().take_while(|c| **c == '#').count();
+    (after_r.get(hashes) == Some(&'"')).then_some(hashes)
+}
+
+/// The length of a char literal starting here (`'a'`, `'\n'`, `'\u{1F600}'`); `None` for a
+/// lifetime or a label.
+fn char_literal_len(rest: &[char]) -> Option<usize> {
+    if rest.first() != Some(&'\'') {
+        return None;
+    }
+    if rest.get(1) == Some(&'\\') {
+        let close = rest[2..].iter().position(|c| *c == '\'')?;
+        return Some(close + 3);
+    }
+    (rest.get(2) == Some(&'\'')).then_some(3)
+}
+
+/// The module path of a source file below `src`: `src/count/ledger/mod.rs` is
+/// `["count", "ledger"]`, `src/request.rs` is `["request"]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap();
+    let mut path: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    let last = path.pop().unwrap();
+    let stem = last.strip_suffix(".rs").unwrap();
+    if stem != "mod" && stem != "lib" {
+        path.push(stem.to_owned());
+    }
+    path
+}
+
+/// Every top-level module `code` uses, read from the code of a file at module path `at`: each
+/// with the line it is used on.
+fn uses(
+    code: &str,
+    at: &[String],
+    modules: &[String],
+    exports: &BTreeMap<String, String>,
+) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for first in first_segments(line, at) {
+            let module = if modules.contains(&first) {
+                Some(first.clone())
+            } else {
+                exports.get(&first).cloned()
+            };
+            match module {
+                Some(module) => found.push((module, number + 1)),
+                None => panic!(
+                    "line {} of {at:?} names `crate::{first}`, which is neither a top-level \
+                     module nor a root re-export",
+                    number + 1
+                ),
+            }
         }
     }
     found
 }
 
-fn graph() -> (BTreeMap<String, usize>, BTreeMap<String, BTreeSet<String>>) {
+/// The first segment below the crate root of every crate-relative path on `line`:
+/// `crate::a::…`, `crate::{a::…, b}`, and `super::…` climbing to the root from `at`.
+fn first_segments(line: &str, at: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(pos) = next_path(rest) {
+        let (start, after, depth) = pos;
+        let preceded = rest[..start].chars().next_back();
+        rest = &rest[after..];
+        if matches!(preceded, Some(c) if is_ident(c) || c == '$' || c == ':') {
+            continue;
+        }
+        let from_root = match depth {
+            None => true,
+            // `super::` from a file at depth n reaches the root after n climbs; a `mod.rs`
+            // is its folder's module, so its path is one shorter already.
+            Some(climbs) => climbs >= at.len(),
+        };
+        if !from_root {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            found.extend(
+                inner
+                    .split(',')
+                    .map(|item| item.trim().split("::").next().unwrap_or("").to_owned())
+                    .filter(|s| !s.is_empty() && s != "self"),
+            );
+        } else {
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// The next `crate::` or run of `super::` on `text`: its start, where the path goes on, and
+/// for `super::` how many times it climbs.
+fn next_path(text: &str) -> Option<(usize, usize, Option<usize>)> {
+    let krate = text.find("crate::");
+    let sup = text.find("super::");
+    match (krate, sup) {
+        (Some(k), s) if s.is_none_or(|s| k < s) => Some((k, k + "crate::".len(), None)),
+        (_, Some(s)) => {
+            let mut after = s;
+            let mut climbs = 0;
+            while text[after..].starts_with("super::") {
+                after += "super::".len();
+                climbs += 1;
+            }
+            Some((s, after, Some(climbs)))
+        }
+        _ => None,
+    }
+}
+
+fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// The declared order and every edge between different top-level modules.
+fn graph() -> (Vec<String>, Vec<Edge>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let modules = layers(&fs::read_to_string(src.join("lib.rs")).unwrap());
-    let edges = modules
-        .keys()
-        .map(|name| {
-            let mut used = uses(&source(&src, name), &modules);
-            used.remove(name);
-            (name.clone(), used)
-        })
-        .collect();
+    let lib = fs::read_to_string(src.join("lib.rs")).unwrap();
+    let modules = declared_order(&lib);
+    let exports = root_exports(&lib);
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut edges = Vec::new();
+    for file in files {
+        let at = module_path(&src, &file);
+        let Some(from) = at.first() else { continue };
+        // A `tests.rs` is a unit-test module, built for tests only: it may drive the whole
+        // layer, as an integration test does.
+        if file.file_name().is_some_and(|name| name == "tests.rs") {
+            continue;
+        }
+        assert!(
+            modules.contains(from),
+            "{} belongs to no module declared in src/lib.rs",
+            file.display()
+        );
+        let code = code_only(&fs::read_to_string(&file).unwrap());
+        for (to, line) in uses(&code, &at, &modules, &exports) {
+            if &to != from {
+                edges.push(Edge {
+                    from: from.clone(),
+                    to,
+                    file: file.strip_prefix(&src).unwrap().display().to_string(),
+                    line,
+                });
+            }
+        }
+    }
     (modules, edges)
 }
 
-#[test]
-fn lib_rs_declares_every_module_in_layers() {
-    let (modules, _) = graph();
-    assert!(modules.len() >= 19, "{modules:?}");
-    assert_eq!(modules["outcome"], 0);
-    assert!(modules["layer"] > modules["ledger"]);
-    assert!(modules["ledger"] > modules["summary"]);
+/// The edges that point at a module declared after the one using it.
+fn against_the_order<'a>(modules: &[String], edges: &'a [Edge]) -> Vec<&'a Edge> {
+    let rank = |name: &str| modules.iter().position(|m| m == name).unwrap();
+    edges
+        .iter()
+        .filter(|e| rank(&e.to) > rank(&e.from))
+        .collect()
 }
 
 #[test]
-fn no_module_uses_one_of_a_later_layer() {
+fn lib_rs_declares_the_layers_ground_first() {
     let (modules, edges) = graph();
-    let upward: Vec<String> = edges
+    assert!(modules.len() >= 10, "{modules:?}");
+    assert_eq!(modules[0], "outcome");
+    assert_eq!(modules.last().map(String::as_str), Some("middleware"));
+    // The graph was read: the middleware uses the ledger, the ledger the summary.
+    let has = |from: &str, to: &str| edges.iter().any(|e| e.from == from && e.to == to);
+    assert!(has("middleware", "count"), "{edges:?}");
+    assert!(has("count", "render"), "{edges:?}");
+}
+
+#[test]
+fn every_use_points_at_a_module_declared_before() {
+    let (modules, edges) = graph();
+    let broken: Vec<String> = against_the_order(&modules, &edges)
         .iter()
-        .flat_map(|(from, to)| to.iter().map(move |to| (from, to)))
-        .filter(|(from, to)| modules[*to] > modules[*from])
-        .map(|(from, to)| format!("{from} -> {to}"))
+        .map(|e| format!("{} -> {} (src/{}:{})", e.from, e.to, e.file, e.line))
         .collect();
     assert!(
-        upward.is_empty(),
-        "uses against the layer order: {upward:?}"
+        broken.is_empty(),
+        "uses against the order of src/lib.rs ({modules:?}): {broken:#?}"
     );
 }
 
-/// The modules that no topological order can place: those on a cycle and those using one.
-fn unordered(edges: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
-    // Kahn's algorithm: whatever cannot be ordered is on a cycle or depends on one.
-    let mut remaining = edges.clone();
-    loop {
-        let ready: Vec<String> = remaining
-            .iter()
-            .filter(|(_, to)| to.iter().all(|t| !remaining.contains_key(t)))
-            .map(|(name, _)| name.clone())
-            .collect();
-        if ready.is_empty() {
-            break;
-        }
-        for name in ready {
-            remaining.remove(&name);
-        }
-    }
-    remaining
-}
-
 #[test]
-fn the_module_graph_has_no_cycle() {
-    let (_, edges) = graph();
-    let remaining = unordered(&edges);
-    assert!(remaining.is_empty(), "modules on a cycle: {remaining:?}");
-}
-
-#[test]
-fn the_checks_see_a_use_and_a_cycle_when_there_is_one() {
-    let modules: BTreeMap<String, usize> = [("a", 0), ("b", 0), ("c", 0)]
-        .into_iter()
-        .map(|(n, l)| (n.to_owned(), l))
+fn the_reader_sees_paths_in_code_and_nothing_in_comments_or_strings() {
+    let text = r##"
+use crate::a::X; // crate::c::Y
+use crate::{b::Z, d};
+/// [link](crate::c::Doc)
+let s = "crate::c::Str"; let r = r#"crate::c::Raw"#; let q = '"'; 'label: loop {}
+/* crate::c::Block /* nested */ */ super::super::e::F; $crate::c::Macro;
+"##;
+    let code = code_only(text);
+    let at = ["m".to_owned(), "n".to_owned()];
+    let segments: Vec<String> = code
+        .lines()
+        .flat_map(|line| first_segments(line, &at))
         .collect();
-    let used_by_a = uses("use crate::b::X; // crate::nothing", &modules);
-    assert_eq!(used_by_a, BTreeSet::from(["b".to_owned()]));
-    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
-    let cyclic = BTreeMap::from([
-        ("a".to_owned(), used_by_a),
-        ("b".to_owned(), set(&["a"])),
-        ("c".to_owned(), set(&[])),
-    ]);
-    let left = unordered(&cyclic);
-    assert_eq!(left.keys().collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(segments, ["a", "b", "d", "e"]);
+    // One climb from `m/n.rs` stays inside `m`.
+    assert!(first_segments("super::sibling::X", &at).is_empty());
+}
+
+#[test]
+fn an_edge_against_the_order_is_named_with_its_place() {
+    let modules = ["low".to_owned(), "high".to_owned()];
+    let exports = BTreeMap::from([("Thing".to_owned(), "high".to_owned())]);
+    let at = ["low".to_owned()];
+    let found = uses("\nuse crate::Thing;\n", &at, &modules, &exports);
+    assert_eq!(found, [("high".to_owned(), 2)]);
+    let edges = [Edge {
+        from: "low".into(),
+        to: "high".into(),
+        file: "low.rs".into(),
+        line: 2,
+    }];
+    assert_eq!(against_the_order(&modules, &edges), [&edges[0]]);
+}
+
+#[test]
+fn the_root_re_exports_are_traced_to_their_modules() {
+    let lib = "pub use crate::a::b::{X, Y};\n#[cfg(x)]\npub use crate::c::Z;\nmod a;\npub mod c;";
+    let exports = root_exports(lib);
+    assert_eq!(exports["X"], "a");
+    assert_eq!(exports["Y"], "a");
+    assert_eq!(exports["Z"], "c");
+    assert_eq!(declared_order(lib), ["a", "c"]);
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
-use crate::panic_hook::lock;
+use crate::panic::lock;
 
 /// The fingerprints one thread's cache keeps; past it the cache is emptied and refilled
 /// from the shared table. An application has a few dozen fingerprints.

@@ -30,8 +30,8 @@ use self::flood::{Budgets, CachedBudgets};
 pub use self::groups::{Group, TREND_MINUTES};
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
-use crate::panic_hook::lock;
-use crate::summary::Summary;
+use crate::panic::lock;
+use crate::render::summary::Summary;
 
 /// Flood control and error groups, shared by every clone of a layer.
 #[derive(Debug)]

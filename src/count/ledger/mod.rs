@@ -1,0 +1,350 @@
+//! The ledger: exact counts of every request's outcome, and a bounded table of failure series.
+//!
+//! Counters are striped ([`counters`]): each thread adds to its own stripe, and a read sums
+//! them, so the success path writes no cache line that other cores write. Failures are
+//! tallied under the thread's own stripe lock too: its own small series table, its flood
+//! control cache and its pending error groups, handed to the shared tables when they fill
+//! up or when someone reads. Past the series cap, new label sets fold into one overflow
+//! series so that no input can grow the table.
+
+mod builder;
+mod counters;
+mod quiescent;
+mod series;
+mod snapshot;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use axum::response::{IntoResponse, Response};
+use http::header::CONTENT_TYPE;
+
+pub use self::builder::LedgerBuilder;
+use self::counters::{Counts, Totals};
+use self::quiescent::{Quiescent, Waiters};
+pub use self::series::Series;
+use self::series::SeriesTable;
+pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
+use crate::config::{LedgerLimits, ReportLevels};
+use crate::count::stripe::{self, Padded, Slot};
+use crate::outcome::Outcome;
+use crate::panic::lock;
+use crate::render::summary::Summary;
+use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
+use crate::request::RequestMeta;
+
+/// The label sets one thread counts in its own series table before handing them over.
+const SERIES_PER_THREAD: usize = 64;
+
+/// A handle on the counts of one [`FaultLayer`](crate::FaultLayer); cheap to clone.
+///
+/// ```
+/// let (layer, ledger) = faultline::FaultLayer::pair();
+/// # let _ = layer;
+/// let snapshot = ledger.snapshot();
+/// assert_eq!(snapshot.started, 0);
+/// assert!(snapshot.is_balanced());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    stripes: Box<[Padded<Stripe>]>,
+    series: Mutex<SeriesTable>,
+    reporter: Reporter,
+    waiters: Waiters,
+}
+
+/// One thread's share of the ledger.
+#[derive(Debug)]
+struct Stripe {
+    counts: Counts,
+    failures: Mutex<Failures>,
+}
+
+/// What a thread tallies of its failures between hand-overs.
+#[derive(Debug)]
+struct Failures {
+    series: SeriesTable,
+    reports: ThreadReports,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ledger {
+    /// An empty ledger with the default bounds; [`Ledger::builder`] sets others.
+    pub fn new() -> Self {
+        Self::with_limits(LedgerLimits::default())
+    }
+
+    /// Sets the bounds of a new ledger: the series cap, flood control, the fingerprint and
+    /// group caps.
+    pub fn builder() -> LedgerBuilder {
+        LedgerBuilder::default()
+    }
+
+    pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
+        let stripe = || {
+            Padded(Stripe {
+                counts: Counts::default(),
+                failures: Mutex::new(Failures {
+                    series: SeriesTable::new(SERIES_PER_THREAD),
+                    reports: ThreadReports::default(),
+                }),
+            })
+        };
+        Self {
+            inner: Arc::new(Inner {
+                stripes: (0..stripe::count()).map(|_| stripe()).collect(),
+                series: Mutex::new(SeriesTable::new(limits.max_series)),
+                reporter: Reporter::new(limits.reports),
+                waiters: Waiters::default(),
+            }),
+        }
+    }
+
+    /// The calling thread's stripe, and how it writes there.
+    fn stripe(&self) -> (&Stripe, Slot) {
+        let slot = stripe::this_thread();
+        (&self.inner.stripes[slot.index], slot)
+    }
+
+    /// What tells this ledger from every other one alive: the address of its shared state.
+    /// Never 0.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    pub(crate) fn start(&self) {
+        let (stripe, slot) = self.stripe();
+        stripe.counts.start(slot);
+    }
+
+    pub(crate) fn finish(&self, outcome: Outcome) {
+        let (stripe, slot) = self.stripe();
+        stripe.counts.finish(slot, outcome);
+        self.inner.waiters.finished();
+    }
+
+    /// Requests started and not yet finished, summed over the stripes.
+    fn in_flight(&self) -> u64 {
+        Totals::sum(self.inner.stripes.iter().map(|s| &s.counts)).in_flight()
+    }
+
+    /// Resolves as soon as no request is in flight: every request that started has its
+    /// outcome counted, bodies included. For graceful shutdown (stop accepting, then wait
+    /// for the ledger to settle before the last scrape or report) and for tests that check
+    /// exact totals. It needs no runtime and no timer: the request that finishes last wakes
+    /// it; while nobody waits, requests pay one memory fence for it.
+    ///
+    /// It resolves the first time nothing is in flight, which under a steady stream of new
+    /// requests may be never: stop the traffic first, or wrap it in a timeout.
+    ///
+    /// ```
+    /// use axum::{body::Body, http::Request, routing::get, Router};
+    /// use tower::ServiceExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app = Router::new().route("/", get(|| async { "ok" })).layer(layer);
+    ///
+    /// let response = app.oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();
+    /// // The head is out, the body is not: the request is still in flight.
+    /// assert_eq!(ledger.snapshot().in_flight, 1);
+    /// tokio::spawn(axum::body::to_bytes(Body::new(response.into_body()), 1024));
+    ///
+    /// ledger.quiescent().await;
+    /// let snapshot = ledger.snapshot();
+    /// assert_eq!((snapshot.ok, snapshot.in_flight), (1, 0));
+    /// # }
+    /// ```
+    pub fn quiescent(&self) -> impl Future<Output = ()> + Send + Sync + Unpin + 'static {
+        Quiescent {
+            ledger: self.clone(),
+        }
+    }
+
+    /// The cap of the failure series, which the metrics bridges share.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn max_series(&self) -> usize {
+        lock(&self.inner.series).max
+    }
+
+    /// Counts a failure in its series and its group, and writes its event unless flood
+    /// control holds it back; whether it was written. The event runs the subscriber's code,
+    /// last, with no lock held.
+    pub(crate) fn fail(
+        &self,
+        summary: &Summary,
+        meta: &RequestMeta,
+        request_id: &str,
+        levels: &ReportLevels,
+    ) -> bool {
+        let (stripe, slot) = self.stripe();
+        let route = meta.route();
+        let fingerprint = fingerprint(summary, route);
+        let verdict = {
+            let mut failures = lock(&stripe.failures);
+            let Failures { series, reports } = &mut *failures;
+            let status = summary.status.as_u16();
+            series.record_local(route, summary.code, status, &self.inner.series);
+            self.inner
+                .reporter
+                .judge(reports, fingerprint, summary, route)
+        };
+        match verdict {
+            Verdict::Suppress => {
+                stripe.counts.suppressed(slot);
+                false
+            }
+            Verdict::Write { suppressed_since } => {
+                stripe.counts.reported(slot);
+                let level = levels.of(summary.outcome, summary.status);
+                emit(
+                    level,
+                    summary,
+                    meta,
+                    request_id,
+                    fingerprint,
+                    suppressed_since,
+                );
+                true
+            }
+        }
+    }
+
+    /// Every thread's tallies into the shared tables, so that a read sees them all.
+    fn hand_over(&self) {
+        for stripe in self.inner.stripes.iter() {
+            let mut failures = lock(&stripe.failures);
+            failures
+                .series
+                .hand_over(&mut lock(&self.inner.series), false);
+            self.inner.reporter.hand_over(&mut failures.reports);
+        }
+    }
+
+    /// The error groups, the most frequent first: a bounded local inbox of what failed.
+    /// Counts, first and last seen are exact at quiescence; the latest message is one of the
+    /// latest (each thread keeps its own latest until a read gathers them).
+    pub fn groups(&self) -> Vec<Group> {
+        self.hand_over();
+        self.inner.reporter.groups()
+    }
+
+    /// The counts as plain data. Each stripe's counters are exact; while requests are in
+    /// flight they are read one after another, so the sums balance exactly at quiescence.
+    pub fn snapshot(&self) -> Snapshot {
+        self.hand_over();
+        let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
+        let outcome = |o: Outcome| totals.outcome(o);
+        let series = lock(&self.inner.series).to_vec();
+        Snapshot {
+            started: totals.started,
+            in_flight: totals.in_flight(),
+            ok: outcome(Outcome::Ok),
+            handled: outcome(Outcome::Handled),
+            rejected: outcome(Outcome::Rejected),
+            service_error: outcome(Outcome::ServiceError),
+            panicked: outcome(Outcome::Panicked),
+            aborted: outcome(Outcome::Aborted),
+            cancelled: outcome(Outcome::Cancelled),
+            reported: totals.reported,
+            suppressed: totals.suppressed,
+            series,
+        }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of a fresh snapshot.
+    pub fn render_prometheus(&self) -> String {
+        self.snapshot().to_prometheus()
+    }
+
+    /// An axum handler serving the exposition, to mount at `/metrics`.
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    ///
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app: Router = Router::new()
+    ///     .route("/metrics", get(ledger.metrics_handler()))
+    ///     .layer(layer);
+    /// # let _ = app;
+    /// ```
+    pub fn metrics_handler(
+        &self,
+    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+        let ledger = self.clone();
+        move || {
+            let body = ledger.render_prometheus();
+            std::future::ready(([(CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response())
+        }
+    }
+}
+
+impl Ledger {
+    /// An axum handler serving the error groups as JSON, the most frequent first.
+    ///
+    /// The groups hold internal text (5xx messages, panic text, source chains), which no
+    /// client may read: mount it only behind whatever guards your admin routes.
+    ///
+    /// ```
+    /// use axum::{routing::get, Router};
+    ///
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app: Router = Router::new()
+    ///     .route("/errors", get(ledger.errors_handler()))
+    ///     .layer(layer);
+    /// # let _ = app;
+    /// ```
+    pub fn errors_handler(
+        &self,
+    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+        let ledger = self.clone();
+        move || {
+            let body = ledger.errors_json().to_string();
+            std::future::ready(([(CONTENT_TYPE, "application/json")], body).into_response())
+        }
+    }
+
+    fn errors_json(&self) -> serde_json::Value {
+        let snapshot = self.snapshot();
+        let groups: Vec<serde_json::Value> = self
+            .groups()
+            .into_iter()
+            .map(|g| {
+                serde_json::json!({
+                    "fingerprint": g.fingerprint,
+                    "count": g.count,
+                    "first_seen_ms": g.first_seen_ms,
+                    "last_seen_ms": g.last_seen_ms,
+                    "outcome": g.outcome.as_str(),
+                    "status": g.status,
+                    "code": g.code,
+                    "route": g.route,
+                    "message": g.message,
+                    "chain": g.chain,
+                    "location": g.location,
+                    "per_minute": g.per_minute,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "failures": snapshot.failures(),
+            "reported": snapshot.reported,
+            "suppressed": snapshot.suppressed,
+            "groups": groups,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

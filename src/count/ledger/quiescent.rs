@@ -1,0 +1,123 @@
+//! Waiting for quiescence: a future that resolves when no request is in flight, for tests
+//! and graceful shutdown, at no cost to requests while nobody waits beyond one fence and one
+//! read of a word that only waiters write.
+//!
+//! A waiter registers its waker and raises `armed`, then reads the counters; a request, once
+//! its outcome is counted, reads `armed` and wakes the waiters if it is up. A fence on each
+//! side between its write and its read makes sure that one of the two sees the other's
+//! write: the waiter sees the request finished, or the request sees the waiter and wakes it.
+//! No wake-up is lost, and no timer or runtime is needed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+
+use super::Ledger;
+use crate::panic::lock;
+
+/// The tasks waiting for quiescence of one ledger.
+#[derive(Debug, Default)]
+pub(super) struct Waiters {
+    /// Whether `wakers` holds any: the only word a finishing request reads here.
+    armed: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl Waiters {
+    /// Called once a request's outcome is counted.
+    pub(super) fn finished(&self) {
+        fence(Ordering::SeqCst);
+        if self.armed.load(Ordering::Relaxed) {
+            self.wake_all();
+        }
+    }
+
+    #[cold]
+    fn wake_all(&self) {
+        let wakers = {
+            let mut wakers = lock(&self.wakers);
+            self.armed.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *wakers)
+        };
+        // Outside the lock: a waker may run the task right here.
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    fn register(&self, waker: &Waker) {
+        {
+            let mut wakers = lock(&self.wakers);
+            if !wakers.iter().any(|known| known.will_wake(waker)) {
+                wakers.push(waker.clone());
+            }
+            self.armed.store(true, Ordering::Relaxed);
+        }
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// Resolves when the ledger has no request in flight.
+pub(super) struct Quiescent {
+    pub(super) ledger: Ledger,
+}
+
+impl Future for Quiescent {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.ledger.in_flight() == 0 {
+            return Poll::Ready(());
+        }
+        self.ledger.inner.waiters.register(cx.waker());
+        if self.ledger.in_flight() == 0 {
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::count::ledger::Ledger;
+    use crate::outcome::Outcome;
+
+    /// Rounds of the race between a waiter and the request that finishes last: a lost
+    /// wake-up would leave one waiter waiting for ever.
+    const ROUNDS: usize = 2_000;
+
+    /// Far longer than a thread takes to start and finish one request, on a loaded machine.
+    const PATIENCE: Duration = Duration::from_secs(5);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_last_request_to_finish_wakes_every_waiter_on_another_thread() {
+        let ledger = Ledger::new();
+        tokio::time::timeout(Duration::from_secs(1), ledger.quiescent())
+            .await
+            .expect("nothing in flight: ready at once");
+        for _ in 0..ROUNDS {
+            ledger.start();
+            let waiters = [ledger.quiescent(), ledger.quiescent()];
+            let finisher = {
+                let ledger = ledger.clone();
+                std::thread::spawn(move || ledger.finish(Outcome::Ok))
+            };
+            for waiter in waiters {
+                // Not `timeout`, which polls the waiter once more when its time is up and so
+                // would hide a lost wake-up.
+                tokio::select! {
+                    biased;
+                    () = tokio::time::sleep(PATIENCE) => panic!("a wake-up was lost"),
+                    () = waiter => {}
+                }
+            }
+            finisher.join().unwrap();
+        }
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.ok, snapshot.in_flight), (ROUNDS as u64, 0));
+    }
+}

@@ -1,0 +1,244 @@
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{HeaderName, Request, StatusCode};
+
+use super::*;
+use crate::config::ReportLimits;
+use crate::panic::PanicSite;
+
+/// Collects what a fmt subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn subscriber(&self) -> impl tracing::Subscriber {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish()
+    }
+}
+
+fn meta() -> RequestMeta {
+    let request = Request::get("/hook").body(()).unwrap();
+    RequestMeta::capture(&request, &HeaderName::from_static("x-request-id"))
+}
+
+fn summary(code: &'static str, message: &str, line: Option<u32>) -> Summary {
+    let mut summary = Summary::cancelled();
+    summary.outcome = Outcome::Handled;
+    summary.status = StatusCode::UNPROCESSABLE_ENTITY;
+    summary.code = code;
+    summary.message = message.to_owned();
+    summary.site = line.map(|line| PanicSite {
+        file: "src/hook.rs".to_owned(),
+        line,
+    });
+    summary
+}
+
+fn ledger(per_window: u32, window: Duration) -> Ledger {
+    Ledger::with_limits(LedgerLimits {
+        reports: ReportLimits {
+            per_window,
+            window,
+            ..ReportLimits::default()
+        },
+        ..LedgerLimits::default()
+    })
+}
+
+/// One failure through the ledger, as the guard counts it.
+fn fail(ledger: &Ledger, summary: &Summary) {
+    ledger.start();
+    ledger.fail(summary, &meta(), "rid", &ReportLevels::default());
+    ledger.finish(summary.outcome);
+}
+
+#[test]
+fn outcomes_balance_against_started() {
+    let ledger = Ledger::new();
+    for &outcome in Outcome::ALL {
+        ledger.start();
+        ledger.finish(outcome);
+    }
+    ledger.start();
+    let snapshot = ledger.snapshot();
+    assert_eq!(snapshot.started, 8);
+    assert_eq!(snapshot.in_flight, 1);
+    assert_eq!(snapshot.finished(), 7);
+    assert_eq!(snapshot.failures(), 6);
+    assert!(snapshot.is_balanced());
+}
+
+#[test]
+fn series_past_the_cap_fold_into_one_overflow_series_from_every_thread() {
+    let ledger = Ledger::with_limits(LedgerLimits {
+        max_series: 3,
+        ..LedgerLimits::default()
+    });
+    // More threads than cores and more label sets than a thread's own table holds, so that
+    // tables fill up and hand over while others count.
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for n in 0..(SERIES_PER_THREAD + 10) {
+                    let route = format!("/r{n}");
+                    let mut failures = lock(&ledger.stripe().0.failures);
+                    failures
+                        .series
+                        .record_local(&route, "c", 400, &ledger.inner.series);
+                    failures
+                        .series
+                        .record_local(&route, "c", 400, &ledger.inner.series);
+                }
+            });
+        }
+    });
+    let series = ledger.snapshot().series;
+    assert_eq!(series.len(), 4);
+    assert!(series[..3]
+        .iter()
+        .all(|s| s.count == 16 && !s.is_overflow()));
+    assert!(series[3].is_overflow());
+    let total = 8 * 2 * (SERIES_PER_THREAD as u64 + 10);
+    assert_eq!(series[3].count, total - 3 * 16);
+    assert_eq!(series.iter().map(|s| s.count).sum::<u64>(), total);
+    assert_eq!(lock(&ledger.inner.series).index.len(), 3);
+}
+
+#[test]
+fn exposition_escapes_label_values() {
+    let ledger = Ledger::new();
+    lock(&ledger.stripe().0.failures).series.record_local(
+        "/a\"b\\c\nd",
+        "bad-request",
+        400,
+        &ledger.inner.series,
+    );
+    let text = ledger.render_prometheus();
+    assert!(
+        text.contains(
+            "faultline_errors_total{route=\"/a\\\"b\\\\c\\nd\",code=\"bad-request\",status=\"400\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("faultline_requests_total{outcome=\"service_error\"} 0"));
+    assert!(text.contains("faultline_in_flight 0"));
+}
+
+#[test]
+fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
+    let captured = Captured::default();
+    // A window long enough that ten failures fit in one even on a loaded machine.
+    const WINDOW: Duration = Duration::from_millis(200);
+    let ledger = ledger(3, WINDOW);
+    let failure = summary("unsupported-event", "nope", None);
+    tracing::subscriber::with_default(captured.subscriber(), || {
+        // Start at a window's beginning, so that the ten fall in one window.
+        let window = u64::try_from(WINDOW.as_nanos()).unwrap();
+        while ledger.inner.reporter.elapsed_nanos() % window > window / 4 {
+            std::thread::yield_now();
+        }
+        for _ in 0..10 {
+            fail(&ledger, &failure);
+        }
+        let snapshot = ledger.snapshot();
+        assert_eq!((snapshot.reported, snapshot.suppressed), (3, 7));
+        std::thread::sleep(WINDOW + Duration::from_millis(10));
+        fail(&ledger, &failure);
+    });
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.reported, snapshot.suppressed), (4, 7));
+    let lines = captured.lines();
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert!(lines[..3].iter().all(|l| l.contains("fault.suppressed=0")));
+    assert!(lines[3].contains("fault.suppressed=7"), "{}", lines[3]);
+    assert!(lines[3].contains("INFO"), "{}", lines[3]);
+    assert!(
+        lines[3].contains("error.type=\"unsupported-event\""),
+        "{}",
+        lines[3]
+    );
+}
+
+#[test]
+fn one_fingerprint_from_many_threads_writes_the_budget_and_counts_the_rest() {
+    let ledger = ledger(5, Duration::from_secs(3600));
+    let failure = summary("unsupported-event", "nope", None);
+    std::thread::scope(|scope| {
+        for _ in 0..16 {
+            scope.spawn(|| (0..500).for_each(|_| fail(&ledger, &failure)));
+        }
+    });
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.reported, snapshot.suppressed), (5, 8000 - 5));
+    assert_eq!((snapshot.handled, snapshot.in_flight), (8000, 0));
+    let groups = ledger.groups();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].count, 8000);
+}
+
+#[test]
+fn fingerprints_are_separate_and_the_tables_stay_bounded() {
+    let ledger = Ledger::with_limits(LedgerLimits {
+        reports: ReportLimits {
+            per_window: 1,
+            window: Duration::from_secs(60),
+            max_fingerprints: 4,
+            max_groups: 4,
+        },
+        ..LedgerLimits::default()
+    });
+    // 100 panic sites: each new one is written once, and the tables never pass 4.
+    for line in 0..100 {
+        let failure = summary("panic", "boom", Some(line));
+        fail(&ledger, &failure);
+        fail(&ledger, &failure);
+        assert!(ledger.groups().len() <= 4);
+        assert!(ledger.inner.reporter.fingerprints() <= 4);
+    }
+    let snapshot = ledger.snapshot();
+    assert_eq!((snapshot.reported, snapshot.suppressed), (100, 100));
+}
+
+#[test]
+fn groups_keep_count_first_and_last_seen_and_the_latest_summary() {
+    let ledger = Ledger::new();
+    for n in 0..5 {
+        fail(&ledger, &summary("often", &format!("attempt {n}"), None));
+    }
+    fail(&ledger, &summary("rare", "once", Some(7)));
+    let groups = ledger.groups();
+    assert_eq!(groups.len(), 2);
+    assert_eq!((groups[0].code.as_str(), groups[0].count), ("often", 5));
+    assert_eq!(groups[0].message, "attempt 4");
+    assert!(groups[0].first_seen_ms <= groups[0].last_seen_ms);
+    assert_eq!(groups[0].route, crate::UNMATCHED_ROUTE);
+    assert_eq!(groups[1].location.as_deref(), Some("src/hook.rs:7"));
+    assert_ne!(groups[0].fingerprint, groups[1].fingerprint);
+    // A read hands over and zeroes what threads held: counts are not taken twice.
+    assert_eq!(ledger.groups()[0].count, 5);
+}

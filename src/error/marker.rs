@@ -1,0 +1,150 @@
+//! How an answer a fault layer rendered is marked, so that a fault layer outside it counts it
+//! under the same outcome and code and passes it on, instead of rendering it again.
+//!
+//! An answer that replaced a handler's fault is marked by overwriting the fault's marker in
+//! place ([`FaultMarker::Rendered`]). Every other answer (a rejection, a service error, a
+//! panic) has a code that follows from its outcome and status, so it is marked with a
+//! zero-sized value of one type per outcome: a zero-sized value in the response extensions
+//! costs no allocation of its own, where a marker with data costs one more (the extensions'
+//! map and its table are allocated either way).
+
+use http::{Extensions, StatusCode};
+
+use crate::error::codes;
+use crate::error::FaultMarker;
+use crate::outcome::Outcome;
+
+/// The mark of a rendered rejection: its code is the status's.
+#[derive(Clone, Copy)]
+struct RenderedRejection;
+
+/// The mark of a rendered service error: its code follows from the status
+/// ([`codes::SERVICE_ERRORS`]).
+#[derive(Clone, Copy)]
+struct RenderedServiceError;
+
+/// The mark of a rendered panic: a 500 with the panic code.
+#[derive(Clone, Copy)]
+struct RenderedPanic;
+
+/// Marks `extensions` as holding an answer rendered for a failure of `outcome` and `code`
+/// with `status`.
+pub(crate) fn mark(
+    extensions: &mut Extensions,
+    outcome: Outcome,
+    status: StatusCode,
+    code: &'static str,
+) {
+    if let Some(marker) = extensions.get_mut::<FaultMarker>() {
+        *marker = FaultMarker::Rendered { outcome, code };
+        return;
+    }
+    if derived_code(outcome, status) != Some(code) {
+        extensions.insert(FaultMarker::Rendered { outcome, code });
+        return;
+    }
+    match outcome {
+        Outcome::Rejected => {
+            extensions.insert(RenderedRejection);
+        }
+        Outcome::ServiceError => {
+            extensions.insert(RenderedServiceError);
+        }
+        _ => {
+            extensions.insert(RenderedPanic);
+        }
+    }
+}
+
+/// The outcome and code of an answer marked with a zero-sized mark, if it is one. Looked for
+/// only on an error status, after the fault marker.
+pub(crate) fn marked(
+    extensions: &Extensions,
+    status: StatusCode,
+) -> Option<(Outcome, &'static str)> {
+    let outcome = if extensions.get::<RenderedRejection>().is_some() {
+        Outcome::Rejected
+    } else if extensions.get::<RenderedServiceError>().is_some() {
+        Outcome::ServiceError
+    } else if extensions.get::<RenderedPanic>().is_some() {
+        Outcome::Panicked
+    } else {
+        return None;
+    };
+    // A layer in between may have changed the status: the code then follows the new one.
+    let code = derived_code(outcome, status).unwrap_or_else(|| codes::for_status(status));
+    Some((outcome, code))
+}
+
+/// The code of an answer of `outcome` with `status` that came without a fault, when it
+/// follows from them.
+fn derived_code(outcome: Outcome, status: StatusCode) -> Option<&'static str> {
+    match outcome {
+        Outcome::Rejected => Some(codes::for_status(status)),
+        Outcome::ServiceError => codes::for_service_error(status),
+        Outcome::Panicked if status == StatusCode::INTERNAL_SERVER_ERROR => Some(codes::PANIC),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mark_reads_back_as_the_outcome_and_code_it_was_made_with() {
+        let cases = [
+            (
+                Outcome::Rejected,
+                StatusCode::NOT_FOUND,
+                codes::for_status(StatusCode::NOT_FOUND),
+            ),
+            (
+                Outcome::ServiceError,
+                StatusCode::GATEWAY_TIMEOUT,
+                codes::TIMEOUT,
+            ),
+            (
+                Outcome::ServiceError,
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::OVERLOADED,
+            ),
+            (
+                Outcome::ServiceError,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                codes::SERVICE_ERROR,
+            ),
+            (
+                Outcome::Panicked,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                codes::PANIC,
+            ),
+        ];
+        for (outcome, status, code) in cases {
+            let mut extensions = Extensions::new();
+            mark(&mut extensions, outcome, status, code);
+            assert!(
+                extensions.get::<FaultMarker>().is_none(),
+                "{outcome:?} {status}"
+            );
+            assert_eq!(marked(&extensions, status), Some((outcome, code)));
+        }
+        // A code that does not follow from the outcome and status keeps a marker with data.
+        let mut extensions = Extensions::new();
+        mark(
+            &mut extensions,
+            Outcome::Handled,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported-event",
+        );
+        assert_eq!(marked(&extensions, StatusCode::UNPROCESSABLE_ENTITY), None);
+        assert!(matches!(
+            extensions.get::<FaultMarker>(),
+            Some(FaultMarker::Rendered {
+                outcome: Outcome::Handled,
+                code: "unsupported-event"
+            })
+        ));
+        assert_eq!(marked(&Extensions::new(), StatusCode::NOT_FOUND), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! The errors handlers return: the [`Fault`] trait user errors implement, [`Error`] for ad-hoc
+//! cases and any other `std::error::Error` met with `?`, axum's rejections as faults, the
+//! codes faultline gives failures that carry none, and the markers a response carries to the
+//! layer.
+
+pub(crate) mod codes;
+// The folder is named for the concept, the file for the type it holds.
+#[allow(clippy::module_inception)]
+mod error;
+pub(crate) mod marker;
+mod rejection;
+
+pub(crate) use error::FaultMarker;
+pub use error::{Catalog, CatalogEntry, Error, Fault};

@@ -1,0 +1,76 @@
+//! The OpenTelemetry bridge (cargo feature `opentelemetry`): the semantic-convention request
+//! duration histogram, labelled like the ledger, and the ledger's outcome counts as an
+//! observable counter, for services that already run an OpenTelemetry collector.
+
+use std::time::Instant;
+
+use opentelemetry::metrics::{Histogram, Meter};
+use opentelemetry::KeyValue;
+
+use crate::count::ledger::Ledger;
+use crate::outcome::Outcome;
+use crate::request::RequestMeta;
+
+/// The instruments one layer records into.
+#[derive(Debug)]
+pub(crate) struct OtelMetrics {
+    duration: Histogram<f64>,
+}
+
+/// What one finished request tells the histogram.
+pub(crate) struct Finished<'a> {
+    pub(crate) started_at: Instant,
+    pub(crate) meta: &'a RequestMeta,
+    /// The status sent; `None` when no response went out (cancelled).
+    pub(crate) status: Option<u16>,
+    /// The failure's code; `None` for a success.
+    pub(crate) error_type: Option<&'static str>,
+}
+
+impl OtelMetrics {
+    /// Creates `http.server.request.duration` and registers `faultline.requests`, which
+    /// reads `ledger` at each collection.
+    pub(crate) fn new(meter: &Meter, ledger: Ledger) -> Self {
+        let duration = meter
+            .f64_histogram("http.server.request.duration")
+            .with_unit("s")
+            .with_description("Duration of HTTP server requests.")
+            .build();
+        meter
+            .u64_observable_counter("faultline.requests")
+            .with_description("Requests that passed the fault layer, by outcome.")
+            .with_callback(move |observer| {
+                let snapshot = ledger.snapshot();
+                for &outcome in Outcome::ALL {
+                    observer.observe(
+                        snapshot.outcome(outcome),
+                        &[KeyValue::new("fault.outcome", outcome.as_str())],
+                    );
+                }
+            })
+            .build();
+        Self { duration }
+    }
+
+    pub(crate) fn record(&self, finished: Finished<'_>) {
+        let mut attributes = Vec::with_capacity(4);
+        attributes.push(KeyValue::new(
+            "http.request.method",
+            finished.meta.method().to_owned(),
+        ));
+        if let Some(route) = finished.meta.matched_route() {
+            attributes.push(KeyValue::new("http.route", route.to_owned()));
+        }
+        if let Some(status) = finished.status {
+            attributes.push(KeyValue::new(
+                "http.response.status_code",
+                i64::from(status),
+            ));
+        }
+        if let Some(code) = finished.error_type {
+            attributes.push(KeyValue::new("error.type", code));
+        }
+        self.duration
+            .record(finished.started_at.elapsed().as_secs_f64(), &attributes);
+    }
+}

@@ -1,0 +1,359 @@
+//! The per-request drop guard: a request's place in the ledger from `call` until its outcome
+//! is counted. Dropped before that, it counts the request as cancelled, so no request can
+//! leave the layer uncounted.
+//!
+//! A request counts once per ledger. When one layer (one ledger) wraps both a nested router
+//! and the router around it, the outer layer counts the request and the inner one passes it
+//! through: while a layer calls or polls its inner service, the thread is marked as counting
+//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under
+//! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
+//! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use http::{Request, StatusCode};
+
+use crate::config::Config;
+use crate::middleware::shared::Lane;
+use crate::outcome::Outcome;
+use crate::panic::catch;
+use crate::render::summary::Summary;
+use crate::request::{request_id_text, RequestMeta};
+
+thread_local! {
+    /// The request whose inner service this thread is calling or polling, if any.
+    static COUNTING: Cell<Mark> = const { Cell::new(Mark { ledger: 0, nested_route: None }) };
+}
+
+/// What the thread knows of the request a layer is calling or polling its inner service for.
+#[derive(Clone, Copy)]
+struct Mark {
+    /// The ledger (by `Ledger::id`) that counts it; 0 for none.
+    ledger: usize,
+    /// The route template a layer passing it through saw: a router nested as a service
+    /// (`Router::nest_service`) matches the route the outer router could not name.
+    nested_route: Option<&'static str>,
+}
+
+/// Whether a layer of the ledger `ledger` already counts the request being called here.
+pub(crate) fn counted_by(ledger: usize) -> bool {
+    COUNTING.with(Cell::get).ledger == ledger
+}
+
+/// Tells the layer that counts the request being called here the route template a layer
+/// passing it through saw, if it is interned.
+pub(crate) fn passing_through(route: Option<&'static str>) {
+    COUNTING.with(|counting| {
+        let mark = counting.get();
+        if mark.nested_route.is_none() {
+            counting.set(Mark {
+                nested_route: route,
+                ..mark
+            });
+        }
+    });
+}
+
+/// A failure a passing-through layer met, for the layer that counts the request to answer,
+/// report and count: the response that carries it has no body of its own.
+#[derive(Clone, Debug)]
+pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
+
+/// One request's place in the ledger, from `call` until its outcome is counted. Dropped
+/// before that, it counts the request as cancelled.
+///
+/// The guard is one pointer: what it keeps of the request lives in a record on the heap, so
+/// that the response future and the watched body, which carry the guard and are moved with
+/// every step of a request, move eight bytes instead of the record. Records are reused per
+/// thread ([`SPARE_RECORDS`]), so a request allocates none in steady state.
+#[derive(Debug)]
+pub(crate) struct RequestGuard {
+    /// Always `Some` until the guard is dropped, when the box goes back to the thread's spares.
+    slot: Option<Box<Slot>>,
+}
+
+/// A record's allocation; `None` while it waits among the spares.
+#[derive(Debug)]
+struct Slot(Option<Record>);
+
+/// What a guard keeps of its request, and where the request stands; the guard derefs to it.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// The shared state, through the lane of the thread that started the request.
+    shared: Arc<Lane>,
+    meta: RequestMeta,
+    phase: Phase,
+    /// When the request started, if a metrics bridge records durations.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+    started_at: Option<std::time::Instant>,
+}
+
+/// Record allocations a thread keeps for reuse. A request takes one on the thread that calls
+/// the service and gives it back on the thread that ends it, so a runtime's workers trade
+/// them back and forth; this many per thread covers the requests a worker has in flight at
+/// once in all but floods, when the extra ones are freed.
+const SPARE_RECORDS: usize = 64;
+
+thread_local! {
+    // The boxes are the point: their allocations are what is kept for reuse.
+    #[allow(clippy::vec_box)]
+    static SPARE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Slot {
+    /// An empty slot: a spare one of this thread's if any, else a new one.
+    fn spare() -> Box<Slot> {
+        SPARE
+            .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Box::new(Slot(None)))
+    }
+
+    /// Empties `slot` (dropping the record in place) and keeps it among the spares, if there
+    /// is room.
+    fn give_back(mut slot: Box<Slot>) {
+        slot.0 = None;
+        let _ = SPARE.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut() {
+                if spare.len() < SPARE_RECORDS {
+                    spare.push(slot);
+                }
+            }
+        });
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Waiting for the inner service's response.
+    Waiting,
+    /// The head went out and the body is streaming; `polled` once the body was asked for.
+    Streaming { status: StatusCode, polled: bool },
+    /// Counted.
+    Settled,
+}
+
+impl RequestGuard {
+    /// Counts `request` as started, keeping what a failure of it needs.
+    pub(crate) fn start<B>(shared: Arc<Lane>, request: &Request<B>) -> Self {
+        shared.ledger.start();
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &shared.bridges.facade {
+            facade.start();
+        }
+        // Written into its allocation, not moved there.
+        let mut slot = Slot::spare();
+        slot.0 = Some(Record {
+            #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+            started_at: shared.bridges.time_requests().then(std::time::Instant::now),
+            meta: RequestMeta::capture(request, &shared.config.request_id_header),
+            shared,
+            phase: Phase::Waiting,
+        });
+        Self { slot: Some(slot) }
+    }
+}
+
+impl std::ops::Deref for RequestGuard {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        self.slot
+            .as_ref()
+            .and_then(|slot| slot.0.as_ref())
+            .expect("a guard holds its record until dropped")
+    }
+}
+
+impl std::ops::DerefMut for RequestGuard {
+    fn deref_mut(&mut self) -> &mut Record {
+        self.slot
+            .as_mut()
+            .and_then(|slot| slot.0.as_mut())
+            .expect("a guard holds its record until dropped")
+    }
+}
+
+impl Record {
+    /// Tells the metrics bridges that are configured how the request ended. `status` is the
+    /// one the ledger counts (499 for a cancellation); none was sent for a cancellation.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+    fn record_bridges(&self, outcome: Outcome, status: u16, error_type: Option<&'static str>) {
+        let Some(started_at) = self.started_at else {
+            return;
+        };
+        let answered = outcome != Outcome::Cancelled;
+        #[cfg(feature = "opentelemetry")]
+        if let Some(otel) = &self.shared.bridges.otel {
+            otel.record(crate::export::opentelemetry::Finished {
+                started_at,
+                meta: &self.meta,
+                status: answered.then_some(status),
+                error_type,
+            });
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &self.shared.bridges.facade {
+            facade.finish(crate::export::metrics::Finished {
+                started_at,
+                meta: &self.meta,
+                outcome,
+                status,
+                answered,
+                error_type,
+            });
+        }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Runs `f`, a [`catch`] around a call or a poll of the inner service, with the thread
+    /// marked as inside a request this guard's ledger counts: a layer of the same ledger
+    /// called inside passes the request through, and may name its route. Marks nest, for
+    /// layers of different ledgers stacked.
+    pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let mark = Mark {
+            ledger: self.shared.ledger.id(),
+            nested_route: None,
+        };
+        let outer = COUNTING.with(|counting| counting.replace(mark));
+        let result = f();
+        let mark = COUNTING.with(|counting| counting.replace(outer));
+        if let Some(route) = mark.nested_route {
+            self.meta.refine_route(route);
+        }
+        result
+    }
+
+    /// What was kept of the request.
+    pub(crate) fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// The head went out with `status`; the body decides the outcome from here.
+    pub(crate) fn streaming(&mut self, status: StatusCode) {
+        self.phase = Phase::Streaming {
+            status,
+            polled: false,
+        };
+    }
+
+    pub(crate) fn mark_polled(&mut self) {
+        if let Phase::Streaming { polled, .. } = &mut self.phase {
+            *polled = true;
+        }
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        match self.phase {
+            Phase::Streaming { status, .. } => status,
+            _ => StatusCode::OK,
+        }
+    }
+
+    pub(crate) fn settle_ok(&mut self) {
+        if !matches!(self.phase, Phase::Settled) {
+            // Only when a bridge records: no `catch` on the success path otherwise.
+            #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+            if self.started_at.is_some() {
+                let _ = catch(|| self.record_bridges(Outcome::Ok, self.status().as_u16(), None));
+            }
+            self.phase = Phase::Settled;
+            self.shared.ledger.finish(Outcome::Ok);
+        }
+    }
+
+    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &str) {
+        if matches!(self.phase, Phase::Settled) {
+            return;
+        }
+        self.phase = Phase::Settled;
+        let ledger = &self.shared.ledger;
+        // The report runs the subscriber's code (and the exporter's): a panic there must not
+        // keep the request from being counted.
+        let levels = &self.shared.config.report_levels;
+        let written = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
+        #[cfg(feature = "metrics")]
+        if let Some(facade) = &self.shared.bridges.facade {
+            // A panic here came from the subscriber writing the event, which the ledger had
+            // already counted as reported.
+            let _ = catch(|| facade.report(written.unwrap_or(true)));
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = written;
+        #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+        let _ = catch(|| {
+            self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
+        });
+        ledger.finish(summary.outcome);
+    }
+
+    /// Settles a failure that has no answer to render (the head is gone or never comes).
+    pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
+        let request_id = self.meta.request_id();
+        self.settle_failure(summary, request_id_text(&request_id));
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        let record: &mut Record = self;
+        match record.phase {
+            Phase::Settled => {}
+            // A body that was never asked for (a HEAD request, a 204) was delivered whole.
+            Phase::Streaming { polled: false, .. } => record.settle_ok(),
+            Phase::Waiting | Phase::Streaming { polled: true, .. } => {
+                record.settle_unanswered(&Summary::cancelled())
+            }
+        }
+        if let Some(slot) = self.slot.take() {
+            Slot::give_back(slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::count::ledger::Ledger;
+    use crate::middleware::shared::{Bridges, Shared};
+
+    fn guard(lane: &Arc<Lane>) -> RequestGuard {
+        let request = Request::get("/hook").body(()).unwrap();
+        RequestGuard::start(lane.clone(), &request)
+    }
+
+    fn address(guard: &RequestGuard) -> *const Slot {
+        &**guard.slot.as_ref().unwrap()
+    }
+
+    #[test]
+    fn records_are_reused_per_thread_up_to_the_cap_and_every_request_is_counted() {
+        let ledger = Ledger::new();
+        let lanes = Shared::new(Config::default(), ledger.clone(), Bridges::default()).into_lanes();
+        let lane = &lanes[0];
+        // A settled guard gives its record back: the next request on this thread reuses it.
+        let mut first = guard(lane);
+        let reused = address(&first);
+        first.settle_ok();
+        drop(first);
+        let second = guard(lane);
+        assert_eq!(address(&second), reused);
+        // Unsettled: counted as cancelled, and its record given back too.
+        drop(second);
+        // More guards alive at once than spares: every record past the cap is freed.
+        let many: Vec<RequestGuard> = (0..SPARE_RECORDS * 2).map(|_| guard(lane)).collect();
+        drop(many);
+        assert_eq!(SPARE.with(|spare| spare.borrow().len()), SPARE_RECORDS);
+        let s = ledger.snapshot();
+        assert_eq!(s.started, 2 + 2 * SPARE_RECORDS as u64);
+        assert_eq!(s.outcome(Outcome::Ok), 1);
+        assert_eq!(s.outcome(Outcome::Cancelled), 1 + 2 * SPARE_RECORDS as u64);
+        assert!(s.is_balanced() && s.in_flight == 0);
+    }
+}

@@ -1,0 +1,153 @@
+//! [`FaultService`]: calls the inner service under a panic guard, with the request's drop
+//! guard armed before anything else runs.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body::Body;
+use tower::{BoxError, Service};
+
+use crate::middleware::body::FaultBody;
+use crate::middleware::future::ResponseFuture;
+use crate::middleware::guard::{counted_by, passing_through, RequestGuard};
+use crate::middleware::shared::{Lane, Lanes};
+use crate::outcome::Outcome;
+use crate::panic::catch;
+use crate::render::summary::Summary;
+use crate::request::interned_route;
+
+/// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
+/// inner service becomes a response.
+#[derive(Debug)]
+pub struct FaultService<S> {
+    inner: S,
+    /// The shared state, through the calling thread's lane.
+    lane: Arc<Lane>,
+    /// Every lane, held by the services the layer built (not by per-request clones), so that
+    /// the lanes live as long as the router does.
+    _lanes: Option<Lanes>,
+    /// A failure of `poll_ready` (an error or a panic), answered by the next call; boxed,
+    /// since it is rare and the service is moved with every request.
+    not_ready: Option<Box<Summary>>,
+}
+
+impl<S: Clone> Clone for FaultService<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            lane: self.lane.here(),
+            _lanes: None,
+            not_ready: None,
+        }
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for FaultService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes>,
+    ResBody::Error: Into<BoxError>,
+{
+    type Response = Response<FaultBody<ResBody>>;
+    type Error = Infallible;
+    type Future = ResponseFuture<S::Future, ResBody>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if self.not_ready.is_some() {
+            return Poll::Ready(Ok(()));
+        }
+        let config = &self.lane.config;
+        let inner = &mut self.inner;
+        self.not_ready = match catch(|| inner.poll_ready(cx)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Ok(()))) => None,
+            Ok(Poll::Ready(Err(error))) => Some(Box::new(Summary::from_service_error(
+                &*error.into(),
+                config,
+            ))),
+            Err(payload) => Some(Box::new(Summary::from_panic(
+                Outcome::Panicked,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                *payload,
+                config,
+            ))),
+        };
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let ledger = self.lane.ledger.id();
+        if counted_by(ledger) {
+            return self.pass_through(request);
+        }
+        let mut guard = RequestGuard::start(self.lane.clone(), &request);
+        if let Some(summary) = self.not_ready.take() {
+            return ResponseFuture::failed(summary, guard);
+        }
+        let inner = &mut self.inner;
+        // The closure holds the request by reference, so that it is moved once, into the call,
+        // and not with the closure through the catch.
+        let mut request = Some(request);
+        match guard.counting(|| catch(|| inner.call(request.take().expect("called once")))) {
+            Ok(future) => ResponseFuture::calling(future, guard),
+            Err(payload) => {
+                let summary = Summary::from_panic(
+                    Outcome::Panicked,
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    *payload,
+                    &self.lane.config,
+                );
+                ResponseFuture::failed(Box::new(summary), guard)
+            }
+        }
+    }
+}
+
+impl<S> FaultService<S> {
+    /// Calls the inner service for a request that a layer of the same ledger, outside this
+    /// one, counts already: no guard, no catching (that layer's catch is around this call),
+    /// and a failure of `poll_ready` goes out to it.
+    fn pass_through<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+    ) -> ResponseFuture<S::Future, ResBody>
+    where
+        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    {
+        passing_through(interned_route(&request));
+        match self.not_ready.take() {
+            Some(summary) => ResponseFuture::handing_over(summary),
+            None => ResponseFuture::passing(self.inner.call(request), self.lane.clone()),
+        }
+    }
+
+    /// The service over `inner`, sharing the shared state (ledger included) of the layer's
+    /// other services.
+    pub(crate) fn with_lanes(inner: S, lanes: Lanes) -> Self {
+        Self {
+            inner,
+            lane: lanes[0].here(),
+            _lanes: Some(lanes),
+            not_ready: None,
+        }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, to change.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}

@@ -1,0 +1,132 @@
+//! What every clone of the service, every response future and every watched body share, and
+//! the lanes through which they hold it.
+//!
+//! Each request holds the shared state from `call` until its outcome is counted, and axum's
+//! router clones the service for every request. Were that one `Arc`, every request on every
+//! core would write its reference count: one cache line that the cores hand to each other, a
+//! ceiling on the whole process. So the shared state is reached through lanes, one per
+//! stripe ([`stripe`](crate::count::stripe)), each a counted pointer on cache lines of its own: a
+//! request counts itself on its thread's lane only.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crate::config::Config;
+use crate::count::ledger::Ledger;
+use crate::count::stripe;
+
+/// The state one [`FaultService`](crate::FaultService) and its clones share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) ledger: Ledger,
+    #[cfg_attr(
+        not(any(feature = "opentelemetry", feature = "metrics")),
+        allow(dead_code)
+    )]
+    pub(crate) bridges: Bridges,
+    /// The lanes, by stripe; weak, since each lane holds this state.
+    lanes: OnceLock<Box<[Weak<Lane>]>>,
+}
+
+/// The metrics bridges a layer records into besides its ledger, each when configured.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Bridges {
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) otel: Option<Arc<crate::export::opentelemetry::OtelMetrics>>,
+    #[cfg(feature = "metrics")]
+    pub(crate) facade: Option<Arc<crate::export::metrics::FacadeMetrics>>,
+}
+
+impl Bridges {
+    /// Whether any bridge wants the requests' durations.
+    #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
+    pub(crate) fn time_requests(&self) -> bool {
+        #[allow(unused_mut)]
+        let mut any = false;
+        #[cfg(feature = "opentelemetry")]
+        {
+            any |= self.otel.is_some();
+        }
+        #[cfg(feature = "metrics")]
+        {
+            any |= self.facade.is_some();
+        }
+        any
+    }
+}
+
+/// A counted handle on the shared state, alone on its cache lines: its reference count is
+/// written by the threads of one stripe only.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct Lane {
+    shared: Arc<Shared>,
+}
+
+/// Every lane of one shared state. The services a layer builds hold it, so the lanes live as
+/// long as those do; the per-request clones hold one lane each.
+pub(crate) type Lanes = Arc<[Arc<Lane>]>;
+
+impl Shared {
+    pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
+        Self {
+            config,
+            ledger,
+            bridges,
+            lanes: OnceLock::new(),
+        }
+    }
+
+    /// Makes one lane per stripe onto this state.
+    pub(crate) fn into_lanes(self) -> Lanes {
+        let shared = Arc::new(self);
+        let lanes: Lanes = (0..stripe::count())
+            .map(|_| {
+                Arc::new(Lane {
+                    shared: shared.clone(),
+                })
+            })
+            .collect();
+        let weak = lanes.iter().map(Arc::downgrade).collect();
+        shared.lanes.set(weak).expect("lanes are made once");
+        lanes
+    }
+}
+
+impl Lane {
+    /// The lane of the calling thread's stripe, counted once more; this one if the lanes are
+    /// gone (only per-request clones are left, which is correct, just shared again).
+    pub(crate) fn here(self: &Arc<Self>) -> Arc<Lane> {
+        self.shared
+            .lanes
+            .get()
+            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
+            .unwrap_or_else(|| self.clone())
+    }
+}
+
+impl Deref for Lane {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_gets_its_own_lane_and_lanes_end_with_the_services() {
+        let lanes = Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_lanes();
+        let first = lanes[0].clone();
+        let here = first.here();
+        assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));
+        assert_eq!(std::mem::align_of::<Lane>(), 128);
+        drop((lanes, here));
+        // Only a per-request clone is left: it still works, on its own lane.
+        assert!(Arc::ptr_eq(&first.here(), &first));
+    }
+}

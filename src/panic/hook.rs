@@ -1,0 +1,44 @@
+//! [`install_panic_hook`]: the hook that keeps panics caught by the layer off stderr and hands
+//! their location to [`catch`](fn@super::catch).
+
+use std::cell::Cell;
+use std::panic::{self, PanicHookInfo};
+use std::sync::Once;
+
+use super::catch::{PanicSite, GUARD, OPEN, RECORDED, SITE};
+
+/// Installs faultline's panic hook in front of the current one. Call it once at start-up,
+/// after any hook of your own; later calls do nothing.
+///
+/// A panic on a thread that is inside the layer (calling or polling the inner service,
+/// streaming its body, formatting an error) is recorded for that request's report and not
+/// passed on, so nothing reaches stderr and no backtrace is captured. Every other panic goes
+/// to the previous hook unchanged.
+///
+/// ```
+/// faultline::install_panic_hook();
+/// // A panic outside the layer still reaches the previous hook (std's prints to stderr).
+/// assert!(std::thread::spawn(|| panic!("outside")).join().is_err());
+/// ```
+pub fn install_panic_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if GUARD.with(Cell::get) >= OPEN {
+                record(info);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn record(info: &PanicHookInfo<'_>) {
+    let site = info.location().map(|location| PanicSite {
+        file: location.file().to_owned(),
+        line: location.line(),
+    });
+    SITE.with(|slot| *slot.borrow_mut() = site);
+    GUARD.with(|g| g.set(g.get() | RECORDED));
+}

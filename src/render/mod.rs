@@ -1,0 +1,8 @@
+//! What a failure becomes: one bounded summary, computed once, and the RFC 9457
+//! `application/problem+json` body rendered from it under a hard byte cap (and, with the
+//! `utoipa` feature, that body's schema in OpenAPI).
+
+#[cfg(feature = "utoipa")]
+pub mod openapi;
+pub(crate) mod problem;
+pub(crate) mod summary;

@@ -1,0 +1,217 @@
+//! One bounded summary per failure: what the problem body, the report and the ledger read.
+//! Every text in it went through the bounded writer, so its cost was capped before the work.
+
+use std::error::Error as StdError;
+
+use http::StatusCode;
+
+use crate::config::Config;
+use crate::error::codes;
+use crate::error::Fault;
+use crate::outcome::Outcome;
+use crate::panic::{Caught, PanicSite};
+use crate::text::bounded::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARATOR};
+
+/// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
+const MESSAGE_CAPACITY: usize = 128;
+
+/// A bounded account of one failure, computed once and used by the problem body, the report
+/// and the ledger.
+#[derive(Debug, Clone)]
+pub(crate) struct Summary {
+    pub(crate) outcome: Outcome,
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    /// What a client may read.
+    pub(crate) public: Public,
+    /// The internal message: the error's `Display`, the panic text, the rejection body.
+    pub(crate) message: String,
+    /// The bounded `source()` chain, links joined by `" <- "`; empty when there is none.
+    pub(crate) chain: String,
+    /// Where a panic happened, when the panic hook is installed.
+    pub(crate) site: Option<PanicSite>,
+}
+
+impl Summary {
+    fn new(outcome: Outcome, status: StatusCode, code: &'static str) -> Self {
+        Self {
+            outcome,
+            status,
+            code,
+            public: Public::Hidden,
+            // Allocated when there is something to say: a rejection without text says nothing.
+            message: String::new(),
+            chain: String::new(),
+            site: None,
+        }
+    }
+
+    /// A handler's error, as its [`Fault`] implementation describes it.
+    pub(crate) fn from_fault(fault: &dyn Fault, config: &Config) -> Self {
+        let outcome = if fault.counts_as_rejection() {
+            Outcome::Rejected
+        } else {
+            Outcome::Handled
+        };
+        let mut summary = Self::new(outcome, fault.status(), fault.code());
+        summary.message.reserve(MESSAGE_CAPACITY);
+        let cap = config.max_message_bytes;
+        write_bounded(&mut summary.message, cap, &fault);
+        write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
+        if fault.is_public() {
+            summary.public = match fault.public_message() {
+                // The usual case: the message is the public text, formatted once for both.
+                None => Public::Message,
+                Some(text) => {
+                    let mut public = String::new();
+                    write_bounded(&mut public, cap, &text);
+                    Public::Text(public)
+                }
+            };
+        }
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// A panic caught while calling or polling the inner service, or streaming its body.
+    pub(crate) fn from_panic(
+        outcome: Outcome,
+        status: StatusCode,
+        caught: Caught,
+        config: &Config,
+    ) -> Self {
+        let code = match outcome {
+            Outcome::Aborted => codes::BODY_PANIC,
+            _ => codes::PANIC,
+        };
+        let mut summary = Self::new(outcome, status, code);
+        summary.message.reserve(MESSAGE_CAPACITY);
+        write_panic_payload(
+            &mut summary.message,
+            config.max_message_bytes,
+            &*caught.payload,
+        );
+        summary.site = caught.site;
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// An error the inner service returned instead of a response: timeouts and overload get
+    /// their own status, anything else is a 500.
+    pub(crate) fn from_service_error(error: &(dyn StdError + 'static), config: &Config) -> Self {
+        let [timeout, overloaded, other] = codes::SERVICE_ERRORS;
+        let (status, code) = if error.is::<tower::timeout::error::Elapsed>() {
+            timeout
+        } else if error.is::<tower::load_shed::error::Overloaded>() {
+            overloaded
+        } else {
+            other
+        };
+        Self::from_error(Outcome::ServiceError, status, code, error, config)
+    }
+
+    /// A response body that failed while streaming, after the head was sent.
+    pub(crate) fn from_body_error(
+        status: StatusCode,
+        error: &(dyn StdError + 'static),
+        config: &Config,
+    ) -> Self {
+        Self::from_error(Outcome::Aborted, status, codes::BODY_ABORTED, error, config)
+    }
+
+    fn from_error(
+        outcome: Outcome,
+        status: StatusCode,
+        code: &'static str,
+        error: &(dyn StdError + 'static),
+        config: &Config,
+    ) -> Self {
+        let mut summary = Self::new(outcome, status, code);
+        summary.message.reserve(MESSAGE_CAPACITY);
+        write_bounded(&mut summary.message, config.max_message_bytes, &error);
+        write_chain(
+            &mut summary.chain,
+            error,
+            config.max_chain_links,
+            config.max_message_bytes,
+        );
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// An error status made without a fault (axum's rejections, fallbacks, other layers):
+    /// `text` is the start of the response body it came with, already bounded by the caller.
+    pub(crate) fn from_rejection(status: StatusCode, text: &[u8], config: &Config) -> Self {
+        let mut summary = Self::new(Outcome::Rejected, status, codes::for_status(status));
+        let text = String::from_utf8_lossy(text);
+        let text = text.trim();
+        // Most rejections come without a body: nothing to format, so no formatter is run.
+        if !text.is_empty() {
+            write_bounded(&mut summary.message, config.max_message_bytes, &text);
+        }
+        if status.is_client_error() && !summary.message.is_empty() {
+            summary.public = Public::Message;
+        }
+        summary.expose_in_development(config);
+        summary
+    }
+
+    /// A response an inner fault layer already rendered, reported and counted in its own
+    /// ledger: counted here too, under the same outcome and code.
+    pub(crate) fn already_answered(
+        outcome: Outcome,
+        status: StatusCode,
+        code: &'static str,
+    ) -> Self {
+        let mut summary = Self::new(outcome, status, code);
+        summary
+            .message
+            .push_str("answered by an inner fault layer; its report has the detail");
+        summary
+    }
+
+    /// The response future was dropped before it finished, or the body was dropped mid-way.
+    pub(crate) fn cancelled() -> Self {
+        let mut summary = Self::new(
+            Outcome::Cancelled,
+            codes::CLIENT_CLOSED_REQUEST,
+            codes::CANCELLED,
+        );
+        summary
+            .message
+            .push_str("the client went away before the response was complete");
+        summary
+    }
+
+    /// In development mode clients see the internal message and chain of every failure.
+    fn expose_in_development(&mut self, config: &Config) {
+        if config.development && matches!(self.public, Public::Hidden) {
+            let mut public = self.message.clone();
+            if !self.chain.is_empty() {
+                public.push_str(CHAIN_SEPARATOR);
+                public.push_str(&self.chain);
+            }
+            self.public = Public::Text(public);
+        }
+    }
+
+    /// The text a client may read, if any.
+    pub(crate) fn public_text(&self) -> Option<&str> {
+        match &self.public {
+            Public::Hidden => None,
+            Public::Message => Some(&self.message),
+            Public::Text(text) => Some(text),
+        }
+    }
+}
+
+/// What of a failure a client may read.
+#[derive(Debug, Clone)]
+pub(crate) enum Public {
+    /// Nothing: the problem body carries a generic detail.
+    Hidden,
+    /// The internal message itself.
+    Message,
+    /// A text of its own.
+    Text(String),
+}
