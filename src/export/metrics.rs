@@ -60,7 +60,7 @@ static NEXT_BRIDGE: AtomicU64 = AtomicU64::new(0);
 
 /// What one layer records into the facade.
 #[derive(Debug)]
-pub(crate) struct FacadeMetrics {
+pub(crate) struct MetricsBridge {
     id: u64,
     requests: Vec<Counter>,
     reported: Counter,
@@ -204,7 +204,7 @@ pub(crate) struct Finished<'a> {
     pub(crate) error_type: Option<&'static str>,
 }
 
-impl FacadeMetrics {
+impl MetricsBridge {
     /// Describes the metrics and registers the handles known up front, through the recorder
     /// installed now. `max_series` caps each per-request label table, as the ledger's series.
     pub(crate) fn new(max_series: usize) -> Self {

@@ -13,7 +13,7 @@ use crate::request::RequestMeta;
 
 /// The instruments one layer records into.
 #[derive(Debug)]
-pub(crate) struct OtelMetrics {
+pub(crate) struct OpenTelemetryBridge {
     duration: Histogram<f64>,
 }
 
@@ -27,7 +27,7 @@ pub(crate) struct Finished<'a> {
     pub(crate) error_type: Option<&'static str>,
 }
 
-impl OtelMetrics {
+impl OpenTelemetryBridge {
     /// Creates `http.server.request.duration` and registers `faultline.requests`, which
     /// reads `ledger` at each collection.
     pub(crate) fn new(meter: &Meter, ledger: Ledger) -> Self {

@@ -26,7 +26,7 @@ pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
 use crate::config::{LedgerLimits, ReportLevels};
-use crate::count::stripe::{self, Padded, Slot};
+use crate::count::stripe::{self, Padded, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
@@ -111,9 +111,9 @@ impl Ledger {
     }
 
     /// The calling thread's stripe, and how it writes there.
-    fn stripe(&self) -> (&Stripe, Slot) {
-        let slot = stripe::this_thread();
-        (&self.inner.stripes[slot.index], slot)
+    fn stripe(&self) -> (&Stripe, ThreadStripe) {
+        let here = stripe::this_thread();
+        (&self.inner.stripes[here.index], here)
     }
 
     /// What tells this ledger from every other one alive: the address of its shared state.
@@ -123,13 +123,13 @@ impl Ledger {
     }
 
     pub(crate) fn start(&self) {
-        let (stripe, slot) = self.stripe();
-        stripe.counts.start(slot);
+        let (stripe, here) = self.stripe();
+        stripe.counts.start(here);
     }
 
     pub(crate) fn finish(&self, outcome: Outcome) {
-        let (stripe, slot) = self.stripe();
-        stripe.counts.finish(slot, outcome);
+        let (stripe, here) = self.stripe();
+        stripe.counts.finish(here, outcome);
         self.inner.waiters.finished();
     }
 
@@ -188,7 +188,7 @@ impl Ledger {
         request_id: &str,
         levels: &ReportLevels,
     ) -> bool {
-        let (stripe, slot) = self.stripe();
+        let (stripe, here) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
         let verdict = {
@@ -202,11 +202,11 @@ impl Ledger {
         };
         match verdict {
             Verdict::Suppress => {
-                stripe.counts.suppressed(slot);
+                stripe.counts.suppressed(here);
                 false
             }
             Verdict::Write { suppressed_since } => {
-                stripe.counts.reported(slot);
+                stripe.counts.reported(here);
                 let level = levels.of(summary.outcome, summary.status);
                 emit(
                     level,
