@@ -13,7 +13,8 @@ use axum::http::{Request, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use bytes::Bytes;
-use faultline::{Catalog, Error, Fault, FaultLayer, Outcome};
+use faultline::catalog::Catalog;
+use faultline::{Error, Fault, FaultLayer, Outcome};
 use std::collections::HashMap;
 
 use common::oneshot::send;
@@ -32,8 +33,8 @@ impl Fault for UpstreamError {
 }
 
 impl Catalog for UpstreamError {
-    fn catalog() -> Vec<faultline::CatalogEntry> {
-        vec![faultline::CatalogEntry::new(
+    fn catalog() -> Vec<faultline::catalog::CatalogEntry> {
+        vec![faultline::catalog::CatalogEntry::new(
             StatusCode::BAD_GATEWAY,
             "upstream-failed",
             "the upstream failed",

@@ -6,7 +6,8 @@ use http::StatusCode;
 /// from the attributes, and faultline's `utoipa` feature turns it into OpenAPI responses.
 ///
 /// ```
-/// use faultline::{Catalog, Fault};
+/// use faultline::catalog::Catalog;
+/// use faultline::Fault;
 ///
 /// #[derive(Debug, thiserror::Error, Fault)]
 /// enum HookError {

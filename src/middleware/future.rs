@@ -41,7 +41,7 @@ use crate::render::summary::Summary;
 use crate::request::request_id_text;
 
 pin_project! {
-    /// The response future of [`FaultService`](crate::FaultService).
+    /// The response future of [`FaultService`](crate::service::FaultService).
     pub struct ResponseFuture<F, B> {
         #[pin]
         state: State<F, B>,

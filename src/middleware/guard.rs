@@ -184,26 +184,16 @@ impl Record {
         let Some(started_at) = self.started_at else {
             return;
         };
-        let answered = outcome != Outcome::Cancelled;
+        let finished = crate::export::labels::Finished::new(
+            started_at, &self.meta, outcome, status, error_type,
+        );
         #[cfg(feature = "opentelemetry")]
         if let Some(opentelemetry) = &self.shared.bridges.opentelemetry {
-            opentelemetry.record(crate::export::opentelemetry::Finished {
-                started_at,
-                meta: &self.meta,
-                status: answered.then_some(status),
-                error_type,
-            });
+            opentelemetry.record(&finished);
         }
         #[cfg(feature = "metrics")]
         if let Some(metrics) = &self.shared.bridges.metrics {
-            metrics.finish(crate::export::metrics::Finished {
-                started_at,
-                meta: &self.meta,
-                outcome,
-                status,
-                answered,
-                error_type,
-            });
+            metrics.finish(&finished);
         }
     }
 

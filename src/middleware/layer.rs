@@ -156,11 +156,11 @@ impl FaultLayer {
     /// use opentelemetry::metrics::MeterProvider as _;
     ///
     /// let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
-    /// let layer = faultline::FaultLayer::new().opentelemetry(&provider.meter("webhooks"));
+    /// let layer = faultline::FaultLayer::new().record_opentelemetry(&provider.meter("webhooks"));
     /// # let _ = layer;
     /// ```
     #[cfg(feature = "opentelemetry")]
-    pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
+    pub fn record_opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
         self.builder_mut().bridges.opentelemetry = Some(Arc::new(
             crate::export::opentelemetry::OpenTelemetryBridge::new(meter, ledger),
@@ -169,30 +169,34 @@ impl FaultLayer {
     }
 
     /// Records into the [`metrics`](https://docs.rs/metrics) facade, through the recorder
-    /// installed when this is called (so install it first): `faultline_requests_total{outcome}`,
-    /// `faultline_errors_total{route,code,status}` (capped like the ledger's series, past the
-    /// cap under [`OVERFLOW_LABEL`](crate::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
-    /// the gauge `faultline_in_flight`, and the histogram [`HTTP_DURATION_METRIC`](crate::HTTP_DURATION_METRIC)
-    /// in seconds, labelled `http.request.method`, `http.route`, `http.response.status_code`
-    /// and, for failures, `error.type` (the failure's code).
+    /// installed when this is called (so install it first):
+    /// `faultline_requests_total{outcome}`, `faultline_errors_total{route,code,status}`
+    /// (capped like the ledger's series, past the cap under
+    /// [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
+    /// the gauge `faultline_in_flight`, and the histogram
+    /// [`HTTP_DURATION_METRIC`](crate::metrics::HTTP_DURATION_METRIC) in seconds, labelled
+    /// `http.request.method`, `http.route`, `http.response.status_code` and, for failures,
+    /// `error.type` (the failure's code).
     ///
-    /// The ledger stays the exact source of truth; `false` switches the bridge off again.
+    /// Like `record_opentelemetry`, it turns a bridge on; the
+    /// ledger stays the exact source of truth.
     ///
     /// ```
     /// let recorder = metrics_util::debugging::DebuggingRecorder::new();
     /// let snapshotter = recorder.snapshotter();
     /// let layer = metrics::with_local_recorder(&recorder, || {
-    ///     faultline::FaultLayer::new().record_metrics(true)
+    ///     faultline::FaultLayer::new().record_metrics()
     /// });
     /// # let _ = layer;
     /// // The counters per outcome are registered up front.
     /// assert!(snapshotter.snapshot().into_vec().len() >= faultline::Outcome::ALL.len());
     /// ```
     #[cfg(feature = "metrics")]
-    pub fn record_metrics(mut self, on: bool) -> Self {
+    pub fn record_metrics(mut self) -> Self {
         let max_series = self.builder.ledger.max_series();
-        self.builder_mut().bridges.metrics =
-            on.then(|| Arc::new(crate::export::metrics::MetricsBridge::new(max_series)));
+        self.builder_mut().bridges.metrics = Some(Arc::new(
+            crate::export::metrics::MetricsBridge::new(max_series),
+        ));
         self
     }
 

@@ -114,7 +114,8 @@ impl<S> FaultService<S> {
     ///
     /// ```
     /// use axum::{body::Body, http::Request};
-    /// use faultline::{FaultLayer, FaultService};
+    /// use faultline::service::FaultService;
+    /// use faultline::FaultLayer;
     /// use tower::{service_fn, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread")]

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::count::ledger::Ledger;
 use crate::count::stripe;
 
-/// The state one [`FaultService`](crate::FaultService) and its clones share.
+/// The state one [`FaultService`](crate::service::FaultService) and its clones share.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: Config,

@@ -36,7 +36,7 @@ where
     let bytes = to_bytes(Body::new(body), usize::MAX).await.unwrap();
     let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     if value.is_object() {
-        assert_eq!(head.headers[CONTENT_TYPE], faultline::PROBLEM_JSON);
+        assert_eq!(head.headers[CONTENT_TYPE], faultline::service::PROBLEM_JSON);
         if let Some(length) = head.headers.get(CONTENT_LENGTH) {
             assert_eq!(
                 length,

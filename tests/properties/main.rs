@@ -11,7 +11,7 @@ mod oracle;
 mod strategies;
 
 use axum::http::StatusCode;
-use faultline::TRUNCATION_MARKER;
+use faultline::limits::TRUNCATION_MARKER;
 use proptest::prelude::*;
 
 use case::{Caps, Case, Kind};

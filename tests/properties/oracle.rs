@@ -3,7 +3,8 @@
 use axum::body::{to_bytes, Body};
 use axum::http::{header, HeaderValue, Request, StatusCode};
 use axum::Router;
-use faultline::{PROBLEM_JSON, TRUNCATION_MARKER};
+use faultline::limits::TRUNCATION_MARKER;
+use faultline::service::PROBLEM_JSON;
 use proptest::prelude::*;
 use serde_json::Value;
 use tower::ServiceExt;

@@ -16,15 +16,12 @@ mod snapshot;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use axum::response::{IntoResponse, Response};
-use http::header::CONTENT_TYPE;
-
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 use self::quiescent::{Quiescent, Waiters};
 pub use self::series::Series;
 use self::series::SeriesTable;
-pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
+pub use self::snapshot::Snapshot;
 use crate::config::{LedgerLimits, ReportLevels};
 use crate::count::stripe::{self, Padded, ThreadStripe};
 use crate::outcome::Outcome;
@@ -261,88 +258,6 @@ impl Ledger {
             suppressed: totals.suppressed,
             series,
         }
-    }
-
-    /// The Prometheus text exposition (format 0.0.4) of a fresh snapshot.
-    pub fn render_prometheus(&self) -> String {
-        self.snapshot().to_prometheus()
-    }
-
-    /// An axum handler serving the exposition, to mount at `/metrics`.
-    ///
-    /// ```
-    /// use axum::{routing::get, Router};
-    ///
-    /// let (layer, ledger) = faultline::FaultLayer::pair();
-    /// let app: Router = Router::new()
-    ///     .route("/metrics", get(ledger.metrics_handler()))
-    ///     .layer(layer);
-    /// # let _ = app;
-    /// ```
-    pub fn metrics_handler(
-        &self,
-    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-        let ledger = self.clone();
-        move || {
-            let body = ledger.render_prometheus();
-            std::future::ready(([(CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response())
-        }
-    }
-}
-
-impl Ledger {
-    /// An axum handler serving the error groups as JSON, the most frequent first.
-    ///
-    /// The groups hold internal text (5xx messages, panic text, source chains), which no
-    /// client may read: mount it only behind whatever guards your admin routes.
-    ///
-    /// ```
-    /// use axum::{routing::get, Router};
-    ///
-    /// let (layer, ledger) = faultline::FaultLayer::pair();
-    /// let app: Router = Router::new()
-    ///     .route("/errors", get(ledger.errors_handler()))
-    ///     .layer(layer);
-    /// # let _ = app;
-    /// ```
-    pub fn errors_handler(
-        &self,
-    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-        let ledger = self.clone();
-        move || {
-            let body = ledger.errors_json().to_string();
-            std::future::ready(([(CONTENT_TYPE, "application/json")], body).into_response())
-        }
-    }
-
-    fn errors_json(&self) -> serde_json::Value {
-        let snapshot = self.snapshot();
-        let groups: Vec<serde_json::Value> = self
-            .groups()
-            .into_iter()
-            .map(|g| {
-                serde_json::json!({
-                    "fingerprint": g.fingerprint,
-                    "count": g.count,
-                    "first_seen_ms": g.first_seen_ms,
-                    "last_seen_ms": g.last_seen_ms,
-                    "outcome": g.outcome.as_str(),
-                    "status": g.status,
-                    "code": g.code,
-                    "route": g.route,
-                    "message": g.message,
-                    "chain": g.chain,
-                    "location": g.location,
-                    "per_minute": g.per_minute,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "failures": snapshot.failures(),
-            "reported": snapshot.reported,
-            "suppressed": snapshot.suppressed,
-            "groups": groups,
-        })
     }
 }
 
