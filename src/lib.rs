@@ -210,3 +210,13 @@ pub mod __private {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The operations guide's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/operations.md")]
+struct OperationsDoctests;
+
+/// The open-internet guide's examples (shown, not run: they need the reference service).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/open-internet.md")]
+struct OpenInternetDoctests;

@@ -12,7 +12,6 @@ use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
-use tower::ServiceExt;
 
 fn attribute<'a>(attributes: impl Iterator<Item = &'a KeyValue>, key: &str) -> Option<Value> {
     attributes
@@ -33,11 +32,7 @@ async fn requests_are_recorded_with_semantic_convention_names() {
     let layer = FaultLayer::new().record_opentelemetry(&provider.meter("test"));
     let app = common::ok_and_handled("nope").layer(layer);
     for path in ["/ok", "/ok", "/handled", "/nowhere"] {
-        let request = Request::get(path).body(Body::empty()).unwrap();
-        let response = app.clone().oneshot(request).await.unwrap();
-        axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        common::oneshot::send(&app, common::oneshot::get_request(path)).await;
     }
     provider.force_flush().unwrap();
 
@@ -116,10 +111,7 @@ async fn methods_a_client_makes_up_share_one_attribute() {
             .uri("/ok")
             .body(Body::empty())
             .unwrap();
-        let response = app.clone().oneshot(request).await.unwrap();
-        axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        common::oneshot::send(&app, request).await;
     }
     provider.force_flush().unwrap();
 

@@ -3,6 +3,7 @@
 // Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub mod oneshot;
 pub mod threads;
 
 use std::net::SocketAddr;
