@@ -11,41 +11,18 @@ use axum::body::{to_bytes, Body};
 use axum::extract::Path;
 use axum::routing::get;
 use axum::{Extension, Router};
+use common::oneshot::{get_request, send};
 use common::Lab;
-use faultline::{Error, FaultLayer, Ledger, Snapshot};
-use http::header::{
-    ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ORIGIN, RANGE,
-};
-use http::{HeaderMap, Request, StatusCode};
+use faultline::ledger::Snapshot;
+use faultline::{Error, FaultLayer, Ledger};
+use http::header::{ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_RANGE, ORIGIN, RANGE};
+use http::{Request, StatusCode};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_http::cors::CorsLayer;
 use tower_http::request_id::{
     MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
 use tower_http::services::ServeFile;
-
-/// The status, headers and problem body of a response from `app`.
-async fn send(app: &Router, request: Request<Body>) -> (StatusCode, HeaderMap, serde_json::Value) {
-    let response = app.clone().oneshot(request).await.unwrap();
-    let (head, body) = response.into_parts();
-    let bytes = to_bytes(body, usize::MAX).await.unwrap();
-    let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-    if problem.is_object() {
-        assert_eq!(head.headers[CONTENT_TYPE], faultline::PROBLEM_JSON);
-        if let Some(length) = head.headers.get(CONTENT_LENGTH) {
-            assert_eq!(
-                length,
-                bytes.len().to_string().as_str(),
-                "the problem body's"
-            );
-        }
-    }
-    (head.status, head.headers, problem)
-}
-
-fn get_request(path: &str) -> Request<Body> {
-    Request::get(path).body(Body::empty()).unwrap()
-}
 
 async fn not_found(Path(id): Path<u32>) -> Result<&'static str, Error> {
     Err(Error::new(

@@ -1,6 +1,8 @@
 //! `#[derive(Fault)]` end to end: what the attributes mean, through the layer to the problem
 //! body and the ledger; and `?` on axum's rejections, which keeps their status and code.
 
+mod common;
+
 use axum::body::Body;
 use axum::extract::rejection::{
     BytesRejection, ExtensionRejection, FormRejection, JsonRejection, PathRejection,
@@ -11,11 +13,11 @@ use axum::http::{Request, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use bytes::Bytes;
-use faultline::{Catalog, Error, Fault, FaultLayer, Outcome};
-use http_body_util::BodyExt;
-use serde_json::Value;
+use faultline::catalog::Catalog;
+use faultline::{Error, Fault, FaultLayer, Outcome};
 use std::collections::HashMap;
-use tower::ServiceExt;
+
+use common::oneshot::send;
 
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream answered 502")]
@@ -31,8 +33,8 @@ impl Fault for UpstreamError {
 }
 
 impl Catalog for UpstreamError {
-    fn catalog() -> Vec<faultline::CatalogEntry> {
-        vec![faultline::CatalogEntry::new(
+    fn catalog() -> Vec<faultline::catalog::CatalogEntry> {
+        vec![faultline::catalog::CatalogEntry::new(
             StatusCode::BAD_GATEWAY,
             "upstream-failed",
             "the upstream failed",
@@ -163,15 +165,6 @@ fn the_catalog_lists_every_answer_with_transparent_fields_expanded() {
     assert_eq!(InboxFull::catalog()[0].code, "inbox-full");
 }
 
-async fn send(app: Router, request: Request<Body>) -> (StatusCode, Value, http::HeaderMap) {
-    let response = app.oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    (status, value, headers)
-}
-
 #[tokio::test]
 async fn a_derived_error_is_a_response_the_layer_renders_and_counts() {
     let (layer, ledger) = FaultLayer::pair();
@@ -186,11 +179,8 @@ async fn a_derived_error_is_a_response_the_layer_renders_and_counts() {
         )
         .layer(layer);
 
-    let (status, body, headers) = send(
-        app.clone(),
-        Request::post("/store").body(Body::empty()).unwrap(),
-    )
-    .await;
+    let (status, headers, body) =
+        send(&app, Request::post("/store").body(Body::empty()).unwrap()).await;
     assert_eq!(status, 503);
     assert_eq!(headers["retry-after"], "5");
     assert_eq!(body["code"], "store-unavailable");
@@ -199,7 +189,7 @@ async fn a_derived_error_is_a_response_the_layer_renders_and_counts() {
         "5xx text stays internal"
     );
 
-    let (status, body, _) = send(app, Request::post("/event").body(Body::empty()).unwrap()).await;
+    let (status, _, body) = send(&app, Request::post("/event").body(Body::empty()).unwrap()).await;
     assert_eq!(status, 422);
     assert_eq!(body["detail"], "event `issues` is not handled here");
     let snapshot = ledger.snapshot();
@@ -347,7 +337,7 @@ async fn every_rejection_met_with_question_mark_keeps_its_status_and_code_and_co
     let total = cases.len() as u64;
     for (request, status, code) in cases {
         let uri = request.uri().clone();
-        let (got, body, headers) = send(app.clone(), request).await;
+        let (got, headers, body) = send(&app, request).await;
         assert_eq!(got, status, "{uri}: {body}");
         assert_eq!(body["code"], code, "{uri}");
         assert_eq!(headers["content-type"], "application/problem+json", "{uri}");

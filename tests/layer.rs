@@ -1,6 +1,8 @@
 //! The layer driven in process with `oneshot`: the paths that need a hand-made inner service
 //! (a `poll_ready` error, load shedding, a pending future, a stalled body) or a subscriber.
 
+mod common;
+
 use std::fmt;
 use std::time::Duration;
 
@@ -13,21 +15,11 @@ use tower::{service_fn, ServiceBuilder, ServiceExt};
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use faultline::{Fault, FaultBody, FaultLayer, Ledger};
+use faultline::{Fault, FaultLayer, Ledger};
 use http::{HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-async fn problem_of(response: Response<FaultBody<Body>>) -> (StatusCode, serde_json::Value) {
-    let status = response.status();
-    let body = to_bytes(axum::body::Body::new(response.into_body()), usize::MAX)
-        .await
-        .unwrap();
-    (status, serde_json::from_slice(&body).unwrap())
-}
-
-fn get_request(path: &str) -> Request<Body> {
-    Request::get(path).body(Body::empty()).unwrap()
-}
+use common::oneshot::{get_request, problem_of};
 
 #[tokio::test]
 async fn a_panic_in_the_synchronous_part_of_call_is_a_500() {
@@ -386,7 +378,7 @@ async fn caps_asked_to_be_unbounded_are_clamped_not_overflowed() {
     let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let detail = problem["detail"].as_str().unwrap();
     assert!(detail.len() <= faultline::limits::MAX_MESSAGE_BYTES);
-    assert!(detail.ends_with(faultline::TRUNCATION_MARKER));
+    assert!(detail.ends_with(faultline::limits::TRUNCATION_MARKER));
 }
 
 #[tokio::test]
@@ -408,7 +400,7 @@ async fn nested_layers_render_once_and_each_counts_once() {
         .layer(outer_layer);
     let response = app.oneshot(get_request("/missing")).await.unwrap();
     let request_id = response.headers()["x-request-id"].clone();
-    let (status, problem) = problem_of_body(response).await;
+    let (status, problem) = problem_of(response).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(problem["code"], "not-found");
     assert_eq!(problem["detail"], "No route matches this path.");
@@ -417,12 +409,6 @@ async fn nested_layers_render_once_and_each_counts_once() {
         let snapshot = ledger.snapshot();
         assert_eq!((snapshot.started, snapshot.rejected), (1, 1));
     }
-}
-
-async fn problem_of_body(response: Response<Body>) -> (StatusCode, serde_json::Value) {
-    let status = response.status();
-    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    (status, serde_json::from_slice(&body).unwrap())
 }
 
 #[tokio::test]

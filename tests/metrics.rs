@@ -16,10 +16,14 @@ use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use faultline::{FaultLayer, Ledger, Outcome, HTTP_DURATION_METRIC, OVERFLOW_LABEL};
+use faultline::ledger::OVERFLOW_LABEL;
+use faultline::metrics::HTTP_DURATION_METRIC;
+use faultline::{FaultLayer, Ledger, Outcome};
 use futures::FutureExt;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use tower::{Layer, ServiceExt};
+
+use common::oneshot::send_gets;
 
 /// The recorded metrics: name and sorted labels to value.
 type Recorded = BTreeMap<(String, Vec<(String, String)>), DebugValue>;
@@ -89,17 +93,6 @@ fn app(layer: FaultLayer) -> (Router, Router) {
     (routes, broken)
 }
 
-/// Sends `count` GETs of `path` and reads each body to its end.
-async fn send(app: &Router, path: &str, count: usize) {
-    for _ in 0..count {
-        let request = Request::get(path).body(Body::empty()).unwrap();
-        let response = app.clone().oneshot(request).await.unwrap();
-        axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-    }
-}
-
 #[tokio::test]
 async fn the_facade_mirrors_the_ledger_exactly() {
     let recorder = DebuggingRecorder::new();
@@ -107,14 +100,14 @@ async fn the_facade_mirrors_the_ledger_exactly() {
     recorder.install().unwrap();
     faultline::install_panic_hook();
 
-    let layer = FaultLayer::new().record_metrics(true);
+    let layer = FaultLayer::new().record_metrics();
     let ledger = layer.ledger();
     let (app, broken) = app(layer);
-    send(&app, "/ok", 5).await;
-    send(&app, "/handled", 4).await;
-    send(&app, "/nowhere", 3).await;
-    send(&app, "/panic", 2).await;
-    send(&broken, "/broken", 2).await;
+    send_gets(&app, "/ok", 5).await;
+    send_gets(&app, "/handled", 4).await;
+    send_gets(&app, "/nowhere", 3).await;
+    send_gets(&app, "/panic", 2).await;
+    send_gets(&broken, "/broken", 2).await;
     // Cancelled: polled once, then dropped, as when the client goes away.
     let request = Request::get("/slow").body(Body::empty()).unwrap();
     assert!(app.clone().oneshot(request).now_or_never().is_none());
@@ -185,7 +178,7 @@ async fn the_facade_mirrors_the_ledger_exactly() {
 /// labels, by the ledger and by the facade alike.
 async fn series_past_the_cap_fold_into_the_overflow_labels(snapshotter: &Snapshotter) {
     let ledger = Ledger::builder().max_series(2).build();
-    let layer = FaultLayer::with_ledger(ledger.clone()).record_metrics(true);
+    let layer = FaultLayer::with_ledger(ledger.clone()).record_metrics();
     let fail =
         || async { Err::<(), _>(faultline::Error::new(StatusCode::CONFLICT, "capped", "no")) };
     let app = Router::new()
@@ -194,7 +187,7 @@ async fn series_past_the_cap_fold_into_the_overflow_labels(snapshotter: &Snapsho
         .route("/cap/c", get(fail))
         .layer(layer);
     for path in ["/cap/a", "/cap/b", "/cap/c", "/cap/c"] {
-        send(&app, path, 1).await;
+        send_gets(&app, path, 1).await;
     }
     let overflow = ledger
         .snapshot()

@@ -91,9 +91,9 @@ fn give_back(stripe: usize) {
 #[cfg(not(all(test, loom)))]
 thread_local! {
     static CLAIM: Claim = Claim(claim());
-    /// The claim's slot, read without the claim's destructor bookkeeping; cleared when the
+    /// The claimed stripe, read without the claim's destructor bookkeeping; cleared when the
     /// claim is given back.
-    static SLOT: Cell<Option<Slot>> = const { Cell::new(None) };
+    static THREAD_STRIPE: Cell<Option<ThreadStripe>> = const { Cell::new(None) };
 }
 
 /// A thread's stripe, given back when the thread exits.
@@ -104,22 +104,22 @@ struct Claim(usize);
 impl Drop for Claim {
     fn drop(&mut self) {
         // From here on this thread writes to the shared stripe, atomically.
-        let _ = SLOT.try_with(|slot| slot.set(None));
+        let _ = THREAD_STRIPE.try_with(|here| here.set(None));
         give_back(self.0);
     }
 }
 
 /// Where the calling thread writes striped state.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Slot {
+pub(crate) struct ThreadStripe {
     /// The stripe, below [`count`].
     pub(crate) index: usize,
     /// Whether this thread is the stripe's only writer.
     owned: bool,
 }
 
-impl Slot {
-    /// Adds one to `cell`, the calling thread's cell of this slot's stripe.
+impl ThreadStripe {
+    /// Adds one to `cell`, the calling thread's cell of this stripe.
     pub(crate) fn add(self, cell: &AtomicU64) {
         if self.owned {
             // The only writer: a plain read and write, with no locked instruction.
@@ -130,24 +130,24 @@ impl Slot {
     }
 }
 
-/// The calling thread's slot. A thread that is exiting (its stripe already given back) writes
+/// The calling thread's stripe. A thread that is exiting (its stripe already given back) writes
 /// to the shared stripe.
 #[cfg(not(all(test, loom)))]
-pub(crate) fn this_thread() -> Slot {
-    if let Some(slot) = SLOT.with(Cell::get) {
-        return slot;
+pub(crate) fn this_thread() -> ThreadStripe {
+    if let Some(here) = THREAD_STRIPE.with(Cell::get) {
+        return here;
     }
-    match CLAIM.try_with(|claim| slot(claim.0)) {
+    match CLAIM.try_with(|claim| thread_stripe(claim.0)) {
         Ok(claimed) => {
-            SLOT.with(|cell| cell.set(Some(claimed)));
+            THREAD_STRIPE.with(|cell| cell.set(Some(claimed)));
             claimed
         }
-        Err(_) => slot(shared_stripe()),
+        Err(_) => thread_stripe(shared_stripe()),
     }
 }
 
 /// Under loom, a stand-in for the two thread-locals, whose mock in loom 0.7 breaks in spawned
-/// threads (tokio-rs/loom#290): the threads' slots in a table that loom does not see, as it
+/// threads (tokio-rs/loom#290): the threads' stripes in a table that loom does not see, as it
 /// does not see a thread-local, keyed by the OS thread that runs the model and loom's thread.
 /// A model calls [`exit`] where a thread's destructors would run; the claim and the give-back
 /// are the real ones, through the registry loom does see.
@@ -155,23 +155,26 @@ pub(crate) fn this_thread() -> Slot {
 type LoomThread = (std::thread::ThreadId, loom::thread::ThreadId);
 
 #[cfg(all(test, loom))]
-static LOOM_SLOTS: std::sync::Mutex<Vec<(LoomThread, Slot)>> = std::sync::Mutex::new(Vec::new());
+static LOOM_STRIPES: std::sync::Mutex<Vec<(LoomThread, ThreadStripe)>> =
+    std::sync::Mutex::new(Vec::new());
 
 #[cfg(all(test, loom))]
 fn loom_thread() -> LoomThread {
     (std::thread::current().id(), loom::thread::current().id())
 }
 
-/// The calling thread's slot, claimed on its first call.
+/// The calling thread's stripe, claimed on its first call.
 #[cfg(all(test, loom))]
-pub(crate) fn this_thread() -> Slot {
+pub(crate) fn this_thread() -> ThreadStripe {
     let me = loom_thread();
-    let known = |slots: &[(LoomThread, Slot)]| slots.iter().find(|(t, _)| *t == me).map(|s| s.1);
-    if let Some(slot) = known(&LOOM_SLOTS.lock().unwrap()) {
-        return slot;
+    let known = |stripes: &[(LoomThread, ThreadStripe)]| {
+        stripes.iter().find(|(t, _)| *t == me).map(|s| s.1)
+    };
+    if let Some(here) = known(&LOOM_STRIPES.lock().unwrap()) {
+        return here;
     }
-    let claimed = slot(claim());
-    LOOM_SLOTS.lock().unwrap().push((me, claimed));
+    let claimed = thread_stripe(claim());
+    LOOM_STRIPES.lock().unwrap().push((me, claimed));
     claimed
 }
 
@@ -180,7 +183,7 @@ pub(crate) fn this_thread() -> Slot {
 pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     loom::model(move || {
         let os_thread = std::thread::current().id();
-        LOOM_SLOTS
+        LOOM_STRIPES
             .lock()
             .unwrap()
             .retain(|((t, _), _)| *t != os_thread);
@@ -188,20 +191,20 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     });
 }
 
-/// What a thread's exit does to its stripe: forgets the slot and gives the stripe back.
+/// What a thread's exit does to its stripe: forgets its stripe and gives it back.
 #[cfg(all(test, loom))]
 pub(crate) fn exit() {
     let me = loom_thread();
-    let mut slots = LOOM_SLOTS.lock().unwrap();
-    if let Some(at) = slots.iter().position(|(t, _)| *t == me) {
-        let (_, slot) = slots.swap_remove(at);
-        drop(slots);
-        give_back(slot.index);
+    let mut stripes = LOOM_STRIPES.lock().unwrap();
+    if let Some(at) = stripes.iter().position(|(t, _)| *t == me) {
+        let (_, here) = stripes.swap_remove(at);
+        drop(stripes);
+        give_back(here.index);
     }
 }
 
-fn slot(index: usize) -> Slot {
-    Slot {
+fn thread_stripe(index: usize) -> ThreadStripe {
+    ThreadStripe {
         index,
         owned: index != shared_stripe(),
     }
@@ -223,9 +226,9 @@ mod tests {
             for _ in 0..threads {
                 scope.spawn(|| {
                     barrier.wait();
-                    let slot = this_thread();
+                    let here = this_thread();
                     for _ in 0..10_000 {
-                        slot.add(&cells[slot.index]);
+                        here.add(&cells[here.index]);
                     }
                     barrier.wait();
                 });
@@ -259,9 +262,9 @@ mod loom_models {
                 .map(|_| {
                     let cells = cells.clone();
                     loom::thread::spawn(move || {
-                        let slot = this_thread();
-                        slot.add(&cells[slot.index]);
-                        slot.add(&cells[slot.index]);
+                        let here = this_thread();
+                        here.add(&cells[here.index]);
+                        here.add(&cells[here.index]);
                         exit();
                     })
                 })

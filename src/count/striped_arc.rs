@@ -3,13 +3,13 @@
 //!
 //! An `Arc` cloned for every request by every core has one reference count that the cores
 //! hand each other, a ceiling on the whole process. Here the value is behind one `Arc`, held
-//! by one handle per [`stripe`](crate::count::stripe) (its "lane"), each alone on its cache lines;
-//! a thread clones the handle of its own stripe ([`StripedArc::here`]), so the count it
-//! writes is its stripe's.
+//! by one handle per [`stripe`](crate::count::stripe), each alone on its cache lines; a
+//! thread clones the handle of its own stripe ([`StripedArc::here`]), so the count it writes
+//! is its stripe's.
 //!
-//! The set of lanes ([`Lanes`]) is what the owners hold: while it lives, every clone goes to
-//! the calling thread's lane. Once it is gone, the lanes still held keep the value alive and
-//! clone themselves, which is correct, only shared again.
+//! The set of handles ([`Handles`]) is what the owners hold: while it lives, every clone goes
+//! to the calling thread's handle. Once it is gone, the handles still held keep the value
+//! alive and clone themselves, which is correct, only shared again.
 
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock, Weak};
@@ -25,43 +25,43 @@ pub(crate) struct StripedArc<T> {
     hub: CachePadded<Arc<Hub<T>>>,
 }
 
-/// The value, and the way back to every lane from any of them.
+/// The value, and the way back to every handle from any of them.
 #[derive(Debug)]
 struct Hub<T> {
     value: T,
-    /// The lanes, by stripe; weak, since each lane holds the hub.
-    lanes: OnceLock<Box<[Weak<StripedArc<T>>]>>,
+    /// The handles, by stripe; weak, since each handle holds the hub.
+    handles: OnceLock<Box<[Weak<StripedArc<T>>]>>,
 }
 
-/// Every lane of one value, by stripe: what the value's owners hold.
-pub(crate) type Lanes<T> = Arc<[Arc<StripedArc<T>>]>;
+/// Every handle of one value, by stripe: what the value's owners hold.
+pub(crate) type Handles<T> = Arc<[Arc<StripedArc<T>>]>;
 
 impl<T> StripedArc<T> {
-    /// Shares `value` through one lane per stripe.
-    pub(crate) fn lanes(value: T) -> Lanes<T> {
+    /// Shares `value` through one handle per stripe.
+    pub(crate) fn handles(value: T) -> Handles<T> {
         let hub = Arc::new(Hub {
             value,
-            lanes: OnceLock::new(),
+            handles: OnceLock::new(),
         });
-        let lanes: Lanes<T> = (0..stripe::count())
+        let handles: Handles<T> = (0..stripe::count())
             .map(|_| {
                 Arc::new(Self {
                     hub: CachePadded::new(hub.clone()),
                 })
             })
             .collect();
-        let weak = lanes.iter().map(Arc::downgrade).collect();
-        hub.lanes.set(weak).expect("lanes are made once");
-        lanes
+        let weak = handles.iter().map(Arc::downgrade).collect();
+        hub.handles.set(weak).expect("handles are made once");
+        handles
     }
 
-    /// The lane of the calling thread's stripe, counted once more; this one if the lanes are
+    /// The handle of the calling thread's stripe, counted once more; this one if the handles are
     /// gone.
     pub(crate) fn here(self: &Arc<Self>) -> Arc<Self> {
         self.hub
-            .lanes
+            .handles
             .get()
-            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
+            .and_then(|handles| handles[stripe::this_thread().index].upgrade())
             .unwrap_or_else(|| self.clone())
     }
 }
@@ -79,15 +79,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_thread_clones_its_own_lane_onto_one_value() {
-        let lanes = StripedArc::lanes(String::from("shared"));
-        assert_eq!(lanes.len(), stripe::count());
+    fn each_thread_clones_its_own_handle_onto_one_value() {
+        let handles = StripedArc::handles(String::from("shared"));
+        assert_eq!(handles.len(), stripe::count());
         assert!(std::mem::align_of::<StripedArc<String>>() >= 64);
-        let mine = lanes[stripe::this_thread().index].clone();
-        // From any lane, a thread gets the lane of its own stripe, onto the same value.
-        for lane in lanes.iter() {
-            assert!(Arc::ptr_eq(&lane.here(), &mine));
-            assert!(std::ptr::eq::<String>(&***lane, &**mine));
+        let mine = handles[stripe::this_thread().index].clone();
+        // From any handle, a thread gets the handle of its own stripe, onto the same value.
+        for handle in handles.iter() {
+            assert!(Arc::ptr_eq(&handle.here(), &mine));
+            assert!(std::ptr::eq::<String>(&***handle, &**mine));
         }
         let theirs = std::thread::scope(|scope| {
             scope
@@ -98,16 +98,16 @@ mod tests {
                 .join()
                 .unwrap()
         });
-        assert_eq!(theirs.1, Arc::as_ptr(&lanes[theirs.0]) as usize);
+        assert_eq!(theirs.1, Arc::as_ptr(&handles[theirs.0]) as usize);
     }
 
     #[test]
-    fn held_lanes_outlive_the_set_and_keep_the_value() {
-        let lanes = StripedArc::lanes(vec![1, 2, 3]);
-        let first = lanes[0].clone();
+    fn held_handles_outlive_the_set_and_keep_the_value() {
+        let handles = StripedArc::handles(vec![1, 2, 3]);
+        let first = handles[0].clone();
         let here = first.here();
-        drop((lanes, here));
-        // Only a clone is left: it still works, on its own lane.
+        drop((handles, here));
+        // Only a clone is left: it still works, on its own handle.
         assert!(Arc::ptr_eq(&first.here(), &first));
         assert_eq!(**first.here(), [1, 2, 3]);
         assert_eq!(Arc::strong_count(&first), 1);

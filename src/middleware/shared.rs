@@ -1,12 +1,12 @@
 //! What every clone of the service, every response future and every watched body share, and
-//! the lanes through which they hold it.
+//! the stripe handles through which they hold it.
 //!
 //! Each request holds the shared state from `call` until its outcome is counted, and axum's
 //! router clones the service for every request. Were that one `Arc`, every request on every
 //! core would write its reference count: one cache line that the cores hand to each other, a
-//! ceiling on the whole process. So the shared state is reached through lanes, one per
-//! stripe ([`striped_arc`]), each a counted pointer on cache lines of its own: a request
-//! counts itself on its thread's lane only.
+//! ceiling on the whole process. So the shared state is reached through one
+//! [`StripeHandle`] per stripe ([`striped_arc`]), each a counted pointer on cache lines of
+//! its own: a request counts itself on its thread's handle only.
 
 #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::count::ledger::Ledger;
 use crate::count::striped_arc::{self, StripedArc};
 
-/// The state one [`FaultService`](crate::FaultService) and its clones share.
+/// The state one [`FaultService`](crate::service::FaultService) and its clones share.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -31,9 +31,9 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Bridges {
     #[cfg(feature = "opentelemetry")]
-    pub(crate) otel: Option<Arc<crate::export::opentelemetry::OtelMetrics>>,
+    pub(crate) opentelemetry: Option<Arc<crate::export::opentelemetry::OpenTelemetryBridge>>,
     #[cfg(feature = "metrics")]
-    pub(crate) facade: Option<Arc<crate::export::metrics::FacadeMetrics>>,
+    pub(crate) metrics: Option<Arc<crate::export::metrics::MetricsBridge>>,
 }
 
 impl Bridges {
@@ -44,23 +44,23 @@ impl Bridges {
         let mut any = false;
         #[cfg(feature = "opentelemetry")]
         {
-            any |= self.otel.is_some();
+            any |= self.opentelemetry.is_some();
         }
         #[cfg(feature = "metrics")]
         {
-            any |= self.facade.is_some();
+            any |= self.metrics.is_some();
         }
         any
     }
 }
 
-/// A counted handle on the shared state: its reference count is written by the threads of
-/// one stripe only.
-pub(crate) type Lane = StripedArc<Shared>;
+/// A counted handle on the shared state, alone on its cache lines: its reference count is
+/// written by the threads of one stripe only.
+pub(crate) type StripeHandle = StripedArc<Shared>;
 
-/// Every lane of one shared state. The services a layer builds hold it, so the lanes live as
-/// long as those do; the per-request clones hold one lane each.
-pub(crate) type Lanes = striped_arc::Lanes<Shared>;
+/// Every handle of one shared state. The services a layer builds hold it, so the handles live
+/// as long as those do; the per-request clones hold one handle each.
+pub(crate) type StripeHandles = striped_arc::Handles<Shared>;
 
 impl Shared {
     pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
@@ -71,9 +71,9 @@ impl Shared {
         }
     }
 
-    /// Makes one lane per stripe onto this state.
-    pub(crate) fn into_lanes(self) -> Lanes {
-        StripedArc::lanes(self)
+    /// Makes one handle per stripe onto this state.
+    pub(crate) fn into_handles(self) -> StripeHandles {
+        StripedArc::handles(self)
     }
 }
 
@@ -85,13 +85,14 @@ mod tests {
     use crate::count::stripe;
 
     #[test]
-    fn a_thread_gets_its_own_lane_and_lanes_end_with_the_services() {
-        let lanes = Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_lanes();
-        let first = lanes[0].clone();
+    fn a_thread_gets_its_own_handle_and_handles_end_with_the_services() {
+        let handles =
+            Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_handles();
+        let first = handles[0].clone();
         let here = first.here();
-        assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));
-        drop((lanes, here));
-        // Only a per-request clone is left: it still works, on its own lane.
+        assert!(Arc::ptr_eq(&here, &handles[stripe::this_thread().index]));
+        drop((handles, here));
+        // Only a per-request clone is left: it still works, on its own handle.
         assert!(Arc::ptr_eq(&first.here(), &first));
     }
 }

@@ -3,12 +3,14 @@
 // Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub mod oneshot;
 pub mod threads;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use faultline::{Ledger, Snapshot};
+use faultline::ledger::Snapshot;
+use faultline::Ledger;
 
 /// A running lab server; aborted when dropped.
 pub struct Lab {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The Prometheus rules, checked: the committed rules are what generate.py writes, promtool
+# accepts them, every unit test in tests/ passes and every alert has its runbook section in
+# docs/alerts.md; then rules generated with other settings pass the tests in tests/variants/
+# written for them.
+#
+# usage: deploy/prometheus/check.sh
+# needs: python3 and promtool (Debian package 'prometheus'). It installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+for tool in python3 promtool; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "check: $tool not found; install with: apt-get install python3 prometheus" >&2
+        exit 1
+    }
+done
+
+python3 generate.py --check
+promtool check rules rules/*.yml
+promtool test rules tests/*.yml
+
+# Every alert's runbook_url points at the section of docs/alerts.md named after the alert.
+alerts=$(sed -n 's/^ *- alert: //p' rules/faultline.yml)
+for alert in $alerts; do
+    grep -qx "### $alert" ../../docs/alerts.md || {
+        echo "check: docs/alerts.md has no section '### $alert' for its runbook_url" >&2
+        exit 1
+    }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Each variant: the test file's name, then the generator's flags it was written for.
+variants=(
+    "count-rejected --count-rejected"
+    "slo-99 --slo 99"
+)
+for variant in "${variants[@]}"; do
+    read -r name flags <<<"$variant"
+    # shellcheck disable=SC2086 # the flags are words on purpose
+    python3 generate.py --out "$work/$name" $flags
+    cp "tests/variants/$name.yml" "$work/$name/"
+    promtool check rules "$work/$name/faultline.yml"
+    promtool test rules "$work/$name/$name.yml"
+done
+echo "check: rules current, promtool check and test pass, $(wc -w <<<"$alerts") runbooks found," \
+    "${#variants[@]} variants pass"
