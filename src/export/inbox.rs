@@ -229,5 +229,5 @@ pub(super) fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -14,7 +14,9 @@ mod series;
 mod snapshot;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
 
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
@@ -23,12 +25,13 @@ pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::Snapshot;
 use crate::config::{LedgerLimits, ReportLevels};
-use crate::count::stripe::{self, Padded, ThreadStripe};
+use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::RequestMeta;
+use crate::sync::Mutex;
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
@@ -49,7 +52,7 @@ pub struct Ledger {
 
 #[derive(Debug)]
 struct Inner {
-    stripes: Box<[Padded<Stripe>]>,
+    stripes: Box<[CachePadded<Stripe>]>,
     series: Mutex<SeriesTable>,
     reporter: Reporter,
     waiters: Waiters,
@@ -89,7 +92,7 @@ impl Ledger {
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         let stripe = || {
-            Padded(Stripe {
+            CachePadded::new(Stripe {
                 counts: Counts::default(),
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
@@ -261,5 +264,7 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_models;
+#[cfg(all(test, not(loom)))]
 mod tests;
