@@ -127,7 +127,9 @@ mod export;
 mod middleware;
 
 pub use crate::config::ReportLevels;
-pub use crate::count::ledger::{Ledger, LedgerBuilder, Series, Snapshot, PROMETHEUS_TEXT};
+pub use crate::count::ledger::{
+    Ledger, LedgerBuilder, RouteRequests, Series, Snapshot, PROMETHEUS_TEXT,
+};
 pub use crate::error::{Catalog, CatalogEntry, Error, Fault};
 #[cfg(feature = "metrics")]
 pub use crate::export::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};

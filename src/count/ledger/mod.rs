@@ -10,6 +10,7 @@
 mod builder;
 mod counters;
 mod quiescent;
+mod routes;
 mod series;
 mod snapshot;
 
@@ -22,6 +23,8 @@ use http::header::CONTENT_TYPE;
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 use self::quiescent::{Quiescent, Waiters};
+pub use self::routes::RouteRequests;
+use self::routes::{RouteCounts, RouteSlots};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
@@ -31,7 +34,7 @@ use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
-use crate::request::RequestMeta;
+use crate::request::{RequestMeta, RouteKey};
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
@@ -54,6 +57,7 @@ pub struct Ledger {
 struct Inner {
     stripes: Box<[Padded<Stripe>]>,
     series: Mutex<SeriesTable>,
+    routes: RouteSlots,
     reporter: Reporter,
     waiters: Waiters,
 }
@@ -62,6 +66,7 @@ struct Inner {
 #[derive(Debug)]
 struct Stripe {
     counts: Counts,
+    routes: RouteCounts,
     failures: Mutex<Failures>,
 }
 
@@ -91,9 +96,11 @@ impl Ledger {
     }
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
+        let routes = RouteSlots::new(limits.max_routes);
         let stripe = || {
             Padded(Stripe {
                 counts: Counts::default(),
+                routes: RouteCounts::new(routes.slots()),
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
                     reports: ThreadReports::default(),
@@ -104,6 +111,7 @@ impl Ledger {
             inner: Arc::new(Inner {
                 stripes: (0..stripe::count()).map(|_| stripe()).collect(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
+                routes,
                 reporter: Reporter::new(limits.reports),
                 waiters: Waiters::default(),
             }),
@@ -127,9 +135,12 @@ impl Ledger {
         stripe.counts.start(slot);
     }
 
-    pub(crate) fn finish(&self, outcome: Outcome) {
+    pub(crate) fn finish(&self, outcome: Outcome, route: RouteKey) {
         let (stripe, slot) = self.stripe();
         stripe.counts.finish(slot, outcome);
+        stripe
+            .routes
+            .add(slot, self.inner.routes.slot(route), outcome);
         self.inner.waiters.finished();
     }
 
@@ -247,6 +258,10 @@ impl Ledger {
         let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
         let outcome = |o: Outcome| totals.outcome(o);
         let series = lock(&self.inner.series).to_vec();
+        let routes = self
+            .inner
+            .routes
+            .collect(self.inner.stripes.iter().map(|s| &s.routes));
         Snapshot {
             started: totals.started,
             in_flight: totals.in_flight(),
@@ -260,6 +275,7 @@ impl Ledger {
             reported: totals.reported,
             suppressed: totals.suppressed,
             series,
+            routes,
         }
     }
 

@@ -85,6 +85,7 @@ mod tests {
 
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
+    use crate::request::RouteKey;
 
     /// Rounds of the race between a waiter and the request that finishes last: a lost
     /// wake-up would leave one waiter waiting for ever.
@@ -104,7 +105,7 @@ mod tests {
             let waiters = [ledger.quiescent(), ledger.quiescent()];
             let finisher = {
                 let ledger = ledger.clone();
-                std::thread::spawn(move || ledger.finish(Outcome::Ok))
+                std::thread::spawn(move || ledger.finish(Outcome::Ok, RouteKey::Unmatched))
             };
             for waiter in waiters {
                 // Not `timeout`, which polls the waiter once more when its time is up and so

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::routes::RouteRequests;
 use super::series::Series;
 use crate::outcome::{Outcome, OVERFLOW_LABEL};
 
@@ -36,6 +37,10 @@ pub struct Snapshot {
     pub suppressed: u64,
     /// Failure series, sorted by route, code and status; the overflow series last, if any.
     pub series: Vec<Series>,
+    /// Requests per route template and outcome, for the routes with any: named routes
+    /// sorted by template, then `~unmatched`, then `~overflow`. Per outcome they sum to the
+    /// outcome's count (exactly at quiescence).
+    pub routes: Vec<RouteRequests>,
 }
 
 impl Snapshot {
@@ -98,6 +103,22 @@ impl Snapshot {
              faultline_reports_total{{disposition=\"suppressed\"}} {}\n",
             self.reported, self.suppressed
         );
+        out.push_str(
+            "# HELP faultline_route_requests_total Requests by route template and outcome.\n\
+             # TYPE faultline_route_requests_total counter\n",
+        );
+        for route in &self.routes {
+            for &outcome in Outcome::ALL {
+                out.push_str("faultline_route_requests_total{route=\"");
+                push_label_value(&mut out, &route.route);
+                let _ = writeln!(
+                    out,
+                    "\",outcome=\"{}\"}} {}",
+                    outcome.as_str(),
+                    route.outcome(outcome)
+                );
+            }
+        }
         out.push_str(
             "# HELP faultline_errors_total Failed requests by route template, error code and status.\n\
              # TYPE faultline_errors_total counter\n",
