@@ -128,7 +128,7 @@ mod middleware;
 
 pub use crate::config::ReportLevels;
 pub use crate::count::ledger::{
-    Ledger, LedgerBuilder, RouteRequests, Series, Snapshot, PROMETHEUS_TEXT,
+    Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, PROMETHEUS_TEXT,
 };
 pub use crate::error::{Catalog, CatalogEntry, Error, Fault};
 #[cfg(feature = "metrics")]

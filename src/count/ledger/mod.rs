@@ -7,6 +7,7 @@
 //! up or when someone reads. Past the series cap, new label sets fold into one overflow
 //! series so that no input can grow the table.
 
+mod budget;
 mod builder;
 mod counters;
 mod quiescent;
@@ -15,11 +16,14 @@ mod series;
 mod snapshot;
 
 use std::future::Future;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
+use self::budget::History;
+pub use self::budget::RouteBudget;
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 use self::quiescent::{Quiescent, Waiters};
@@ -58,6 +62,9 @@ struct Inner {
     stripes: Box<[Padded<Stripe>]>,
     series: Mutex<SeriesTable>,
     routes: RouteSlots,
+    /// The minute of the newest sample in `history`.
+    sampled: AtomicU64,
+    history: Mutex<History>,
     reporter: Reporter,
     waiters: Waiters,
 }
@@ -97,6 +104,7 @@ impl Ledger {
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         let routes = RouteSlots::new(limits.max_routes);
+        let minute = budget::minute_now();
         let stripe = || {
             Padded(Stripe {
                 counts: Counts::default(),
@@ -112,6 +120,8 @@ impl Ledger {
                 stripes: (0..stripe::count()).map(|_| stripe()).collect(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
                 routes,
+                sampled: AtomicU64::new(minute),
+                history: Mutex::new(History::new(minute)),
                 reporter: Reporter::new(limits.reports),
                 waiters: Waiters::default(),
             }),
@@ -199,6 +209,7 @@ impl Ledger {
         request_id: &str,
         levels: &ReportLevels,
     ) -> bool {
+        self.observe_minute(budget::minute_now());
         let (stripe, slot) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
@@ -258,10 +269,7 @@ impl Ledger {
         let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
         let outcome = |o: Outcome| totals.outcome(o);
         let series = lock(&self.inner.series).to_vec();
-        let routes = self
-            .inner
-            .routes
-            .collect(self.inner.stripes.iter().map(|s| &s.routes));
+        let routes = self.route_totals();
         Snapshot {
             started: totals.started,
             in_flight: totals.in_flight(),
