@@ -1,7 +1,9 @@
 //! The error inbox: one self-contained HTML page over the error groups, for the person on
 //! call who opens a browser, not `jq`.
 //!
-//! One row per group, the most frequent first: code, status, outcome, route template, count,
+//! Above the groups, the error budget of the routes burning it fastest ([`Ledger::budget`]
+//! against the Prometheus rules' default objective). One row per group, the most frequent
+//! first: code, status, outcome, route template, count,
 //! first and last seen, the last hour per minute as inline SVG, and the latest bounded
 //! summary behind a disclosure. Filters by outcome and status class and a search over code
 //! and route run in a few lines of plain script. The page loads nothing (no script, font or
@@ -70,7 +72,8 @@ impl Ledger {
     pub fn render_inbox(&self) -> String {
         let snapshot = self.snapshot();
         let groups = self.groups();
-        render(&snapshot, &groups, unix_ms())
+        let budget = budget::lines(self);
+        render(&snapshot, &budget, &groups, unix_ms())
     }
 }
 
@@ -88,7 +91,7 @@ fn inbox_response(page: String) -> Response {
         .into_response()
 }
 
-fn render(snapshot: &Snapshot, groups: &[Group], now_ms: u64) -> String {
+fn render(snapshot: &Snapshot, budget: &[budget::Line], groups: &[Group], now_ms: u64) -> String {
     let mut page = String::with_capacity(4096 + groups.len() * 2048);
     page.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -111,6 +114,7 @@ fn render(snapshot: &Snapshot, groups: &[Group], now_ms: u64) -> String {
     page.push_str("</p>\n");
     push_filters(&mut page);
     page.push_str("</header>\n<main>");
+    budget::push_section(&mut page, budget);
     if groups.is_empty() {
         page.push_str("<p class=\"empty\">No failures so far.</p>");
     }
@@ -260,6 +264,8 @@ fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+mod budget;
 
 #[cfg(test)]
 mod tests;
