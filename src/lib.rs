@@ -127,25 +127,57 @@ mod export;
 mod middleware;
 
 pub use crate::config::ReportLevels;
-pub use crate::count::ledger::{
-    Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, PROMETHEUS_TEXT,
-};
-pub use crate::error::{Catalog, CatalogEntry, Error, Fault};
-#[cfg(feature = "metrics")]
-pub use crate::export::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
-pub use crate::middleware::body::FaultBody;
-pub use crate::middleware::future::ResponseFuture;
+pub use crate::count::ledger::Ledger;
+pub use crate::error::{Error, Fault};
 pub use crate::middleware::layer::FaultLayer;
-pub use crate::middleware::service::FaultService;
-pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
+pub use crate::outcome::Outcome;
 pub use crate::panic::install_panic_hook;
-#[cfg(feature = "utoipa")]
-pub use crate::render::openapi;
-pub use crate::render::problem::PROBLEM_JSON;
-pub use crate::report::{Group, TREND_MINUTES};
-pub use crate::text::bounded::TRUNCATION_MARKER;
 #[cfg(feature = "derive")]
 pub use faultline_derive::Fault;
+
+pub mod service {
+    //! The service plumbing [`FaultLayer`](crate::FaultLayer) builds: named in a type, rarely
+    //! written by hand. [`FaultService`] wraps the inner service, its `call` returns a
+    //! [`ResponseFuture`], and every response it gives has a [`FaultBody`]; a problem body
+    //! has the content type [`PROBLEM_JSON`].
+
+    pub use crate::middleware::body::FaultBody;
+    pub use crate::middleware::future::ResponseFuture;
+    pub use crate::middleware::service::FaultService;
+    pub use crate::render::problem::PROBLEM_JSON;
+}
+
+pub mod ledger {
+    //! What a [`Ledger`](crate::Ledger) is built with and what it reads out: its
+    //! [`LedgerBuilder`], the counts at one moment ([`Snapshot`], with one [`Series`] per
+    //! route, code and status) and the error groups ([`Group`]), with the labels and the
+    //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
+    //! error budget per route ([`RouteBudget`]).
+
+    pub use crate::count::ledger::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+    pub use crate::export::prometheus::PROMETHEUS_TEXT;
+    pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
+    pub use crate::report::{Group, TREND_MINUTES};
+}
+
+pub mod catalog {
+    //! Every answer an error type can give, for API documentation: `#[derive(Fault)]` writes
+    //! a type's [`Catalog`], and the `utoipa` feature turns it into OpenAPI responses.
+
+    pub use crate::error::{Catalog, CatalogEntry};
+}
+
+#[cfg(feature = "metrics")]
+pub mod metrics {
+    //! The request duration histogram the `metrics` bridge records (feature `metrics`), named
+    //! and bucketed so that a Prometheus exporter can be set up for it; see
+    //! [`FaultLayer::record_metrics`](crate::FaultLayer::record_metrics).
+
+    pub use crate::export::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+}
+
+#[cfg(feature = "utoipa")]
+pub use crate::render::openapi;
 
 /// What [`impl_into_response!`] expands to needs; not part of the API.
 #[doc(hidden)]

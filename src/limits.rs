@@ -19,6 +19,9 @@ use http::HeaderName;
 
 // What a summary and a problem body may cost.
 
+/// The visible marker appended to every string that was cut at its cap.
+pub const TRUNCATION_MARKER: &str = "…[truncated]";
+
 /// Default cap on each message in a summary: the error's text, a panic's text, each link of
 /// the source chain. Enough for any message a person reads; small enough that a `Display`
 /// writing megabytes costs about what a short one does.

@@ -12,7 +12,8 @@ use axum::extract::Path;
 use axum::routing::get;
 use axum::{Extension, Router};
 use common::Lab;
-use faultline::{Error, FaultLayer, Ledger, Snapshot};
+use faultline::ledger::Snapshot;
+use faultline::{Error, FaultLayer, Ledger};
 use http::header::{
     ACCESS_CONTROL_ALLOW_ORIGIN, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE, ORIGIN, RANGE,
 };
@@ -31,7 +32,7 @@ async fn send(app: &Router, request: Request<Body>) -> (StatusCode, HeaderMap, s
     let bytes = to_bytes(body, usize::MAX).await.unwrap();
     let problem = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
     if problem.is_object() {
-        assert_eq!(head.headers[CONTENT_TYPE], faultline::PROBLEM_JSON);
+        assert_eq!(head.headers[CONTENT_TYPE], faultline::service::PROBLEM_JSON);
         if let Some(length) = head.headers.get(CONTENT_LENGTH) {
             assert_eq!(
                 length,

@@ -11,7 +11,8 @@ use axum::http::{Request, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
 use bytes::Bytes;
-use faultline::{Catalog, Error, Fault, FaultLayer, Outcome};
+use faultline::catalog::Catalog;
+use faultline::{Error, Fault, FaultLayer, Outcome};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -31,8 +32,8 @@ impl Fault for UpstreamError {
 }
 
 impl Catalog for UpstreamError {
-    fn catalog() -> Vec<faultline::CatalogEntry> {
-        vec![faultline::CatalogEntry::new(
+    fn catalog() -> Vec<faultline::catalog::CatalogEntry> {
+        vec![faultline::catalog::CatalogEntry::new(
             StatusCode::BAD_GATEWAY,
             "upstream-failed",
             "the upstream failed",

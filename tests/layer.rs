@@ -13,7 +13,8 @@ use tower::{service_fn, ServiceBuilder, ServiceExt};
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 
-use faultline::{Fault, FaultBody, FaultLayer, Ledger};
+use faultline::service::FaultBody;
+use faultline::{Fault, FaultLayer, Ledger};
 use http::{HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
@@ -386,7 +387,7 @@ async fn caps_asked_to_be_unbounded_are_clamped_not_overflowed() {
     let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let detail = problem["detail"].as_str().unwrap();
     assert!(detail.len() <= faultline::limits::MAX_MESSAGE_BYTES);
-    assert!(detail.ends_with(faultline::TRUNCATION_MARKER));
+    assert!(detail.ends_with(faultline::limits::TRUNCATION_MARKER));
 }
 
 #[tokio::test]

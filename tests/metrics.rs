@@ -16,7 +16,9 @@ use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use faultline::{FaultLayer, Ledger, Outcome, HTTP_DURATION_METRIC, OVERFLOW_LABEL};
+use faultline::ledger::OVERFLOW_LABEL;
+use faultline::metrics::HTTP_DURATION_METRIC;
+use faultline::{FaultLayer, Ledger, Outcome};
 use futures::FutureExt;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use tower::{Layer, ServiceExt};
@@ -107,7 +109,7 @@ async fn the_facade_mirrors_the_ledger_exactly() {
     recorder.install().unwrap();
     faultline::install_panic_hook();
 
-    let layer = FaultLayer::new().record_metrics(true);
+    let layer = FaultLayer::new().record_metrics();
     let ledger = layer.ledger();
     let (app, broken) = app(layer);
     send(&app, "/ok", 5).await;
@@ -185,7 +187,7 @@ async fn the_facade_mirrors_the_ledger_exactly() {
 /// labels, by the ledger and by the facade alike.
 async fn series_past_the_cap_fold_into_the_overflow_labels(snapshotter: &Snapshotter) {
     let ledger = Ledger::builder().max_series(2).build();
-    let layer = FaultLayer::with_ledger(ledger.clone()).record_metrics(true);
+    let layer = FaultLayer::with_ledger(ledger.clone()).record_metrics();
     let fail =
         || async { Err::<(), _>(faultline::Error::new(StatusCode::CONFLICT, "capped", "no")) };
     let app = Router::new()

@@ -11,7 +11,8 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use axum::routing::get;
-use faultline::{FaultLayer, HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+use faultline::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+use faultline::FaultLayer;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Clients sending at once, over TCP.
@@ -41,7 +42,7 @@ async fn the_prometheus_exposition_passes_promtool() {
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).unwrap();
 
-    let layer = FaultLayer::new().record_metrics(true);
+    let layer = FaultLayer::new().record_metrics();
     let ledger = layer.ledger();
     let app = common::ok_and_handled("a \"quoted\" message")
         .layer(layer)

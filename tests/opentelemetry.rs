@@ -30,7 +30,7 @@ async fn requests_are_recorded_with_semantic_convention_names() {
     let provider = SdkMeterProvider::builder()
         .with_reader(PeriodicReader::builder(exporter.clone()).build())
         .build();
-    let layer = FaultLayer::new().opentelemetry(&provider.meter("test"));
+    let layer = FaultLayer::new().record_opentelemetry(&provider.meter("test"));
     let app = common::ok_and_handled("nope").layer(layer);
     for path in ["/ok", "/ok", "/handled", "/nowhere"] {
         let request = Request::get(path).body(Body::empty()).unwrap();
@@ -98,4 +98,48 @@ async fn requests_are_recorded_with_semantic_convention_names() {
     assert_eq!(count("handled"), Some(1));
     assert_eq!(count("rejected"), Some(1));
     assert_eq!(count("panicked"), Some(0));
+}
+
+/// A client's made-up methods fold into `_OTHER`, as in the `metrics` bridge: they must not
+/// make one attribute set each.
+#[tokio::test]
+async fn methods_a_client_makes_up_share_one_attribute() {
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let layer = FaultLayer::new().record_opentelemetry(&provider.meter("test"));
+    let app = common::ok_and_handled("nope").layer(layer);
+    for method in ["GET", "PURGE", "BREW", "get"] {
+        let request = Request::builder()
+            .method(method)
+            .uri("/ok")
+            .body(Body::empty())
+            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+    }
+    provider.force_flush().unwrap();
+
+    let exported = exporter.get_finished_metrics().unwrap();
+    let duration = exported
+        .iter()
+        .flat_map(|r| r.scope_metrics())
+        .flat_map(|s| s.metrics())
+        .find(|m| m.name() == "http.server.request.duration")
+        .expect("the duration histogram");
+    let AggregatedMetrics::F64(MetricData::Histogram(histogram)) = duration.data() else {
+        panic!("not an f64 histogram: {:?}", duration.data());
+    };
+    let mut methods: Vec<(Option<Value>, u64)> = histogram
+        .data_points()
+        .map(|p| (attribute(p.attributes(), "http.request.method"), p.count()))
+        .collect();
+    methods.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(
+        methods,
+        vec![(Some("GET".into()), 1), (Some("_OTHER".into()), 3)]
+    );
 }

@@ -15,8 +15,10 @@ use axum::routing::{get, MethodRouter};
 use axum::Router;
 use faultline::limits::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
+    TRUNCATION_MARKER,
 };
-use faultline::{Error, Fault, FaultLayer, PROBLEM_JSON, TRUNCATION_MARKER};
+use faultline::service::PROBLEM_JSON;
+use faultline::{Error, Fault, FaultLayer};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;

@@ -8,7 +8,8 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use axum::routing::get;
-use faultline::{FaultLayer, Ledger, Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
+use faultline::ledger::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
+use faultline::{FaultLayer, Ledger, Outcome};
 
 /// Clients sending at once, each on its own connections.
 const CLIENTS: u64 = 16;
@@ -90,7 +91,7 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
         assert_eq!(per_route, snapshot.outcome(outcome), "{outcome:?}");
     }
 
-    let exposition = lab.ledger.render_prometheus();
+    let exposition = snapshot.to_prometheus();
     for line in [
         format!(
             "faultline_route_requests_total{{route=\"/ok\",outcome=\"ok\"}} {}",

@@ -323,8 +323,8 @@ fn facade_rows() -> Vec<Box<dyn Row>> {
     use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(
-            Matcher::Full(faultline::HTTP_DURATION_METRIC.to_owned()),
-            faultline::HTTP_DURATION_BUCKETS,
+            Matcher::Full(faultline::metrics::HTTP_DURATION_METRIC.to_owned()),
+            faultline::metrics::HTTP_DURATION_BUCKETS,
         )
         .expect("the buckets are not empty")
         .build_recorder();
@@ -335,7 +335,7 @@ fn facade_rows() -> Vec<Box<dyn Row>> {
     ]
     .into_iter()
     .map(|(status, outcome)| {
-        let (layer, tally) = Tally::of(FaultLayer::new().record_metrics(true), outcome);
+        let (layer, tally) = Tally::of(FaultLayer::new().record_metrics(), outcome);
         let name = format!(
             "`FaultLayer` + metrics facade → `Answer({})` ({})",
             status.as_u16(),

@@ -257,7 +257,7 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
         clause
     };
     let fault_where = bounds(quote!(::faultline::Fault));
-    let catalog_where = bounds(quote!(::faultline::Catalog));
+    let catalog_where = bounds(quote!(::faultline::catalog::Catalog));
 
     let private = quote!(::faultline::__private);
     let each = |own: &dyn Fn(&Own) -> TokenStream, delegate: TokenStream| {
@@ -328,11 +328,11 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
             code,
             description,
             ..
-        }) => quote!(entries.push(::faultline::CatalogEntry::new(
+        }) => quote!(entries.push(::faultline::catalog::CatalogEntry::new(
             #private::status(#status), #code, #description,
         ));),
         Answer::Transparent { ty } => {
-            quote!(entries.extend(<#ty as ::faultline::Catalog>::catalog());)
+            quote!(entries.extend(<#ty as ::faultline::catalog::Catalog>::catalog());)
         }
     });
     let openapi = openapi(input, &catalog_where);
@@ -360,9 +360,9 @@ fn impls(input: &DeriveInput, arms: &[Arm]) -> TokenStream {
         }
 
         #[automatically_derived]
-        impl #impl_generics ::faultline::Catalog for #name #ty_generics #catalog_where {
+        impl #impl_generics ::faultline::catalog::Catalog for #name #ty_generics #catalog_where {
             #[allow(unused_mut)]
-            fn catalog() -> #private::Vec<::faultline::CatalogEntry> {
+            fn catalog() -> #private::Vec<::faultline::catalog::CatalogEntry> {
                 let mut entries = #private::Vec::new();
                 #(#entries)*
                 entries
@@ -385,7 +385,7 @@ fn openapi(input: &DeriveInput, catalog_where: &TokenStream) -> TokenStream {
         {
             fn responses() -> ::faultline::__private::OpenApiResponses {
                 ::faultline::openapi::responses(
-                    &<Self as ::faultline::Catalog>::catalog(),
+                    &<Self as ::faultline::catalog::Catalog>::catalog(),
                 )
             }
         }

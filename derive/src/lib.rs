@@ -48,7 +48,7 @@
 //!
 //! - `faultline::Fault`, from the keys above;
 //! - axum's `IntoResponse`, as `faultline::impl_into_response!` does for a hand-written impl;
-//! - `faultline::Catalog`: every (status, code, description) the type can answer with, the
+//! - `faultline::catalog::Catalog`: every (status, code, description) the type can answer with, the
 //!   description being the variant's doc comment, else its `#[error("...")]` text; a
 //!   transparent field adds its own catalog;
 //! - with faultline's `utoipa` feature, utoipa's `IntoResponses`, so that
@@ -60,7 +60,7 @@ mod expand;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
-/// Derives `faultline::Fault`, axum's `IntoResponse` and `faultline::Catalog` from
+/// Derives `faultline::Fault`, axum's `IntoResponse` and `faultline::catalog::Catalog` from
 /// `#[fault(...)]` attributes; see the [crate documentation](crate) for the keys.
 #[proc_macro_derive(Fault, attributes(fault))]
 pub fn derive_fault(input: TokenStream) -> TokenStream {

@@ -59,9 +59,9 @@ static FREE: Mutex<(Vec<usize>, usize)> = Mutex::new((Vec::new(), 0));
 
 thread_local! {
     static CLAIM: Claim = Claim::new();
-    /// The claim's slot, read without the claim's destructor bookkeeping; cleared when the
+    /// The claimed stripe, read without the claim's destructor bookkeeping; cleared when the
     /// claim is given back.
-    static SLOT: Cell<Option<Slot>> = const { Cell::new(None) };
+    static THREAD_STRIPE: Cell<Option<ThreadStripe>> = const { Cell::new(None) };
 }
 
 /// A thread's stripe, given back when the thread exits.
@@ -85,7 +85,7 @@ impl Claim {
 impl Drop for Claim {
     fn drop(&mut self) {
         // From here on this thread writes to the shared stripe, atomically.
-        let _ = SLOT.try_with(|slot| slot.set(None));
+        let _ = THREAD_STRIPE.try_with(|here| here.set(None));
         if self.0 != shared_stripe() {
             let mut free = lock(&FREE);
             free.0.push(self.0);
@@ -95,15 +95,15 @@ impl Drop for Claim {
 
 /// Where the calling thread writes striped state.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Slot {
+pub(crate) struct ThreadStripe {
     /// The stripe, below [`count`].
     pub(crate) index: usize,
     /// Whether this thread is the stripe's only writer.
     owned: bool,
 }
 
-impl Slot {
-    /// Adds one to `cell`, the calling thread's cell of this slot's stripe.
+impl ThreadStripe {
+    /// Adds one to `cell`, the calling thread's cell of this stripe.
     pub(crate) fn add(self, cell: &AtomicU64) {
         if self.owned {
             // The only writer: a plain read and write, with no locked instruction.
@@ -114,23 +114,23 @@ impl Slot {
     }
 }
 
-/// The calling thread's slot. A thread that is exiting (its stripe already given back) writes
+/// The calling thread's stripe. A thread that is exiting (its stripe already given back) writes
 /// to the shared stripe.
-pub(crate) fn this_thread() -> Slot {
-    if let Some(slot) = SLOT.with(Cell::get) {
-        return slot;
+pub(crate) fn this_thread() -> ThreadStripe {
+    if let Some(here) = THREAD_STRIPE.with(Cell::get) {
+        return here;
     }
-    match CLAIM.try_with(|claim| slot(claim.0)) {
+    match CLAIM.try_with(|claim| thread_stripe(claim.0)) {
         Ok(claimed) => {
-            SLOT.with(|cell| cell.set(Some(claimed)));
+            THREAD_STRIPE.with(|cell| cell.set(Some(claimed)));
             claimed
         }
-        Err(_) => slot(shared_stripe()),
+        Err(_) => thread_stripe(shared_stripe()),
     }
 }
 
-fn slot(index: usize) -> Slot {
-    Slot {
+fn thread_stripe(index: usize) -> ThreadStripe {
+    ThreadStripe {
         index,
         owned: index != shared_stripe(),
     }
@@ -153,9 +153,9 @@ mod tests {
             for _ in 0..threads {
                 scope.spawn(|| {
                     barrier.wait();
-                    let slot = this_thread();
+                    let here = this_thread();
                     for _ in 0..10_000 {
-                        slot.add(&cells[slot.index]);
+                        here.add(&cells[here.index]);
                     }
                     barrier.wait();
                 });

@@ -1,5 +1,7 @@
-//! How an answer a fault layer rendered is marked, so that a fault layer outside it counts it
-//! under the same outcome and code and passes it on, instead of rendering it again.
+//! The marks a response carries in its extensions for a fault layer to find: a handler's
+//! fault to render ([`FaultMarker::Fault`]), or an answer a fault layer rendered already, so
+//! that a fault layer outside it counts it under the same outcome and code and passes it on,
+//! instead of rendering it again.
 //!
 //! An answer that replaced a handler's fault is marked by overwriting the fault's marker in
 //! place ([`FaultMarker::Rendered`]). Every other answer (a rejection, a service error, a
@@ -8,11 +10,25 @@
 //! costs no allocation of its own, where a marker with data costs one more (the extensions'
 //! map and its table are allocated either way).
 
+use std::sync::Arc;
+
 use http::{Extensions, StatusCode};
 
-use crate::error::codes;
-use crate::error::FaultMarker;
+use crate::error::{codes, Fault};
 use crate::outcome::Outcome;
+
+/// What faultline leaves in the response extensions for a fault layer to find.
+#[derive(Clone)]
+pub(crate) enum FaultMarker {
+    /// A handler's error, for the layer to render.
+    Fault(Arc<dyn Fault>),
+    /// An answer a fault layer rendered already: a layer outside it counts it under the same
+    /// outcome and code, and passes it on untouched.
+    Rendered {
+        outcome: Outcome,
+        code: &'static str,
+    },
+}
 
 /// The mark of a rendered rejection: its code is the status's.
 #[derive(Clone, Copy)]

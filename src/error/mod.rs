@@ -3,12 +3,16 @@
 //! codes faultline gives failures that carry none, and the markers a response carries to the
 //! layer.
 
+mod catalog;
 pub(crate) mod codes;
 // The folder is named for the concept, the file for the type it holds.
 #[allow(clippy::module_inception)]
 mod error;
+mod fault;
 pub(crate) mod marker;
 mod rejection;
 
-pub(crate) use error::FaultMarker;
-pub use error::{Catalog, CatalogEntry, Error, Fault};
+pub use catalog::{Catalog, CatalogEntry};
+pub use error::Error;
+pub use fault::Fault;
+pub(crate) use marker::FaultMarker;

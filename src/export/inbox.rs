@@ -1,7 +1,7 @@
 //! The error inbox: one self-contained HTML page over the error groups, for the person on
 //! call who opens a browser, not `jq`.
 //!
-//! Above the groups, the error budget of the routes burning it fastest ([`Ledger::budget`]
+//! Above the groups, the error budget of the routes burning it fastest ([`Ledger::budget`](crate::Ledger::budget)
 //! against the Prometheus rules' default objective). One row per group, the most frequent
 //! first: code, status, outcome, route template, count,
 //! first and last seen, the last hour per minute as inline SVG, and the latest bounded
@@ -19,7 +19,7 @@ use http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
 };
 
-use crate::count::ledger::{Ledger, Snapshot};
+use crate::count::ledger::Snapshot;
 use crate::outcome::Outcome;
 use crate::report::Group;
 
@@ -44,40 +44,7 @@ const CSP: &str = concat!(
 const BAR_WIDTH: f64 = 2.0;
 const TREND_HEIGHT: f64 = 24.0;
 
-impl Ledger {
-    /// An axum handler serving the error inbox page, to mount next to
-    /// [`errors_handler`](Ledger::errors_handler).
-    ///
-    /// The page shows internal text (5xx messages, panic text, source chains): mount it only
-    /// behind whatever guards your admin routes, never on a public router.
-    ///
-    /// ```
-    /// use axum::{routing::get, Router};
-    ///
-    /// let (layer, ledger) = faultline::FaultLayer::pair();
-    /// let admin: Router = Router::new()
-    ///     .route("/errors", get(ledger.errors_handler()))
-    ///     .route("/errors/inbox", get(ledger.inbox_handler()));
-    /// // …then guard `admin` with your admin authentication, and wrap the app in `layer`.
-    /// # let _ = (admin, layer);
-    /// ```
-    pub fn inbox_handler(
-        &self,
-    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-        let ledger = self.clone();
-        move || std::future::ready(inbox_response(ledger.render_inbox()))
-    }
-
-    /// The error inbox page, as [`inbox_handler`](Ledger::inbox_handler) serves it.
-    pub fn render_inbox(&self) -> String {
-        let snapshot = self.snapshot();
-        let groups = self.groups();
-        let budget = budget::lines(self);
-        render(&snapshot, &budget, &groups, unix_ms())
-    }
-}
-
-fn inbox_response(page: String) -> Response {
+pub(super) fn inbox_response(page: String) -> Response {
     (
         [
             (CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -91,7 +58,12 @@ fn inbox_response(page: String) -> Response {
         .into_response()
 }
 
-fn render(snapshot: &Snapshot, budget: &[budget::Line], groups: &[Group], now_ms: u64) -> String {
+pub(super) fn render(
+    snapshot: &Snapshot,
+    budget: &[budget::Line],
+    groups: &[Group],
+    now_ms: u64,
+) -> String {
     let mut page = String::with_capacity(4096 + groups.len() * 2048);
     page.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -259,13 +231,13 @@ fn escape_into(page: &mut String, text: &str) {
     }
 }
 
-fn unix_ms() -> u64 {
+pub(super) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-mod budget;
+pub(super) mod budget;
 
 #[cfg(test)]
 mod tests;

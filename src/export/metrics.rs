@@ -10,21 +10,20 @@
 //! cached in a small table of each thread's own: a request looks its handle up there by
 //! hashing borrowed labels, so once a label set was seen on a thread it costs no lock and no
 //! allocation. Like the ledger's series, the shared tables are capped; past the cap, new
-//! label sets fold into [`OVERFLOW_LABEL`](crate::OVERFLOW_LABEL) handles.
+//! label sets fold into [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL) handles.
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::LocalKey;
-use std::time::Instant;
 
 use ::metrics::{Counter, Gauge, Histogram, SharedString, Unit};
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::outcome::{Outcome, OVERFLOW_LABEL};
+use crate::export::labels::Finished;
+use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
-use crate::request::RequestMeta;
 
 /// The name of the duration histogram: OpenTelemetry's `http.server.request.duration`, in
 /// seconds. A Prometheus exporter writes it `http_server_request_duration`.
@@ -48,19 +47,12 @@ const IN_FLIGHT: &str = "faultline_in_flight";
 /// memory of a thread without changing a count.
 const LOCAL_HANDLES: usize = 1024;
 
-/// The methods that are labels of their own; any other (an extension method a client made
-/// up) is `_OTHER`, as OpenTelemetry's conventions say, so clients cannot add label values.
-const KNOWN_METHODS: [&str; 9] = [
-    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
-];
-const OTHER_METHOD: &str = "_OTHER";
-
 /// Tells the bridges of one process apart in the threads' caches.
 static NEXT_BRIDGE: AtomicU64 = AtomicU64::new(0);
 
 /// What one layer records into the facade.
 #[derive(Debug)]
-pub(crate) struct FacadeMetrics {
+pub(crate) struct MetricsBridge {
     id: u64,
     requests: Vec<Counter>,
     reported: Counter,
@@ -191,20 +183,7 @@ fn with_handle<H: Clone + 'static>(
     }
 }
 
-/// What one finished request tells the bridge.
-pub(crate) struct Finished<'a> {
-    pub(crate) started_at: Instant,
-    pub(crate) meta: &'a RequestMeta,
-    pub(crate) outcome: Outcome,
-    /// The status, as the ledger's series have it (499 for a cancellation).
-    pub(crate) status: u16,
-    /// Whether a response went out; the histogram has no status for one that did not.
-    pub(crate) answered: bool,
-    /// The failure's code; `None` for a success.
-    pub(crate) error_type: Option<&'static str>,
-}
-
-impl FacadeMetrics {
+impl MetricsBridge {
     /// Describes the metrics and registers the handles known up front, through the recorder
     /// installed now. `max_series` caps each per-request label table, as the ledger's series.
     pub(crate) fn new(max_series: usize) -> Self {
@@ -244,19 +223,15 @@ impl FacadeMetrics {
 
     /// Counts the request's outcome and records its duration; a failure is counted in its
     /// error series too.
-    pub(crate) fn finish(&self, finished: Finished<'_>) {
+    pub(crate) fn finish(&self, finished: &Finished<'_>) {
         self.in_flight.decrement(1.0);
         self.requests[finished.outcome.index()].increment(1);
         let seconds = finished.started_at.elapsed().as_secs_f64();
         let code = finished.error_type.unwrap_or("");
         let labels = Labels {
-            method: known_method(finished.meta.method()),
-            route: finished.meta.route(),
-            status: if finished.answered {
-                finished.status
-            } else {
-                0
-            },
+            method: finished.method,
+            route: finished.route.unwrap_or(UNMATCHED_ROUTE),
+            status: finished.sent_status().unwrap_or(0),
             code,
         };
         with_handle(
@@ -315,13 +290,6 @@ fn describe() {
     );
 }
 
-fn known_method(method: &str) -> &'static str {
-    KNOWN_METHODS
-        .into_iter()
-        .find(|known| *known == method)
-        .unwrap_or(OTHER_METHOD)
-}
-
 /// A status label: the number, or the overflow label for the overflow handles.
 fn status_label(labels: &Labels<'_>) -> SharedString {
     if labels.route == OVERFLOW_LABEL && labels.status == 0 {
@@ -358,17 +326,4 @@ fn error_counter(labels: Labels<'_>) -> Counter {
         ::metrics::Label::new("status", status_label(&labels)),
     ];
     ::metrics::counter!(ERRORS, pairs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn methods_a_client_makes_up_share_one_label() {
-        assert_eq!(known_method("GET"), "GET");
-        assert_eq!(known_method("PATCH"), "PATCH");
-        assert_eq!(known_method("PURGE"), OTHER_METHOD);
-        assert_eq!(known_method("get"), OTHER_METHOD);
-    }
 }

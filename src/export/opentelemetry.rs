@@ -2,32 +2,20 @@
 //! duration histogram, labelled like the ledger, and the ledger's outcome counts as an
 //! observable counter, for services that already run an OpenTelemetry collector.
 
-use std::time::Instant;
-
 use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::KeyValue;
 
 use crate::count::ledger::Ledger;
+use crate::export::labels::Finished;
 use crate::outcome::Outcome;
-use crate::request::RequestMeta;
 
 /// The instruments one layer records into.
 #[derive(Debug)]
-pub(crate) struct OtelMetrics {
+pub(crate) struct OpenTelemetryBridge {
     duration: Histogram<f64>,
 }
 
-/// What one finished request tells the histogram.
-pub(crate) struct Finished<'a> {
-    pub(crate) started_at: Instant,
-    pub(crate) meta: &'a RequestMeta,
-    /// The status sent; `None` when no response went out (cancelled).
-    pub(crate) status: Option<u16>,
-    /// The failure's code; `None` for a success.
-    pub(crate) error_type: Option<&'static str>,
-}
-
-impl OtelMetrics {
+impl OpenTelemetryBridge {
     /// Creates `http.server.request.duration` and registers `faultline.requests`, which
     /// reads `ledger` at each collection.
     pub(crate) fn new(meter: &Meter, ledger: Ledger) -> Self {
@@ -52,16 +40,13 @@ impl OtelMetrics {
         Self { duration }
     }
 
-    pub(crate) fn record(&self, finished: Finished<'_>) {
+    pub(crate) fn record(&self, finished: &Finished<'_>) {
         let mut attributes = Vec::with_capacity(4);
-        attributes.push(KeyValue::new(
-            "http.request.method",
-            finished.meta.method().to_owned(),
-        ));
-        if let Some(route) = finished.meta.matched_route() {
+        attributes.push(KeyValue::new("http.request.method", finished.method));
+        if let Some(route) = finished.route {
             attributes.push(KeyValue::new("http.route", route.to_owned()));
         }
-        if let Some(status) = finished.status {
+        if let Some(status) = finished.sent_status() {
             attributes.push(KeyValue::new(
                 "http.response.status_code",
                 i64::from(status),

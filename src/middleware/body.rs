@@ -1,4 +1,4 @@
-//! The response body of [`FaultService`](crate::FaultService): it watches a streaming body to
+//! The response body of [`FaultService`](crate::service::FaultService): it watches a streaming body to
 //! its end, so that a body that fails or panics after the head went out is still caught and
 //! counted, and it carries faultline's own problem bodies.
 

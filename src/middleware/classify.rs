@@ -1,18 +1,22 @@
-//! What a response is: a success to pass on, an error status to re-render (and whether its
-//! body is worth reading for a message), and the bounded read of that body.
+//! What a response of the inner service is: a success to pass on, a handler's fault to
+//! render, an answer an inner fault layer rendered already, or an error status to re-render
+//! (and whether its body is worth reading for a message, and the bounded read of that body).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{
-    CONTENT_ENCODING, CONTENT_LANGUAGE, CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, ETAG,
-    LAST_MODIFIED, TRANSFER_ENCODING,
-};
-use http::{response, HeaderMap, HeaderName, StatusCode};
+use http::header::CONTENT_ENCODING;
+use http::{response, Response, StatusCode};
 use http_body::Body;
+use tower::BoxError;
 
-use crate::panic::catch;
+use crate::config::Config;
+use crate::error::{marker, FaultMarker};
+use crate::middleware::guard::HandedOver;
+use crate::outcome::Outcome;
+use crate::panic::{catch, Caught};
+use crate::render::summary::Summary;
 
 /// Whether a response without a fault is a failure to re-render and count as rejected.
 pub(crate) fn is_error_status(status: StatusCode) -> bool {
@@ -32,44 +36,6 @@ pub(crate) fn is_readable<B: Body>(head: &response::Parts, body: &B) -> bool {
             .size_hint()
             .upper()
             .is_some_and(|upper| upper <= MAX_READABLE_BODY_BYTES)
-}
-
-/// The `Content-Length` a response head declares.
-pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
-}
-
-/// Headers that describe a body the problem body replaces: its framing, its coding, its
-/// language, its identity and its digest. (`Content-Type` is overwritten.)
-const REPLACED_BODY_HEADERS: [HeaderName; 8] = [
-    CONTENT_LENGTH,
-    TRANSFER_ENCODING,
-    CONTENT_ENCODING,
-    CONTENT_LANGUAGE,
-    CONTENT_LOCATION,
-    ETAG,
-    LAST_MODIFIED,
-    HeaderName::from_static("content-digest"),
-];
-
-/// Removes from an answered response's head the headers of the body the problem body
-/// replaces, and keeps every header that describes the resource or the exchange: `Allow` on a
-/// 405, `WWW-Authenticate` on a 401, `Retry-After`, `Location`, `Vary` and CORS headers
-/// alike. (`Cache-Control` is then set to `no-store` for the problem body.)
-///
-/// `Content-Range` is kept on a 416 only: there it gives the resource's length
-/// (`bytes */100`), which RFC 9110 (section 15.5.17) requires; anywhere else it places the
-/// replaced body's bytes.
-pub(crate) fn remove_replaced_body_headers(headers: &mut HeaderMap, status: StatusCode) {
-    if headers.is_empty() {
-        return;
-    }
-    for name in REPLACED_BODY_HEADERS {
-        headers.remove(name);
-    }
-    if status != StatusCode::RANGE_NOT_SATISFIABLE {
-        headers.remove(CONTENT_RANGE);
-    }
 }
 
 /// Reads `body` into `text` until its end or until `text` holds more than `cap` bytes, so a
@@ -95,4 +61,92 @@ pub(crate) fn read_bounded<B: Body<Data = Bytes>>(
         }
     }
     Poll::Ready(())
+}
+
+/// What one poll of a state decided.
+pub(super) enum Step<B> {
+    Pending,
+    /// An answer an inner fault layer rendered and counted: passed on, counted here too.
+    Forward(Response<B>, Summary),
+    /// An error status whose body is read for its message first.
+    Read(response::Parts, B),
+    /// A failure to answer, with the head of the response it replaces, if any.
+    Answer(Option<response::Parts>, Summary),
+}
+
+/// What one poll of the inner future that was not a plain success is: a response to
+/// classify, a service error or a panic to answer.
+pub(super) fn failed_or_marked<B, E>(
+    polled: Result<Poll<Result<Response<B>, E>>, Box<Caught>>,
+    config: &Config,
+) -> Step<B>
+where
+    E: Into<BoxError>,
+    B: Body,
+{
+    match polled {
+        Ok(Poll::Pending) => Step::Pending,
+        Ok(Poll::Ready(Ok(response))) => classify(response, config),
+        Ok(Poll::Ready(Err(error))) => {
+            Step::Answer(None, Summary::from_service_error(&*error.into(), config))
+        }
+        Err(caught) => Step::Answer(None, panicked(*caught, config)),
+    }
+}
+
+/// A response that is neither an error status nor marked by a fault: passed on as it is.
+/// `classify` would say the same, after looking at more.
+pub(super) fn is_plain_success<B>(response: &Response<B>) -> bool {
+    !is_error_status(response.status()) && response.extensions().get::<FaultMarker>().is_none()
+}
+
+/// What a response of the inner service that is not a plain success is: a fault to render,
+/// an answer already rendered, or an error status to re-render.
+fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
+    match response.extensions().get::<FaultMarker>().cloned() {
+        Some(FaultMarker::Rendered { outcome, code }) => {
+            let summary = Summary::already_answered(outcome, response.status(), code);
+            Step::Forward(response, summary)
+        }
+        Some(FaultMarker::Fault(fault)) => {
+            let mut head = response.into_parts().0;
+            // `status`, `code`, `headers` are the user's code: a panic there is a panicking
+            // request, not a crashed connection.
+            let described = catch(|| {
+                let summary = Summary::from_fault(&*fault, config);
+                fault.headers(&mut head.headers);
+                summary
+            });
+            match described {
+                Ok(summary) => Step::Answer(Some(head), summary),
+                Err(caught) => Step::Answer(None, panicked(*caught, config)),
+            }
+        }
+        None => {
+            // An error status: a plain success went on without coming here.
+            if let Some((outcome, code)) = marker::marked(response.extensions(), response.status())
+            {
+                let summary = Summary::already_answered(outcome, response.status(), code);
+                return Step::Forward(response, summary);
+            }
+            if let Some(HandedOver(summary)) = response.extensions().get::<HandedOver>() {
+                return Step::Answer(None, Summary::clone(summary));
+            }
+            let (head, body) = response.into_parts();
+            if is_readable(&head, &body) && !body.is_end_stream() {
+                return Step::Read(head, body);
+            }
+            let summary = Summary::from_rejection(head.status, &[], config);
+            Step::Answer(Some(head), summary)
+        }
+    }
+}
+
+pub(super) fn panicked(caught: Caught, config: &Config) -> Summary {
+    Summary::from_panic(
+        Outcome::Panicked,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        caught,
+        config,
+    )
 }

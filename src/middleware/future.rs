@@ -24,28 +24,24 @@ use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::{response, HeaderValue, Response, StatusCode};
+use http::{response, HeaderValue, Response};
 use http_body::Body;
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use crate::config::Config;
 use crate::error::marker;
-use crate::error::FaultMarker;
 use crate::middleware::body::FaultBody;
-use crate::middleware::classify::{
-    declared_length, is_error_status, is_readable, read_bounded, remove_replaced_body_headers,
-};
+use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
 use crate::middleware::guard::{HandedOver, RequestGuard};
-use crate::middleware::shared::Lane;
-use crate::outcome::Outcome;
-use crate::panic::{catch, Caught};
+use crate::middleware::head::{declared_length, remove_replaced_body_headers};
+use crate::middleware::shared::StripeHandle;
+use crate::panic::catch;
 use crate::render::problem::{self, PROBLEM_JSON};
 use crate::render::summary::Summary;
 use crate::request::request_id_text;
 
 pin_project! {
-    /// The response future of [`FaultService`](crate::FaultService).
+    /// The response future of [`FaultService`](crate::service::FaultService).
     pub struct ResponseFuture<F, B> {
         #[pin]
         state: State<F, B>,
@@ -63,20 +59,9 @@ pin_project! {
         // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
         Failed { summary: Option<Box<Summary>> },
         // A request an outer layer of the same ledger counts: passed through.
-        Passing { #[pin] future: F, lane: Arc<Lane> },
+        Passing { #[pin] future: F, handle: Arc<StripeHandle> },
         Done,
     }
-}
-
-/// What one poll of a state decided.
-enum Step<B> {
-    Pending,
-    /// An answer an inner fault layer rendered and counted: passed on, counted here too.
-    Forward(Response<B>, Summary),
-    /// An error status whose body is read for its message first.
-    Read(response::Parts, B),
-    /// A failure to answer, with the head of the response it replaces, if any.
-    Answer(Option<response::Parts>, Summary),
 }
 
 impl<F, B> ResponseFuture<F, B> {
@@ -97,9 +82,9 @@ impl<F, B> ResponseFuture<F, B> {
     }
 
     /// Passes a request through for the outer layer of the same ledger that counts it.
-    pub(crate) fn passing(future: F, lane: Arc<Lane>) -> Self {
+    pub(crate) fn passing(future: F, handle: Arc<StripeHandle>) -> Self {
         Self {
-            state: State::Passing { future, lane },
+            state: State::Passing { future, handle },
             guard: None,
         }
     }
@@ -203,12 +188,12 @@ where
     B: Body<Data = Bytes>,
 {
     let summary = match state.as_mut().project() {
-        StateProj::Passing { future, lane } => match ready!(future.poll(cx)) {
+        StateProj::Passing { future, handle } => match ready!(future.poll(cx)) {
             Ok(response) => {
                 state.set(State::Done);
                 return Poll::Ready(response.map(FaultBody::settled));
             }
-            Err(error) => Summary::from_service_error(&*error.into(), &lane.config),
+            Err(error) => Summary::from_service_error(&*error.into(), &handle.config),
         },
         StateProj::Failed { summary } => *summary.take().expect("taken once"),
         _ => panic!("ResponseFuture polled after completion"),
@@ -221,83 +206,6 @@ where
         .extensions_mut()
         .insert(HandedOver(Arc::new(summary)));
     Poll::Ready(response)
-}
-
-/// What one poll of the inner future that was not a plain success is: a response to
-/// classify, a service error or a panic to answer.
-fn failed_or_marked<B, E>(
-    polled: Result<Poll<Result<Response<B>, E>>, Box<Caught>>,
-    config: &Config,
-) -> Step<B>
-where
-    E: Into<BoxError>,
-    B: Body,
-{
-    match polled {
-        Ok(Poll::Pending) => Step::Pending,
-        Ok(Poll::Ready(Ok(response))) => classify(response, config),
-        Ok(Poll::Ready(Err(error))) => {
-            Step::Answer(None, Summary::from_service_error(&*error.into(), config))
-        }
-        Err(caught) => Step::Answer(None, panicked(*caught, config)),
-    }
-}
-
-/// A response that is neither an error status nor marked by a fault: passed on as it is.
-/// `classify` would say the same, after looking at more.
-fn is_plain_success<B>(response: &Response<B>) -> bool {
-    !is_error_status(response.status()) && response.extensions().get::<FaultMarker>().is_none()
-}
-
-/// What a response of the inner service that is not a plain success is: a fault to render,
-/// an answer already rendered, or an error status to re-render.
-fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
-    match response.extensions().get::<FaultMarker>().cloned() {
-        Some(FaultMarker::Rendered { outcome, code }) => {
-            let summary = Summary::already_answered(outcome, response.status(), code);
-            Step::Forward(response, summary)
-        }
-        Some(FaultMarker::Fault(fault)) => {
-            let mut head = response.into_parts().0;
-            // `status`, `code`, `headers` are the user's code: a panic there is a panicking
-            // request, not a crashed connection.
-            let described = catch(|| {
-                let summary = Summary::from_fault(&*fault, config);
-                fault.headers(&mut head.headers);
-                summary
-            });
-            match described {
-                Ok(summary) => Step::Answer(Some(head), summary),
-                Err(caught) => Step::Answer(None, panicked(*caught, config)),
-            }
-        }
-        None => {
-            // An error status: a plain success went on without coming here.
-            if let Some((outcome, code)) = marker::marked(response.extensions(), response.status())
-            {
-                let summary = Summary::already_answered(outcome, response.status(), code);
-                return Step::Forward(response, summary);
-            }
-            if let Some(HandedOver(summary)) = response.extensions().get::<HandedOver>() {
-                return Step::Answer(None, Summary::clone(summary));
-            }
-            let (head, body) = response.into_parts();
-            if is_readable(&head, &body) && !body.is_end_stream() {
-                return Step::Read(head, body);
-            }
-            let summary = Summary::from_rejection(head.status, &[], config);
-            Step::Answer(Some(head), summary)
-        }
-    }
-}
-
-fn panicked(caught: Caught, config: &Config) -> Summary {
-    Summary::from_panic(
-        Outcome::Panicked,
-        StatusCode::INTERNAL_SERVER_ERROR,
-        caught,
-        config,
-    )
 }
 
 /// Passes a success on, its body watched until its end.

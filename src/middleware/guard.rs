@@ -15,7 +15,7 @@ use std::sync::Arc;
 use http::{Request, StatusCode};
 
 use crate::config::Config;
-use crate::middleware::shared::Lane;
+use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::render::summary::Summary;
@@ -70,18 +70,18 @@ pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
 #[derive(Debug)]
 pub(crate) struct RequestGuard {
     /// Always `Some` until the guard is dropped, when the box goes back to the thread's spares.
-    slot: Option<Box<Slot>>,
+    space: Option<Box<RecordSpace>>,
 }
 
 /// A record's allocation; `None` while it waits among the spares.
 #[derive(Debug)]
-struct Slot(Option<Record>);
+struct RecordSpace(Option<Record>);
 
 /// What a guard keeps of its request, and where the request stands; the guard derefs to it.
 #[derive(Debug)]
 pub(crate) struct Record {
-    /// The shared state, through the lane of the thread that started the request.
-    shared: Arc<Lane>,
+    /// The shared state, through the handle of the thread that started the request.
+    shared: Arc<StripeHandle>,
     meta: RequestMeta,
     phase: Phase,
     /// When the request started, if a metrics bridge records durations.
@@ -98,27 +98,27 @@ const SPARE_RECORDS: usize = 64;
 thread_local! {
     // The boxes are the point: their allocations are what is kept for reuse.
     #[allow(clippy::vec_box)]
-    static SPARE: RefCell<Vec<Box<Slot>>> = const { RefCell::new(Vec::new()) };
+    static SPARE: RefCell<Vec<Box<RecordSpace>>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Slot {
-    /// An empty slot: a spare one of this thread's if any, else a new one.
-    fn spare() -> Box<Slot> {
+impl RecordSpace {
+    /// An empty space: a spare one of this thread's if any, else a new one.
+    fn spare() -> Box<RecordSpace> {
         SPARE
             .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
             .ok()
             .flatten()
-            .unwrap_or_else(|| Box::new(Slot(None)))
+            .unwrap_or_else(|| Box::new(RecordSpace(None)))
     }
 
-    /// Empties `slot` (dropping the record in place) and keeps it among the spares, if there
+    /// Empties `space` (dropping the record in place) and keeps it among the spares, if there
     /// is room.
-    fn give_back(mut slot: Box<Slot>) {
-        slot.0 = None;
+    fn give_back(mut space: Box<RecordSpace>) {
+        space.0 = None;
         let _ = SPARE.try_with(|spare| {
             if let Ok(mut spare) = spare.try_borrow_mut() {
                 if spare.len() < SPARE_RECORDS {
-                    spare.push(slot);
+                    spare.push(space);
                 }
             }
         });
@@ -137,22 +137,22 @@ enum Phase {
 
 impl RequestGuard {
     /// Counts `request` as started, keeping what a failure of it needs.
-    pub(crate) fn start<B>(shared: Arc<Lane>, request: &Request<B>) -> Self {
+    pub(crate) fn start<B>(shared: Arc<StripeHandle>, request: &Request<B>) -> Self {
         shared.ledger.start();
         #[cfg(feature = "metrics")]
-        if let Some(facade) = &shared.bridges.facade {
-            facade.start();
+        if let Some(metrics) = &shared.bridges.metrics {
+            metrics.start();
         }
         // Written into its allocation, not moved there.
-        let mut slot = Slot::spare();
-        slot.0 = Some(Record {
+        let mut space = RecordSpace::spare();
+        space.0 = Some(Record {
             #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
             started_at: shared.bridges.time_requests().then(std::time::Instant::now),
             meta: RequestMeta::capture(request, &shared.config.request_id_header),
             shared,
             phase: Phase::Waiting,
         });
-        Self { slot: Some(slot) }
+        Self { space: Some(space) }
     }
 }
 
@@ -160,18 +160,18 @@ impl std::ops::Deref for RequestGuard {
     type Target = Record;
 
     fn deref(&self) -> &Record {
-        self.slot
+        self.space
             .as_ref()
-            .and_then(|slot| slot.0.as_ref())
+            .and_then(|space| space.0.as_ref())
             .expect("a guard holds its record until dropped")
     }
 }
 
 impl std::ops::DerefMut for RequestGuard {
     fn deref_mut(&mut self) -> &mut Record {
-        self.slot
+        self.space
             .as_mut()
-            .and_then(|slot| slot.0.as_mut())
+            .and_then(|space| space.0.as_mut())
             .expect("a guard holds its record until dropped")
     }
 }
@@ -184,26 +184,16 @@ impl Record {
         let Some(started_at) = self.started_at else {
             return;
         };
-        let answered = outcome != Outcome::Cancelled;
+        let finished = crate::export::labels::Finished::new(
+            started_at, &self.meta, outcome, status, error_type,
+        );
         #[cfg(feature = "opentelemetry")]
-        if let Some(otel) = &self.shared.bridges.otel {
-            otel.record(crate::export::opentelemetry::Finished {
-                started_at,
-                meta: &self.meta,
-                status: answered.then_some(status),
-                error_type,
-            });
+        if let Some(opentelemetry) = &self.shared.bridges.opentelemetry {
+            opentelemetry.record(&finished);
         }
         #[cfg(feature = "metrics")]
-        if let Some(facade) = &self.shared.bridges.facade {
-            facade.finish(crate::export::metrics::Finished {
-                started_at,
-                meta: &self.meta,
-                outcome,
-                status,
-                answered,
-                error_type,
-            });
+        if let Some(metrics) = &self.shared.bridges.metrics {
+            metrics.finish(&finished);
         }
     }
 
@@ -280,10 +270,10 @@ impl Record {
         let levels = &self.shared.config.report_levels;
         let written = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
         #[cfg(feature = "metrics")]
-        if let Some(facade) = &self.shared.bridges.facade {
+        if let Some(metrics) = &self.shared.bridges.metrics {
             // A panic here came from the subscriber writing the event, which the ledger had
             // already counted as reported.
-            let _ = catch(|| facade.report(written.unwrap_or(true)));
+            let _ = catch(|| metrics.report(written.unwrap_or(true)));
         }
         #[cfg(not(feature = "metrics"))]
         let _ = written;
@@ -312,8 +302,8 @@ impl Drop for RequestGuard {
                 record.settle_unanswered(&Summary::cancelled())
             }
         }
-        if let Some(slot) = self.slot.take() {
-            Slot::give_back(slot);
+        if let Some(space) = self.space.take() {
+            RecordSpace::give_back(space);
         }
     }
 }
@@ -325,31 +315,32 @@ mod tests {
     use crate::count::ledger::Ledger;
     use crate::middleware::shared::{Bridges, Shared};
 
-    fn guard(lane: &Arc<Lane>) -> RequestGuard {
+    fn guard(handle: &Arc<StripeHandle>) -> RequestGuard {
         let request = Request::get("/hook").body(()).unwrap();
-        RequestGuard::start(lane.clone(), &request)
+        RequestGuard::start(handle.clone(), &request)
     }
 
-    fn address(guard: &RequestGuard) -> *const Slot {
-        &**guard.slot.as_ref().unwrap()
+    fn address(guard: &RequestGuard) -> *const RecordSpace {
+        &**guard.space.as_ref().unwrap()
     }
 
     #[test]
     fn records_are_reused_per_thread_up_to_the_cap_and_every_request_is_counted() {
         let ledger = Ledger::new();
-        let lanes = Shared::new(Config::default(), ledger.clone(), Bridges::default()).into_lanes();
-        let lane = &lanes[0];
+        let handles =
+            Shared::new(Config::default(), ledger.clone(), Bridges::default()).into_handles();
+        let handle = &handles[0];
         // A settled guard gives its record back: the next request on this thread reuses it.
-        let mut first = guard(lane);
+        let mut first = guard(handle);
         let reused = address(&first);
         first.settle_ok();
         drop(first);
-        let second = guard(lane);
+        let second = guard(handle);
         assert_eq!(address(&second), reused);
         // Unsettled: counted as cancelled, and its record given back too.
         drop(second);
         // More guards alive at once than spares: every record past the cap is freed.
-        let many: Vec<RequestGuard> = (0..SPARE_RECORDS * 2).map(|_| guard(lane)).collect();
+        let many: Vec<RequestGuard> = (0..SPARE_RECORDS * 2).map(|_| guard(handle)).collect();
         drop(many);
         assert_eq!(SPARE.with(|spare| spare.borrow().len()), SPARE_RECORDS);
         let s = ledger.snapshot();

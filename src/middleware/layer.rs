@@ -14,7 +14,7 @@ use crate::limits::{
     MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
 use crate::middleware::service::FaultService;
-use crate::middleware::shared::{Bridges, Lanes, Shared};
+use crate::middleware::shared::{Bridges, Shared, StripeHandles};
 
 /// The one layer that catches every failure of the service it wraps, answers it with a
 /// bounded problem+json body, reports it and counts it in its [`Ledger`].
@@ -70,7 +70,7 @@ struct Builder {
     bridges: Bridges,
     /// The shared state of the services this layer builds, made on the first `layer` call
     /// and shared by every clone; a builder call starts a new one.
-    lanes: OnceLock<Lanes>,
+    handles: OnceLock<StripeHandles>,
 }
 
 impl Default for FaultLayer {
@@ -93,7 +93,7 @@ impl FaultLayer {
                 config: Config::default(),
                 ledger,
                 bridges: Bridges::default(),
-                lanes: OnceLock::new(),
+                handles: OnceLock::new(),
             }),
         }
     }
@@ -113,7 +113,7 @@ impl FaultLayer {
     /// The builder, copied if shared, with its services' shared state to be made anew.
     fn builder_mut(&mut self) -> &mut Builder {
         let builder = Arc::make_mut(&mut self.builder);
-        builder.lanes = OnceLock::new();
+        builder.handles = OnceLock::new();
         builder
     }
 
@@ -156,43 +156,47 @@ impl FaultLayer {
     /// use opentelemetry::metrics::MeterProvider as _;
     ///
     /// let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
-    /// let layer = faultline::FaultLayer::new().opentelemetry(&provider.meter("webhooks"));
+    /// let layer = faultline::FaultLayer::new().record_opentelemetry(&provider.meter("webhooks"));
     /// # let _ = layer;
     /// ```
     #[cfg(feature = "opentelemetry")]
-    pub fn opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
+    pub fn record_opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
-        self.builder_mut().bridges.otel = Some(Arc::new(
-            crate::export::opentelemetry::OtelMetrics::new(meter, ledger),
+        self.builder_mut().bridges.opentelemetry = Some(Arc::new(
+            crate::export::opentelemetry::OpenTelemetryBridge::new(meter, ledger),
         ));
         self
     }
 
     /// Records into the [`metrics`](https://docs.rs/metrics) facade, through the recorder
-    /// installed when this is called (so install it first): `faultline_requests_total{outcome}`,
-    /// `faultline_errors_total{route,code,status}` (capped like the ledger's series, past the
-    /// cap under [`OVERFLOW_LABEL`](crate::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
-    /// the gauge `faultline_in_flight`, and the histogram [`HTTP_DURATION_METRIC`](crate::HTTP_DURATION_METRIC)
-    /// in seconds, labelled `http.request.method`, `http.route`, `http.response.status_code`
-    /// and, for failures, `error.type` (the failure's code).
+    /// installed when this is called (so install it first):
+    /// `faultline_requests_total{outcome}`, `faultline_errors_total{route,code,status}`
+    /// (capped like the ledger's series, past the cap under
+    /// [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
+    /// the gauge `faultline_in_flight`, and the histogram
+    /// [`HTTP_DURATION_METRIC`](crate::metrics::HTTP_DURATION_METRIC) in seconds, labelled
+    /// `http.request.method`, `http.route`, `http.response.status_code` and, for failures,
+    /// `error.type` (the failure's code).
     ///
-    /// The ledger stays the exact source of truth; `false` switches the bridge off again.
+    /// Like `record_opentelemetry`, it turns a bridge on; the
+    /// ledger stays the exact source of truth.
     ///
     /// ```
     /// let recorder = metrics_util::debugging::DebuggingRecorder::new();
     /// let snapshotter = recorder.snapshotter();
     /// let layer = metrics::with_local_recorder(&recorder, || {
-    ///     faultline::FaultLayer::new().record_metrics(true)
+    ///     faultline::FaultLayer::new().record_metrics()
     /// });
     /// # let _ = layer;
     /// // The counters per outcome are registered up front.
     /// assert!(snapshotter.snapshot().into_vec().len() >= faultline::Outcome::ALL.len());
     /// ```
     #[cfg(feature = "metrics")]
-    pub fn record_metrics(mut self, on: bool) -> Self {
+    pub fn record_metrics(mut self) -> Self {
         let max_series = self.builder.ledger.max_series();
-        self.builder_mut().bridges.facade =
-            on.then(|| Arc::new(crate::export::metrics::FacadeMetrics::new(max_series)));
+        self.builder_mut().bridges.metrics = Some(Arc::new(
+            crate::export::metrics::MetricsBridge::new(max_series),
+        ));
         self
     }
 
@@ -229,42 +233,14 @@ impl<S> Layer<S> for FaultLayer {
 
     fn layer(&self, inner: S) -> Self::Service {
         let builder = &*self.builder;
-        let lanes = builder.lanes.get_or_init(|| {
+        let handles = builder.handles.get_or_init(|| {
             let shared = Shared::new(
                 builder.config.clone(),
                 builder.ledger.clone(),
                 builder.bridges.clone(),
             );
-            shared.into_lanes()
+            shared.into_handles()
         });
-        FaultService::with_lanes(inner, lanes.clone())
-    }
-}
-
-impl<S> FaultService<S> {
-    /// Wraps `inner` as [`layer`](Layer::layer) does: the service counts into the layer's
-    /// ledger and shares the layer's caps.
-    ///
-    /// ```
-    /// use axum::{body::Body, http::Request};
-    /// use faultline::{FaultLayer, FaultService};
-    /// use tower::{service_fn, ServiceExt};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let (layer, ledger) = FaultLayer::pair();
-    /// let inner = service_fn(|_: Request<Body>| async {
-    ///     Ok::<_, std::io::Error>(axum::http::Response::new(Body::from("ok")))
-    /// });
-    /// let service = FaultService::new(inner, &layer);
-    /// let _ = service.get_ref();
-    /// let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
-    /// assert_eq!(response.status(), 200);
-    /// drop(response);
-    /// assert_eq!(ledger.snapshot().ok, 1);
-    /// # }
-    /// ```
-    pub fn new(inner: S, layer: &FaultLayer) -> Self {
-        layer.layer(inner)
+        FaultService::with_handles(inner, handles.clone())
     }
 }

@@ -8,12 +8,13 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body::Body;
-use tower::{BoxError, Service};
+use tower::{BoxError, Layer, Service};
 
 use crate::middleware::body::FaultBody;
 use crate::middleware::future::ResponseFuture;
 use crate::middleware::guard::{counted_by, passing_through, RequestGuard};
-use crate::middleware::shared::{Lane, Lanes};
+use crate::middleware::layer::FaultLayer;
+use crate::middleware::shared::{StripeHandle, StripeHandles};
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::render::summary::Summary;
@@ -24,11 +25,11 @@ use crate::request::interned_route;
 #[derive(Debug)]
 pub struct FaultService<S> {
     inner: S,
-    /// The shared state, through the calling thread's lane.
-    lane: Arc<Lane>,
-    /// Every lane, held by the services the layer built (not by per-request clones), so that
-    /// the lanes live as long as the router does.
-    _lanes: Option<Lanes>,
+    /// The shared state, through the calling thread's handle.
+    handle: Arc<StripeHandle>,
+    /// Every handle, held by the services the layer built (not by per-request clones), so that
+    /// the handles live as long as the router does.
+    _handles: Option<StripeHandles>,
     /// A failure of `poll_ready` (an error or a panic), answered by the next call; boxed,
     /// since it is rare and the service is moved with every request.
     not_ready: Option<Box<Summary>>,
@@ -38,8 +39,8 @@ impl<S: Clone> Clone for FaultService<S> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            lane: self.lane.here(),
-            _lanes: None,
+            handle: self.handle.here(),
+            _handles: None,
             not_ready: None,
         }
     }
@@ -60,7 +61,7 @@ where
         if self.not_ready.is_some() {
             return Poll::Ready(Ok(()));
         }
-        let config = &self.lane.config;
+        let config = &self.handle.config;
         let inner = &mut self.inner;
         self.not_ready = match catch(|| inner.poll_ready(cx)) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -80,11 +81,11 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let ledger = self.lane.ledger.id();
+        let ledger = self.handle.ledger.id();
         if counted_by(ledger) {
             return self.pass_through(request);
         }
-        let mut guard = RequestGuard::start(self.lane.clone(), &request);
+        let mut guard = RequestGuard::start(self.handle.clone(), &request);
         if let Some(summary) = self.not_ready.take() {
             return ResponseFuture::failed(summary, guard);
         }
@@ -99,11 +100,40 @@ where
                     Outcome::Panicked,
                     StatusCode::INTERNAL_SERVER_ERROR,
                     *payload,
-                    &self.lane.config,
+                    &self.handle.config,
                 );
                 ResponseFuture::failed(Box::new(summary), guard)
             }
         }
+    }
+}
+
+impl<S> FaultService<S> {
+    /// Wraps `inner` as [`layer`](Layer::layer) does: the service counts into the layer's
+    /// ledger and shares the layer's caps.
+    ///
+    /// ```
+    /// use axum::{body::Body, http::Request};
+    /// use faultline::service::FaultService;
+    /// use faultline::FaultLayer;
+    /// use tower::{service_fn, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (layer, ledger) = FaultLayer::pair();
+    /// let inner = service_fn(|_: Request<Body>| async {
+    ///     Ok::<_, std::io::Error>(axum::http::Response::new(Body::from("ok")))
+    /// });
+    /// let service = FaultService::new(inner, &layer);
+    /// let _ = service.get_ref();
+    /// let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
+    /// assert_eq!(response.status(), 200);
+    /// drop(response);
+    /// assert_eq!(ledger.snapshot().ok, 1);
+    /// # }
+    /// ```
+    pub fn new(inner: S, layer: &FaultLayer) -> Self {
+        layer.layer(inner)
     }
 }
 
@@ -121,17 +151,17 @@ impl<S> FaultService<S> {
         passing_through(interned_route(&request));
         match self.not_ready.take() {
             Some(summary) => ResponseFuture::handing_over(summary),
-            None => ResponseFuture::passing(self.inner.call(request), self.lane.clone()),
+            None => ResponseFuture::passing(self.inner.call(request), self.handle.clone()),
         }
     }
 
     /// The service over `inner`, sharing the shared state (ledger included) of the layer's
     /// other services.
-    pub(crate) fn with_lanes(inner: S, lanes: Lanes) -> Self {
+    pub(crate) fn with_handles(inner: S, handles: StripeHandles) -> Self {
         Self {
             inner,
-            lane: lanes[0].here(),
-            _lanes: Some(lanes),
+            handle: handles[0].here(),
+            _handles: Some(handles),
             not_ready: None,
         }
     }

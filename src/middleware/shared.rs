@@ -1,12 +1,12 @@
 //! What every clone of the service, every response future and every watched body share, and
-//! the lanes through which they hold it.
+//! the stripe handles through which they hold it.
 //!
 //! Each request holds the shared state from `call` until its outcome is counted, and axum's
 //! router clones the service for every request. Were that one `Arc`, every request on every
 //! core would write its reference count: one cache line that the cores hand to each other, a
-//! ceiling on the whole process. So the shared state is reached through lanes, one per
-//! stripe ([`stripe`](crate::count::stripe)), each a counted pointer on cache lines of its own: a
-//! request counts itself on its thread's lane only.
+//! ceiling on the whole process. So the shared state is reached through one
+//! [`StripeHandle`] per stripe ([`stripe`](crate::count::stripe)), each a counted pointer on
+//! cache lines of its own: a request counts itself on its thread's handle only.
 
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock, Weak};
@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::count::ledger::Ledger;
 use crate::count::stripe;
 
-/// The state one [`FaultService`](crate::FaultService) and its clones share.
+/// The state one [`FaultService`](crate::service::FaultService) and its clones share.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -25,17 +25,17 @@ pub(crate) struct Shared {
         allow(dead_code)
     )]
     pub(crate) bridges: Bridges,
-    /// The lanes, by stripe; weak, since each lane holds this state.
-    lanes: OnceLock<Box<[Weak<Lane>]>>,
+    /// The handles, by stripe; weak, since each handle holds this state.
+    handles: OnceLock<Box<[Weak<StripeHandle>]>>,
 }
 
 /// The metrics bridges a layer records into besides its ledger, each when configured.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Bridges {
     #[cfg(feature = "opentelemetry")]
-    pub(crate) otel: Option<Arc<crate::export::opentelemetry::OtelMetrics>>,
+    pub(crate) opentelemetry: Option<Arc<crate::export::opentelemetry::OpenTelemetryBridge>>,
     #[cfg(feature = "metrics")]
-    pub(crate) facade: Option<Arc<crate::export::metrics::FacadeMetrics>>,
+    pub(crate) metrics: Option<Arc<crate::export::metrics::MetricsBridge>>,
 }
 
 impl Bridges {
@@ -46,11 +46,11 @@ impl Bridges {
         let mut any = false;
         #[cfg(feature = "opentelemetry")]
         {
-            any |= self.otel.is_some();
+            any |= self.opentelemetry.is_some();
         }
         #[cfg(feature = "metrics")]
         {
-            any |= self.facade.is_some();
+            any |= self.metrics.is_some();
         }
         any
     }
@@ -60,13 +60,13 @@ impl Bridges {
 /// written by the threads of one stripe only.
 #[derive(Debug)]
 #[repr(align(128))]
-pub(crate) struct Lane {
+pub(crate) struct StripeHandle {
     shared: Arc<Shared>,
 }
 
-/// Every lane of one shared state. The services a layer builds hold it, so the lanes live as
-/// long as those do; the per-request clones hold one lane each.
-pub(crate) type Lanes = Arc<[Arc<Lane>]>;
+/// Every handle of one shared state. The services a layer builds hold it, so the handles live
+/// as long as those do; the per-request clones hold one handle each.
+pub(crate) type StripeHandles = Arc<[Arc<StripeHandle>]>;
 
 impl Shared {
     pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
@@ -74,39 +74,39 @@ impl Shared {
             config,
             ledger,
             bridges,
-            lanes: OnceLock::new(),
+            handles: OnceLock::new(),
         }
     }
 
-    /// Makes one lane per stripe onto this state.
-    pub(crate) fn into_lanes(self) -> Lanes {
+    /// Makes one handle per stripe onto this state.
+    pub(crate) fn into_handles(self) -> StripeHandles {
         let shared = Arc::new(self);
-        let lanes: Lanes = (0..stripe::count())
+        let handles: StripeHandles = (0..stripe::count())
             .map(|_| {
-                Arc::new(Lane {
+                Arc::new(StripeHandle {
                     shared: shared.clone(),
                 })
             })
             .collect();
-        let weak = lanes.iter().map(Arc::downgrade).collect();
-        shared.lanes.set(weak).expect("lanes are made once");
-        lanes
+        let weak = handles.iter().map(Arc::downgrade).collect();
+        shared.handles.set(weak).expect("handles are made once");
+        handles
     }
 }
 
-impl Lane {
-    /// The lane of the calling thread's stripe, counted once more; this one if the lanes are
-    /// gone (only per-request clones are left, which is correct, just shared again).
-    pub(crate) fn here(self: &Arc<Self>) -> Arc<Lane> {
+impl StripeHandle {
+    /// The handle of the calling thread's stripe, counted once more; this one if the handles
+    /// are gone (only per-request clones are left, which is correct, just shared again).
+    pub(crate) fn here(self: &Arc<Self>) -> Arc<StripeHandle> {
         self.shared
-            .lanes
+            .handles
             .get()
-            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
+            .and_then(|handles| handles[stripe::this_thread().index].upgrade())
             .unwrap_or_else(|| self.clone())
     }
 }
 
-impl Deref for Lane {
+impl Deref for StripeHandle {
     type Target = Shared;
 
     fn deref(&self) -> &Shared {
@@ -120,13 +120,14 @@ mod tests {
 
     #[test]
     fn a_thread_gets_its_own_lane_and_lanes_end_with_the_services() {
-        let lanes = Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_lanes();
-        let first = lanes[0].clone();
+        let handles =
+            Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_handles();
+        let first = handles[0].clone();
         let here = first.here();
-        assert!(Arc::ptr_eq(&here, &lanes[stripe::this_thread().index]));
-        assert_eq!(std::mem::align_of::<Lane>(), 128);
-        drop((lanes, here));
-        // Only a per-request clone is left: it still works, on its own lane.
+        assert!(Arc::ptr_eq(&here, &handles[stripe::this_thread().index]));
+        assert_eq!(std::mem::align_of::<StripeHandle>(), 128);
+        drop((handles, here));
+        // Only a per-request clone is left: it still works, on its own handle.
         assert!(Arc::ptr_eq(&first.here(), &first));
     }
 }

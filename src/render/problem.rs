@@ -10,10 +10,10 @@ use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 
 use crate::config::Config;
+use crate::limits::TRUNCATION_MARKER;
 use crate::render::summary::Summary;
 use crate::request::MAX_REQUEST_ID_BYTES;
 use crate::text::arena;
-use crate::text::bounded::TRUNCATION_MARKER;
 
 /// The media type of every body faultline renders.
 pub const PROBLEM_JSON: &str = "application/problem+json";

@@ -9,10 +9,8 @@ use std::any::Any;
 use std::error::Error as StdError;
 use std::fmt::{self, Write as _};
 
+use crate::limits::TRUNCATION_MARKER;
 use crate::panic::catch;
-
-/// The visible marker appended to every string that was cut at its cap.
-pub const TRUNCATION_MARKER: &str = "…[truncated]";
 
 /// What a summary says when an error's `Display` panicked while being formatted.
 const DISPLAY_PANICKED: &str = "<the error's Display implementation panicked>";

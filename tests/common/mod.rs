@@ -8,7 +8,8 @@ pub mod threads;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use faultline::{Ledger, Snapshot};
+use faultline::ledger::Snapshot;
+use faultline::Ledger;
 
 /// A running lab server; aborted when dropped.
 pub struct Lab {

@@ -142,10 +142,14 @@ fn metrics(
     connections: serve::Connections,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
-        let mut body = ledger.render_prometheus();
+        let mut body = ledger.snapshot().to_prometheus();
         connections.render_prometheus(&mut body);
         std::future::ready(
-            ([(header::CONTENT_TYPE, faultline::PROMETHEUS_TEXT)], body).into_response(),
+            (
+                [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
+                body,
+            )
+                .into_response(),
         )
     }
 }

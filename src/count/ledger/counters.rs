@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::count::stripe::Slot;
+use crate::count::stripe::ThreadStripe;
 use crate::outcome::Outcome;
 
 const OUTCOMES: usize = Outcome::ALL.len();
@@ -26,25 +26,25 @@ pub(super) struct Totals {
     pub(super) suppressed: u64,
 }
 
-// Each add goes to the calling thread's stripe (`slot`), as a plain store when the thread
+// Each add goes to the calling thread's stripe (`here`), as a plain store when the thread
 // owns it. Relaxed is enough throughout: each cell is exact on its own, and a read taken at
 // quiescence happens after every add through whatever synchronized with it (a join, the
 // response a client read).
 impl Counts {
-    pub(super) fn start(&self, slot: Slot) {
-        slot.add(&self.started);
+    pub(super) fn start(&self, here: ThreadStripe) {
+        here.add(&self.started);
     }
 
-    pub(super) fn finish(&self, slot: Slot, outcome: Outcome) {
-        slot.add(&self.outcomes[outcome.index()]);
+    pub(super) fn finish(&self, here: ThreadStripe, outcome: Outcome) {
+        here.add(&self.outcomes[outcome.index()]);
     }
 
-    pub(super) fn reported(&self, slot: Slot) {
-        slot.add(&self.reported);
+    pub(super) fn reported(&self, here: ThreadStripe) {
+        here.add(&self.reported);
     }
 
-    pub(super) fn suppressed(&self, slot: Slot) {
-        slot.add(&self.suppressed);
+    pub(super) fn suppressed(&self, here: ThreadStripe) {
+        here.add(&self.suppressed);
     }
 }
 
@@ -86,15 +86,15 @@ mod tests {
         std::thread::scope(|scope| {
             for _ in 0..16 {
                 scope.spawn(|| {
-                    let slot = stripe::this_thread();
-                    let counts = &stripes[slot.index];
+                    let here = stripe::this_thread();
+                    let counts = &stripes[here.index];
                     for n in 0..10_000 {
-                        counts.start(slot);
+                        counts.start(here);
                         if n % 3 == 0 {
-                            counts.finish(slot, Outcome::Rejected);
-                            counts.suppressed(slot);
+                            counts.finish(here, Outcome::Rejected);
+                            counts.suppressed(here);
                         } else {
-                            counts.finish(slot, Outcome::Ok);
+                            counts.finish(here, Outcome::Ok);
                         }
                     }
                 });

@@ -19,9 +19,6 @@ use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use axum::response::{IntoResponse, Response};
-use http::header::CONTENT_TYPE;
-
 use self::budget::History;
 pub use self::budget::RouteBudget;
 pub use self::builder::LedgerBuilder;
@@ -31,9 +28,9 @@ pub use self::routes::RouteRequests;
 use self::routes::{RouteCounts, RouteSlots};
 pub use self::series::Series;
 use self::series::SeriesTable;
-pub use self::snapshot::{Snapshot, PROMETHEUS_TEXT};
+pub use self::snapshot::Snapshot;
 use crate::config::{LedgerLimits, ReportLevels};
-use crate::count::stripe::{self, Padded, Slot};
+use crate::count::stripe::{self, Padded, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
@@ -129,9 +126,9 @@ impl Ledger {
     }
 
     /// The calling thread's stripe, and how it writes there.
-    fn stripe(&self) -> (&Stripe, Slot) {
-        let slot = stripe::this_thread();
-        (&self.inner.stripes[slot.index], slot)
+    fn stripe(&self) -> (&Stripe, ThreadStripe) {
+        let here = stripe::this_thread();
+        (&self.inner.stripes[here.index], here)
     }
 
     /// What tells this ledger from every other one alive: the address of its shared state.
@@ -141,16 +138,16 @@ impl Ledger {
     }
 
     pub(crate) fn start(&self) {
-        let (stripe, slot) = self.stripe();
-        stripe.counts.start(slot);
+        let (stripe, here) = self.stripe();
+        stripe.counts.start(here);
     }
 
     pub(crate) fn finish(&self, outcome: Outcome, route: RouteKey) {
-        let (stripe, slot) = self.stripe();
-        stripe.counts.finish(slot, outcome);
+        let (stripe, here) = self.stripe();
+        stripe.counts.finish(here, outcome);
         stripe
             .routes
-            .add(slot, self.inner.routes.slot(route), outcome);
+            .add(here, self.inner.routes.slot(route), outcome);
         self.inner.waiters.finished();
     }
 
@@ -210,7 +207,7 @@ impl Ledger {
         levels: &ReportLevels,
     ) -> bool {
         self.observe_minute(budget::minute_now());
-        let (stripe, slot) = self.stripe();
+        let (stripe, here) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
         let verdict = {
@@ -224,11 +221,11 @@ impl Ledger {
         };
         match verdict {
             Verdict::Suppress => {
-                stripe.counts.suppressed(slot);
+                stripe.counts.suppressed(here);
                 false
             }
             Verdict::Write { suppressed_since } => {
-                stripe.counts.reported(slot);
+                stripe.counts.reported(here);
                 let level = levels.of(summary.outcome, summary.status);
                 emit(
                     level,
@@ -285,88 +282,6 @@ impl Ledger {
             series,
             routes,
         }
-    }
-
-    /// The Prometheus text exposition (format 0.0.4) of a fresh snapshot.
-    pub fn render_prometheus(&self) -> String {
-        self.snapshot().to_prometheus()
-    }
-
-    /// An axum handler serving the exposition, to mount at `/metrics`.
-    ///
-    /// ```
-    /// use axum::{routing::get, Router};
-    ///
-    /// let (layer, ledger) = faultline::FaultLayer::pair();
-    /// let app: Router = Router::new()
-    ///     .route("/metrics", get(ledger.metrics_handler()))
-    ///     .layer(layer);
-    /// # let _ = app;
-    /// ```
-    pub fn metrics_handler(
-        &self,
-    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-        let ledger = self.clone();
-        move || {
-            let body = ledger.render_prometheus();
-            std::future::ready(([(CONTENT_TYPE, PROMETHEUS_TEXT)], body).into_response())
-        }
-    }
-}
-
-impl Ledger {
-    /// An axum handler serving the error groups as JSON, the most frequent first.
-    ///
-    /// The groups hold internal text (5xx messages, panic text, source chains), which no
-    /// client may read: mount it only behind whatever guards your admin routes.
-    ///
-    /// ```
-    /// use axum::{routing::get, Router};
-    ///
-    /// let (layer, ledger) = faultline::FaultLayer::pair();
-    /// let app: Router = Router::new()
-    ///     .route("/errors", get(ledger.errors_handler()))
-    ///     .layer(layer);
-    /// # let _ = app;
-    /// ```
-    pub fn errors_handler(
-        &self,
-    ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-        let ledger = self.clone();
-        move || {
-            let body = ledger.errors_json().to_string();
-            std::future::ready(([(CONTENT_TYPE, "application/json")], body).into_response())
-        }
-    }
-
-    fn errors_json(&self) -> serde_json::Value {
-        let snapshot = self.snapshot();
-        let groups: Vec<serde_json::Value> = self
-            .groups()
-            .into_iter()
-            .map(|g| {
-                serde_json::json!({
-                    "fingerprint": g.fingerprint,
-                    "count": g.count,
-                    "first_seen_ms": g.first_seen_ms,
-                    "last_seen_ms": g.last_seen_ms,
-                    "outcome": g.outcome.as_str(),
-                    "status": g.status,
-                    "code": g.code,
-                    "route": g.route,
-                    "message": g.message,
-                    "chain": g.chain,
-                    "location": g.location,
-                    "per_minute": g.per_minute,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "failures": snapshot.failures(),
-            "reported": snapshot.reported,
-            "suppressed": snapshot.suppressed,
-            "groups": groups,
-        })
     }
 }
 

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::count::stripe::Slot;
+use crate::count::stripe::ThreadStripe;
 use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
 use crate::request::{InternedRoute, RouteKey, MAX_INTERNED_ROUTES};
@@ -156,8 +156,8 @@ impl RouteCounts {
         Self((0..slots * OUTCOMES).map(|_| AtomicU64::new(0)).collect())
     }
 
-    pub(super) fn add(&self, slot: Slot, route: u16, outcome: Outcome) {
-        slot.add(&self.0[usize::from(route) * OUTCOMES + outcome.index()]);
+    pub(super) fn add(&self, here: ThreadStripe, route: u16, outcome: Outcome) {
+        here.add(&self.0[usize::from(route) * OUTCOMES + outcome.index()]);
     }
 }
 

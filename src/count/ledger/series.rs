@@ -22,8 +22,8 @@ struct Full;
 #[non_exhaustive]
 pub struct Series {
     /// The route template (`/api/{instance}/digests`), never the raw path;
-    /// [`UNMATCHED_ROUTE`](crate::UNMATCHED_ROUTE) when no route matched,
-    /// [`OVERFLOW_LABEL`](crate::OVERFLOW_LABEL) for the overflow series.
+    /// [`UNMATCHED_ROUTE`](crate::ledger::UNMATCHED_ROUTE) when no route matched,
+    /// [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL) for the overflow series.
     pub route: String,
     /// The failure's stable code.
     pub code: String,

@@ -138,7 +138,7 @@ fn exposition_escapes_label_values() {
         400,
         &ledger.inner.series,
     );
-    let text = ledger.render_prometheus();
+    let text = ledger.snapshot().to_prometheus();
     assert!(
         text.contains(
             "faultline_errors_total{route=\"/a\\\"b\\\\c\\nd\",code=\"bad-request\",status=\"400\"} 1"
@@ -236,7 +236,7 @@ fn groups_keep_count_first_and_last_seen_and_the_latest_summary() {
     assert_eq!((groups[0].code.as_str(), groups[0].count), ("often", 5));
     assert_eq!(groups[0].message, "attempt 4");
     assert!(groups[0].first_seen_ms <= groups[0].last_seen_ms);
-    assert_eq!(groups[0].route, crate::UNMATCHED_ROUTE);
+    assert_eq!(groups[0].route, crate::outcome::UNMATCHED_ROUTE);
     assert_eq!(groups[1].location.as_deref(), Some("src/hook.rs:7"));
     assert_ne!(groups[0].fingerprint, groups[1].fingerprint);
     // A read hands over and zeroes what threads held: counts are not taken twice.

@@ -20,13 +20,13 @@ const SHORT: Duration = Duration::from_secs(300);
 const MAX_ROUTES_SHOWN: usize = 10;
 
 /// One route's line: its budget over the hour, and its burn rate over five minutes.
-pub(super) struct Line {
+pub(in crate::export) struct Line {
     pub(super) hour: RouteBudget,
     pub(super) recent: f64,
 }
 
 /// The lines of the routes with requests in the last hour, the fastest burning first.
-pub(super) fn lines(ledger: &Ledger) -> Vec<Line> {
+pub(in crate::export) fn lines(ledger: &Ledger) -> Vec<Line> {
     let recent = ledger.budget(INBOX_SLO, SHORT);
     ledger
         .budget(INBOX_SLO, LONG)

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use faultline::{Ledger, Snapshot};
+use faultline::ledger::Snapshot;
+use faultline::Ledger;
 use serde_json::{json, Value};
 use webhook_ingest::store::Store;
 use webhook_ingest::webhook;
