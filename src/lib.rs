@@ -99,6 +99,9 @@ pub mod limits;
 /// The caps and switches a layer works with.
 mod config;
 
+/// The atomics and locks the lock-free protocols use: std's, or loom's in the models.
+mod sync;
+
 /// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
 mod panic;
 

@@ -4,3 +4,4 @@
 
 pub(crate) mod ledger;
 pub(crate) mod stripe;
+pub(crate) mod striped_arc;

@@ -77,7 +77,7 @@ pub(crate) fn for_status(status: StatusCode) -> &'static str {
         _ => "server-error",
     }
 }
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

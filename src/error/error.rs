@@ -253,7 +253,7 @@ impl Fault for Caused {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -103,7 +103,7 @@ fn derived_code(outcome: Outcome, status: StatusCode) -> Option<&'static str> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

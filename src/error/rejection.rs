@@ -125,7 +125,7 @@ rejection_faults! {
     NestedPathRejection => [(INTERNAL_SERVER_ERROR, "the route is not nested")];
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -239,5 +239,5 @@ pub(super) fn unix_ms() -> u64 {
 
 pub(super) mod budget;
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

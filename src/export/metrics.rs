@@ -15,15 +15,16 @@
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::thread::LocalKey;
 
 use ::metrics::{Counter, Gauge, Histogram, SharedString, Unit};
-use rustc_hash::{FxHashMap, FxHasher};
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::export::labels::Finished;
 use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
+use crate::sync::Mutex;
 
 /// The name of the duration histogram: OpenTelemetry's `http.server.request.duration`, in
 /// seconds. A Prometheus exporter writes it `http_server_request_duration`.
@@ -72,7 +73,7 @@ struct Labels<'a> {
     code: &'static str,
 }
 
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug)]
 struct OwnedLabels {
     method: &'static str,
     route: Box<str>,
@@ -96,43 +97,62 @@ impl Labels<'_> {
             && self.method == owned.method
             && self.route == &*owned.route
     }
+
+    /// The hash both tables find these labels by, with the bridge's id for the threads'
+    /// caches, which serve every bridge in the process.
+    fn hash(&self, bridge: u64) -> u64 {
+        let mut hasher = FxHasher::default();
+        (bridge, self).hash(&mut hasher);
+        hasher.finish()
+    }
 }
 
-/// The shared, bounded table of one kind of handle.
+/// The shared, bounded table of one kind of handle: each one's hash, labels and handle.
 #[derive(Debug)]
 struct Registry<H> {
     max: usize,
-    handles: FxHashMap<OwnedLabels, H>,
+    handles: HashTable<(u64, OwnedLabels, H)>,
     overflow: H,
 }
 
 impl<H: Clone> Registry<H> {
+    fn new(max: usize, overflow: H) -> Self {
+        Self {
+            max,
+            handles: HashTable::new(),
+            overflow,
+        }
+    }
+
     fn get(&mut self, labels: Labels<'_>, register: impl FnOnce(Labels<'_>) -> H) -> H {
-        let owned = labels.to_owned();
-        if let Some(handle) = self.handles.get(&owned) {
+        let hash = labels.hash(0);
+        if let Some((_, _, handle)) = self
+            .handles
+            .find(hash, |(_, owned, _)| labels.matches(owned))
+        {
             return handle.clone();
         }
         if self.handles.len() >= self.max {
             return self.overflow.clone();
         }
         let handle = register(labels);
-        self.handles.insert(owned, handle.clone());
+        let entry = (hash, labels.to_owned(), handle.clone());
+        self.handles
+            .insert_unique(hash, entry, |(hash, _, _)| *hash);
         handle
     }
 }
 
-/// One thread's cache of handles, indexed by the hash of the bridge and the labels; the
-/// labels are compared on lookup, so a collision costs a comparison, never a miscount.
+/// One thread's cache of handles, over every bridge: each one's hash, bridge, labels and
+/// handle, found by the bridge and the borrowed labels.
 struct LocalCache<H> {
-    index: FxHashMap<u64, Vec<(u64, OwnedLabels, H)>>,
-    len: usize,
+    handles: HashTable<(u64, u64, OwnedLabels, H)>,
 }
 
 impl<H> Default for LocalCache<H> {
     fn default() -> Self {
         Self {
-            index: FxHashMap::default(),
-            len: 0,
+            handles: HashTable::new(),
         }
     }
 }
@@ -152,27 +172,24 @@ fn with_handle<H: Clone + 'static>(
     register: fn(Labels<'_>) -> H,
     use_handle: impl Fn(&H),
 ) {
-    let mut hasher = FxHasher::default();
-    (bridge, labels).hash(&mut hasher);
-    let hash = hasher.finish();
+    let hash = labels.hash(bridge);
     let cached = local.try_with(|cache| {
         let mut cache = cache.borrow_mut();
-        let found = cache.index.get(&hash).and_then(|bucket| {
-            bucket
-                .iter()
-                .find(|(b, owned, _)| *b == bridge && labels.matches(owned))
+        let found = cache.handles.find(hash, |(_, b, owned, _)| {
+            *b == bridge && labels.matches(owned)
         });
-        if let Some((_, _, handle)) = found {
+        if let Some((_, _, _, handle)) = found {
             use_handle(handle);
             return None;
         }
         let handle = lock(shared).get(labels, register);
-        if cache.len >= LOCAL_HANDLES {
+        if cache.handles.len() >= LOCAL_HANDLES {
             *cache = LocalCache::default();
         }
-        cache.len += 1;
-        let entry = (bridge, labels.to_owned(), handle.clone());
-        cache.index.entry(hash).or_default().push(entry);
+        let entry = (hash, bridge, labels.to_owned(), handle.clone());
+        cache
+            .handles
+            .insert_unique(hash, entry, |(hash, _, _, _)| *hash);
         Some(handle)
     });
     match cached {
@@ -204,16 +221,8 @@ impl MetricsBridge {
             reported: ::metrics::counter!(REPORTS, "disposition" => "reported"),
             suppressed: ::metrics::counter!(REPORTS, "disposition" => "suppressed"),
             in_flight: ::metrics::gauge!(IN_FLIGHT),
-            durations: Mutex::new(Registry {
-                max: max_series,
-                handles: FxHashMap::default(),
-                overflow: duration_histogram(overflow),
-            }),
-            errors: Mutex::new(Registry {
-                max: max_series,
-                handles: FxHashMap::default(),
-                overflow: error_counter(overflow),
-            }),
+            durations: Mutex::new(Registry::new(max_series, duration_histogram(overflow))),
+            errors: Mutex::new(Registry::new(max_series, error_counter(overflow))),
         }
     }
 

@@ -93,6 +93,11 @@ pub(crate) struct Record {
 /// the service and gives it back on the thread that ends it, so a runtime's workers trade
 /// them back and forth; this many per thread covers the requests a worker has in flight at
 /// once in all but floods, when the extra ones are freed.
+///
+/// Kept by hand: the pool is a thread-local `Vec` of boxes, with no lock-free protocol (a box
+/// crosses threads by being moved with its request, as any value does). A pool crate
+/// (`sharded-slab`'s `Pool`, `object-pool`) would add a shared structure where this has none;
+/// what it must hold is the ledger bench's figure, 0 allocations per successful request.
 const SPARE_RECORDS: usize = 64;
 
 thread_local! {
@@ -308,7 +313,7 @@ impl Drop for RequestGuard {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::config::Config;

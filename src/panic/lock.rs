@@ -1,6 +1,8 @@
 //! [`lock`]: the one way faultline takes its locks, whatever panicked while one was held.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+use crate::sync::{Mutex, MutexGuard};
 
 /// Locks `mutex`, even if a thread panicked while holding it: faultline's tables hold counts
 /// and bounded text, every update of which leaves them usable, and a request must never fail

@@ -241,7 +241,7 @@ fn escape(c: char, buf: &mut [u8; 6]) -> &str {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

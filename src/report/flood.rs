@@ -13,13 +13,13 @@
 //! caches drop it at their next use; a fingerprint evicted and seen again starts afresh, as
 //! one never seen would.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
 use crate::panic::lock;
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// The fingerprints one thread's cache keeps; past it the cache is emptied and refilled
 /// from the shared table. An application has a few dozen fingerprints.
@@ -129,7 +129,7 @@ impl Budgets {
         budget
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn len(&self) -> usize {
         self.table.len()
     }
@@ -164,7 +164,7 @@ impl CachedBudgets {
         fingerprint: u64,
         window: u64,
         per_window: u32,
-        shared: &std::sync::Mutex<Budgets>,
+        shared: &Mutex<Budgets>,
     ) -> Verdict {
         // One lookup in the usual case: the fingerprint is cached and its budget alive.
         let usable = self
@@ -189,7 +189,7 @@ impl CachedBudgets {
     }
 
     /// Caches the budget of `fingerprint` from `shared`, in place of an evicted one.
-    fn refill(&mut self, fingerprint: u64, window: u64, shared: &std::sync::Mutex<Budgets>) {
+    fn refill(&mut self, fingerprint: u64, window: u64, shared: &Mutex<Budgets>) {
         self.entries.remove(&fingerprint);
         if self.entries.len() >= CACHED_PER_THREAD {
             self.hand_over_all();
@@ -215,10 +215,8 @@ impl CachedBudgets {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
 
     #[test]
@@ -274,5 +272,63 @@ mod tests {
             assert!(budgets.len() <= 4);
         }
         assert!(first.evicted.load(Ordering::Relaxed));
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use loom::sync::Arc;
+
+    use super::*;
+
+    /// Failures one thread judges, by the window its clock read: one thread moves to the
+    /// second window before the other, which then judges with a stale window.
+    const WINDOWS: [[u64; 3]; 2] = [[1, 1, 2], [1, 2, 2]];
+
+    /// Two threads judge three failures each of one fingerprint, one event per window, across
+    /// a window change: exactly one event per window is written whatever the interleaving (a
+    /// stale window counts against the later one, never moves the budget back), and every
+    /// failure not written is told by an event or held for the next one.
+    ///
+    /// Fails, as it should, when `Budget::take` writes its word with a load and a store in
+    /// place of the compare-and-swap (two threads take the window's one unit), and when a
+    /// written event takes the held count with a load and a store in place of `swap` (a
+    /// hand-over in between is lost).
+    #[test]
+    fn loom_flood_control_writes_per_window_and_tells_every_suppressed_failure() {
+        loom::model(|| {
+            let shared = Arc::new(Mutex::new(Budgets::new(4)));
+            let threads: Vec<_> = WINDOWS
+                .into_iter()
+                .map(|windows| {
+                    let shared = shared.clone();
+                    loom::thread::spawn(move || {
+                        let mut cache = CachedBudgets::default();
+                        let (mut written, mut told) = (0, 0);
+                        for window in windows {
+                            if let Verdict::Write { suppressed_since } =
+                                cache.judge(42, window, 1, &shared)
+                            {
+                                written += 1;
+                                told += suppressed_since;
+                            }
+                        }
+                        // More than a thread holds back before handing over, as at a read.
+                        cache.hand_over_all();
+                        (written, told)
+                    })
+                })
+                .collect();
+            let (mut written, mut told) = (0, 0);
+            for thread in threads {
+                let (w, t) = thread.join().unwrap();
+                written += w;
+                told += t;
+            }
+            assert_eq!(written, 2, "one event in each of the two windows");
+            let budgets = lock(&shared);
+            let held = budgets.table[&42].0.held.load(Ordering::Relaxed);
+            assert_eq!(told + held, 6 - written);
+        });
     }
 }

@@ -286,7 +286,7 @@ impl GroupTable {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

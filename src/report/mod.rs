@@ -19,7 +19,6 @@ mod flood;
 mod groups;
 
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
@@ -32,6 +31,7 @@ use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
 use crate::panic::lock;
 use crate::render::summary::Summary;
+use crate::sync::Mutex;
 
 /// Flood control and error groups, shared by every clone of a layer.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl Reporter {
         self.started_unix_ms.saturating_add(nanos / NANOS_PER_MS)
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn fingerprints(&self) -> usize {
         lock(&self.budgets).len()
     }

@@ -40,7 +40,7 @@ pub(crate) fn freeze_written(room: usize, write: impl FnOnce(&mut BytesMut)) -> 
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

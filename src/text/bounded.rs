@@ -173,7 +173,7 @@ pub(crate) fn write_chain(
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -14,12 +14,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use std::sync::atomic::Ordering;
-
 use super::routes::RouteRequests;
 use super::Ledger;
 use crate::outcome::Outcome;
 use crate::panic::lock;
+use crate::sync::Ordering;
 
 /// Minutes of history kept: an hour, and the sample that starts it.
 pub(super) const HISTORY_MINUTES: u64 = 60;
@@ -222,7 +221,7 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::count::ledger::Ledger;

@@ -1,10 +1,9 @@
 //! Striped request counters: each thread adds to its own stripe's cells, a read sums every
 //! stripe. Exact at quiescence, and no cache line is written by every request.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crate::count::stripe::ThreadStripe;
 use crate::outcome::Outcome;
+use crate::sync::{AtomicU64, Ordering};
 
 const OUTCOMES: usize = Outcome::ALL.len();
 
@@ -74,15 +73,18 @@ impl Totals {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::count::stripe::{self, Padded};
+    use crossbeam_utils::CachePadded;
+
+    use crate::count::stripe;
 
     #[test]
     fn stripes_add_up_exactly_from_more_threads_than_cores() {
-        let stripes: Vec<Padded<Counts>> =
-            (0..stripe::count()).map(|_| Padded::default()).collect();
+        let stripes: Vec<CachePadded<Counts>> = (0..stripe::count())
+            .map(|_| CachePadded::default())
+            .collect();
         std::thread::scope(|scope| {
             for _ in 0..16 {
                 scope.spawn(|| {
@@ -100,7 +102,7 @@ mod tests {
                 });
             }
         });
-        let totals = Totals::sum(stripes.iter().map(|s| &s.0));
+        let totals = Totals::sum(stripes.iter().map(|s| &**s));
         assert_eq!(totals.started, 160_000);
         assert_eq!(totals.outcome(Outcome::Rejected), 16 * 3_334);
         assert_eq!(totals.outcome(Outcome::Ok), 160_000 - 16 * 3_334);

@@ -16,8 +16,9 @@ mod series;
 mod snapshot;
 
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
 
 use self::budget::History;
 pub use self::budget::RouteBudget;
@@ -30,12 +31,13 @@ pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::Snapshot;
 use crate::config::{LedgerLimits, ReportLevels};
-use crate::count::stripe::{self, Padded, ThreadStripe};
+use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::{RequestMeta, RouteKey};
+use crate::sync::{AtomicU64, Mutex};
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
@@ -56,7 +58,7 @@ pub struct Ledger {
 
 #[derive(Debug)]
 struct Inner {
-    stripes: Box<[Padded<Stripe>]>,
+    stripes: Box<[CachePadded<Stripe>]>,
     series: Mutex<SeriesTable>,
     routes: RouteSlots,
     /// The minute of the newest sample in `history`.
@@ -103,7 +105,7 @@ impl Ledger {
         let routes = RouteSlots::new(limits.max_routes);
         let minute = budget::minute_now();
         let stripe = || {
-            Padded(Stripe {
+            CachePadded::new(Stripe {
                 counts: Counts::default(),
                 routes: RouteCounts::new(routes.slots()),
                 failures: Mutex::new(Failures {
@@ -285,5 +287,7 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_models;
+#[cfg(all(test, not(loom)))]
 mod tests;

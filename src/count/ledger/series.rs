@@ -6,12 +6,12 @@
 
 use std::hash::{Hash, Hasher};
 
-use rustc_hash::{FxHashMap, FxHasher};
-
-use std::sync::Mutex;
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::outcome::OVERFLOW_LABEL;
 use crate::panic::lock;
+use crate::sync::Mutex;
 
 /// A table with no room for new labels.
 #[derive(Debug)]
@@ -45,9 +45,8 @@ impl Series {
 #[derive(Debug)]
 pub(crate) struct SeriesTable {
     pub(crate) max: usize,
-    /// Hash of the labels to indexes in `entries`; the labels are compared on lookup, so a
-    /// collision costs a comparison, never a miscount.
-    pub(super) index: FxHashMap<u64, Vec<usize>>,
+    /// Each entry's labels' hash and its index in `entries`, found by the borrowed labels.
+    pub(super) index: HashTable<(u64, usize)>,
     entries: Vec<Entry>,
     overflow: u64,
 }
@@ -64,7 +63,7 @@ impl SeriesTable {
     pub(crate) fn new(max: usize) -> Self {
         Self {
             max,
-            index: FxHashMap::default(),
+            index: HashTable::new(),
             entries: Vec::new(),
             overflow: 0,
         }
@@ -76,21 +75,21 @@ impl SeriesTable {
         let mut hasher = FxHasher::default();
         (route, code, status).hash(&mut hasher);
         let hash = hasher.finish();
-        let known = self.index.get(&hash).and_then(|bucket| {
-            bucket.iter().copied().find(|&i| {
-                let entry = &self.entries[i];
-                entry.status == status && entry.code == code && &*entry.route == route
-            })
+        let entries = &self.entries;
+        let known = self.index.find(hash, |&(_, i)| {
+            let entry = &entries[i];
+            entry.status == status && entry.code == code && &*entry.route == route
         });
-        if let Some(i) = known {
+        if let Some(&(_, i)) = known {
             self.entries[i].count += n;
             return Ok(());
         }
-        // Past the cap nothing new is stored, not even an index bucket.
+        // Past the cap nothing new is stored, not even an index slot.
         if self.entries.len() >= self.max {
             return Err(Full);
         }
-        self.index.entry(hash).or_default().push(self.entries.len());
+        self.index
+            .insert_unique(hash, (hash, self.entries.len()), |&(hash, _)| hash);
         self.entries.push(Entry {
             route: route.into(),
             code,

@@ -1,0 +1,115 @@
+//! A counted pointer whose count is striped: one handle per stripe onto one value, so that
+//! threads on different stripes clone and drop handles without writing a shared line.
+//!
+//! An `Arc` cloned for every request by every core has one reference count that the cores
+//! hand each other, a ceiling on the whole process. Here the value is behind one `Arc`, held
+//! by one handle per [`stripe`](crate::count::stripe) (its "lane"), each alone on its cache lines;
+//! a thread clones the handle of its own stripe ([`StripedArc::here`]), so the count it
+//! writes is its stripe's.
+//!
+//! The set of lanes ([`Lanes`]) is what the owners hold: while it lives, every clone goes to
+//! the calling thread's lane. Once it is gone, the lanes still held keep the value alive and
+//! clone themselves, which is correct, only shared again.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, Weak};
+
+use crossbeam_utils::CachePadded;
+
+use crate::count::stripe;
+
+/// One stripe's handle onto a value shared by every stripe, alone on its cache lines (its
+/// padding makes the `Arc` around it take lines of its own, counts included).
+#[derive(Debug)]
+pub(crate) struct StripedArc<T> {
+    hub: CachePadded<Arc<Hub<T>>>,
+}
+
+/// The value, and the way back to every lane from any of them.
+#[derive(Debug)]
+struct Hub<T> {
+    value: T,
+    /// The lanes, by stripe; weak, since each lane holds the hub.
+    lanes: OnceLock<Box<[Weak<StripedArc<T>>]>>,
+}
+
+/// Every lane of one value, by stripe: what the value's owners hold.
+pub(crate) type Lanes<T> = Arc<[Arc<StripedArc<T>>]>;
+
+impl<T> StripedArc<T> {
+    /// Shares `value` through one lane per stripe.
+    pub(crate) fn lanes(value: T) -> Lanes<T> {
+        let hub = Arc::new(Hub {
+            value,
+            lanes: OnceLock::new(),
+        });
+        let lanes: Lanes<T> = (0..stripe::count())
+            .map(|_| {
+                Arc::new(Self {
+                    hub: CachePadded::new(hub.clone()),
+                })
+            })
+            .collect();
+        let weak = lanes.iter().map(Arc::downgrade).collect();
+        hub.lanes.set(weak).expect("lanes are made once");
+        lanes
+    }
+
+    /// The lane of the calling thread's stripe, counted once more; this one if the lanes are
+    /// gone.
+    pub(crate) fn here(self: &Arc<Self>) -> Arc<Self> {
+        self.hub
+            .lanes
+            .get()
+            .and_then(|lanes| lanes[stripe::this_thread().index].upgrade())
+            .unwrap_or_else(|| self.clone())
+    }
+}
+
+impl<T> Deref for StripedArc<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.hub.value
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_thread_clones_its_own_lane_onto_one_value() {
+        let lanes = StripedArc::lanes(String::from("shared"));
+        assert_eq!(lanes.len(), stripe::count());
+        assert!(std::mem::align_of::<StripedArc<String>>() >= 64);
+        let mine = lanes[stripe::this_thread().index].clone();
+        // From any lane, a thread gets the lane of its own stripe, onto the same value.
+        for lane in lanes.iter() {
+            assert!(Arc::ptr_eq(&lane.here(), &mine));
+            assert!(std::ptr::eq::<String>(&***lane, &**mine));
+        }
+        let theirs = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let here = mine.here();
+                    (stripe::this_thread().index, Arc::as_ptr(&here) as usize)
+                })
+                .join()
+                .unwrap()
+        });
+        assert_eq!(theirs.1, Arc::as_ptr(&lanes[theirs.0]) as usize);
+    }
+
+    #[test]
+    fn held_lanes_outlive_the_set_and_keep_the_value() {
+        let lanes = StripedArc::lanes(vec![1, 2, 3]);
+        let first = lanes[0].clone();
+        let here = first.here();
+        drop((lanes, here));
+        // Only a clone is left: it still works, on its own lane.
+        assert!(Arc::ptr_eq(&first.here(), &first));
+        assert_eq!(**first.here(), [1, 2, 3]);
+        assert_eq!(Arc::strong_count(&first), 1);
+    }
+}
