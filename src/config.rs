@@ -8,7 +8,7 @@ use tracing::Level;
 
 use crate::limits::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS,
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_ROUTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
     DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER,
 };
 use crate::outcome::Outcome;
@@ -111,6 +111,7 @@ impl Default for ReportLimits {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LedgerLimits {
     pub(crate) max_series: usize,
+    pub(crate) max_routes: usize,
     pub(crate) reports: ReportLimits,
 }
 
@@ -118,6 +119,7 @@ impl Default for LedgerLimits {
     fn default() -> Self {
         Self {
             max_series: DEFAULT_MAX_SERIES,
+            max_routes: DEFAULT_MAX_ROUTES,
             reports: ReportLimits::default(),
         }
     }

@@ -154,9 +154,10 @@ pub mod ledger {
     //! What a [`Ledger`](crate::Ledger) is built with and what it reads out: its
     //! [`LedgerBuilder`], the counts at one moment ([`Snapshot`], with one [`Series`] per
     //! route, code and status) and the error groups ([`Group`]), with the labels and the
-    //! content type they use.
+    //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
+    //! error budget per route ([`RouteBudget`]).
 
-    pub use crate::count::ledger::{LedgerBuilder, Series, Snapshot};
+    pub use crate::count::ledger::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
     pub use crate::export::prometheus::PROMETHEUS_TEXT;
     pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
     pub use crate::report::{Group, TREND_MINUTES};

@@ -62,6 +62,11 @@ pub const DEFAULT_REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-req
 /// its codes reach, far below what a scrape should carry.
 pub const DEFAULT_MAX_SERIES: usize = 512;
 
+/// Default cap on the route templates counted per route: an application's routes are a few
+/// dozen. Each thread's stripe holds a cell per route and outcome, so the cap is also that
+/// block's size: 66 × 7 cells of 8 bytes, under 4 KiB per stripe.
+pub const DEFAULT_MAX_ROUTES: usize = 64;
+
 /// Default number of events written in full per fingerprint and window: enough to see a
 /// problem and its variety, few enough that a flood of one failure costs no log volume.
 pub const DEFAULT_REPORTS_PER_WINDOW: u32 = 10;

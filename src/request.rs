@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::extract::{MatchedPath, OriginalUri};
 use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method, Request};
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 
 use crate::outcome::UNMATCHED_ROUTE;
 use crate::text::arena;
@@ -31,13 +31,33 @@ pub(crate) struct RequestMeta {
     request_id: Option<HeaderValue>,
 }
 
+/// A route template interned once per process, and its place in the order of interning:
+/// a small dense number that per-route counters index by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InternedRoute {
+    pub(crate) text: &'static str,
+    /// Below [`MAX_INTERNED_ROUTES`].
+    pub(crate) index: u16,
+}
+
+/// Which route a request's counts go to, without its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RouteKey {
+    /// No route matched.
+    Unmatched,
+    /// An interned template.
+    Interned(InternedRoute),
+    /// A template past the interning cap: counted with the overflow.
+    Uninterned,
+}
+
 /// The route template of a request.
 #[derive(Debug)]
 enum Route {
     /// No route matched, or the layer sits outside the router.
     Unmatched,
     /// Interned: no reference count to bump.
-    Interned(&'static str),
+    Interned(InternedRoute),
     /// Past the interning cap: axum's own shared string.
     Shared(MatchedPath),
 }
@@ -56,7 +76,7 @@ impl RequestMeta {
     }
 
     /// Takes the route template a layer nested inside saw, when this one saw none.
-    pub(crate) fn refine_route(&mut self, route: &'static str) {
+    pub(crate) fn refine_route(&mut self, route: InternedRoute) {
         if let Route::Unmatched = self.route {
             self.route = Route::Interned(route);
         }
@@ -75,8 +95,17 @@ impl RequestMeta {
     pub(crate) fn matched_route(&self) -> Option<&str> {
         match &self.route {
             Route::Unmatched => None,
-            Route::Interned(route) => Some(route),
+            Route::Interned(route) => Some(route.text),
             Route::Shared(matched) => Some(matched.as_str()),
+        }
+    }
+
+    /// Which route the request's counts go to.
+    pub(crate) fn route_key(&self) -> RouteKey {
+        match &self.route {
+            Route::Unmatched => RouteKey::Unmatched,
+            Route::Interned(route) => RouteKey::Interned(*route),
+            Route::Shared(_) => RouteKey::Uninterned,
         }
     }
 
@@ -113,7 +142,7 @@ impl RequestMeta {
 }
 
 /// The interned route template of `request`, if a route matched.
-pub(crate) fn interned_route<B>(request: &Request<B>) -> Option<&'static str> {
+pub(crate) fn interned_route<B>(request: &Request<B>) -> Option<InternedRoute> {
     match request.extensions().get::<MatchedPath>().map(route_label) {
         Some(Route::Interned(route)) => Some(route),
         _ => None,
@@ -133,7 +162,7 @@ fn sent_uri<B>(request: &Request<B>) -> &http::Uri {
 /// The most route templates interned per process. Templates come from the application's own
 /// routes, a few dozen; the cap only bounds what a process that builds routers from data
 /// could leak. Past it, routes are kept as axum's shared string.
-const MAX_INTERNED_ROUTES: usize = 4096;
+pub(crate) const MAX_INTERNED_ROUTES: usize = 4096;
 
 /// Slots of the per-thread cache in front of the interned set.
 const ROUTE_CACHE_SLOTS: usize = 16;
@@ -147,29 +176,33 @@ const ROUTE_CACHE_SLOTS: usize = 16;
 /// Kept by hand: an interning crate (`internment`, `lasso`) leaks or arenas the strings in
 /// the same way behind a shared lock, and would still need this per-thread cache to keep
 /// the lock off the path of every request; there is no lock-free protocol here to check.
+/// Each template gets the next index as it is interned, so that counters per route are a
+/// dense array rather than a table keyed by text.
 fn route_label(matched: &MatchedPath) -> Route {
-    type Slots = [(usize, &'static str); ROUTE_CACHE_SLOTS];
+    const EMPTY: (usize, InternedRoute) = (0, InternedRoute { text: "", index: 0 });
+    type Slots = [(usize, InternedRoute); ROUTE_CACHE_SLOTS];
     thread_local! {
-        static CACHE: RefCell<Slots> = const { RefCell::new([(0, ""); ROUTE_CACHE_SLOTS]) };
+        static CACHE: RefCell<Slots> = const { RefCell::new([EMPTY; ROUTE_CACHE_SLOTS]) };
     }
-    static INTERNED: Mutex<Option<FxHashSet<&'static str>>> = Mutex::new(None);
+    static INTERNED: Mutex<Option<FxHashMap<&'static str, u16>>> = Mutex::new(None);
     let route = matched.as_str();
     let address = route.as_ptr() as usize;
     let slot = (address >> 3) % ROUTE_CACHE_SLOTS;
     let cached = CACHE.with(|cache| cache.borrow()[slot]);
-    if cached.0 == address && cached.1 == route {
+    if cached.0 == address && cached.1.text == route {
         return Route::Interned(cached.1);
     }
     let interned = {
         // Not `panic::lock`, which takes the `sync` facade's locks: this one is process-wide.
-        let mut set = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
-        let set = set.get_or_insert_with(FxHashSet::default);
-        match set.get(route) {
-            Some(&interned) => Some(interned),
-            None if set.len() < MAX_INTERNED_ROUTES => {
-                let interned: &'static str = Box::leak(route.into());
-                set.insert(interned);
-                Some(interned)
+        let mut map = INTERNED.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = map.get_or_insert_with(FxHashMap::default);
+        match map.get_key_value(route) {
+            Some((&text, &index)) => Some(InternedRoute { text, index }),
+            None if map.len() < MAX_INTERNED_ROUTES => {
+                let text: &'static str = Box::leak(route.into());
+                let index = map.len() as u16;
+                map.insert(text, index);
+                Some(InternedRoute { text, index })
             }
             None => None,
         }
@@ -300,7 +333,7 @@ mod tests {
             "/users/{id}",
             get(move |matched: MatchedPath| async move {
                 let label = match route_label(&matched) {
-                    Route::Interned(route) => route,
+                    Route::Interned(route) => route.text,
                     other => panic!("not interned: {other:?}"),
                 };
                 seen.lock().unwrap().push(label);

@@ -81,7 +81,12 @@ impl Ledger {
     pub fn render_inbox(&self) -> String {
         let snapshot = self.snapshot();
         let groups = self.groups();
-        inbox::render(&snapshot, &groups, inbox::unix_ms())
+        inbox::render(
+            &snapshot,
+            &inbox::budget::lines(self),
+            &groups,
+            inbox::unix_ms(),
+        )
     }
 }
 

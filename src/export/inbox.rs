@@ -1,7 +1,9 @@
 //! The error inbox: one self-contained HTML page over the error groups, for the person on
 //! call who opens a browser, not `jq`.
 //!
-//! One row per group, the most frequent first: code, status, outcome, route template, count,
+//! Above the groups, the error budget of the routes burning it fastest ([`Ledger::budget`](crate::Ledger::budget)
+//! against the Prometheus rules' default objective). One row per group, the most frequent
+//! first: code, status, outcome, route template, count,
 //! first and last seen, the last hour per minute as inline SVG, and the latest bounded
 //! summary behind a disclosure. Filters by outcome and status class and a search over code
 //! and route run in a few lines of plain script. The page loads nothing (no script, font or
@@ -56,7 +58,12 @@ pub(super) fn inbox_response(page: String) -> Response {
         .into_response()
 }
 
-pub(super) fn render(snapshot: &Snapshot, groups: &[Group], now_ms: u64) -> String {
+pub(super) fn render(
+    snapshot: &Snapshot,
+    budget: &[budget::Line],
+    groups: &[Group],
+    now_ms: u64,
+) -> String {
     let mut page = String::with_capacity(4096 + groups.len() * 2048);
     page.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -79,6 +86,7 @@ pub(super) fn render(snapshot: &Snapshot, groups: &[Group], now_ms: u64) -> Stri
     page.push_str("</p>\n");
     push_filters(&mut page);
     page.push_str("</header>\n<main>");
+    budget::push_section(&mut page, budget);
     if groups.is_empty() {
         page.push_str("<p class=\"empty\">No failures so far.</p>");
     }
@@ -228,6 +236,8 @@ pub(super) fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+pub(super) mod budget;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

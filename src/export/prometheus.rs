@@ -42,6 +42,22 @@ impl Snapshot {
             self.reported, self.suppressed
         );
         out.push_str(
+            "# HELP faultline_route_requests_total Requests by route template and outcome.\n\
+             # TYPE faultline_route_requests_total counter\n",
+        );
+        for route in &self.routes {
+            for &outcome in Outcome::ALL {
+                out.push_str("faultline_route_requests_total{route=\"");
+                push_label_value(&mut out, &route.route);
+                let _ = writeln!(
+                    out,
+                    "\",outcome=\"{}\"}} {}",
+                    outcome.as_str(),
+                    route.outcome(outcome)
+                );
+            }
+        }
+        out.push_str(
             "# HELP faultline_errors_total Failed requests by route template, error code and status.\n\
              # TYPE faultline_errors_total counter\n",
         );

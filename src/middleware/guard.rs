@@ -19,7 +19,7 @@ use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::render::summary::Summary;
-use crate::request::{request_id_text, RequestMeta};
+use crate::request::{request_id_text, InternedRoute, RequestMeta};
 
 thread_local! {
     /// The request whose inner service this thread is calling or polling, if any.
@@ -33,7 +33,7 @@ struct Mark {
     ledger: usize,
     /// The route template a layer passing it through saw: a router nested as a service
     /// (`Router::nest_service`) matches the route the outer router could not name.
-    nested_route: Option<&'static str>,
+    nested_route: Option<InternedRoute>,
 }
 
 /// Whether a layer of the ledger `ledger` already counts the request being called here.
@@ -43,7 +43,7 @@ pub(crate) fn counted_by(ledger: usize) -> bool {
 
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
-pub(crate) fn passing_through(route: Option<&'static str>) {
+pub(crate) fn passing_through(route: Option<InternedRoute>) {
     COUNTING.with(|counting| {
         let mark = counting.get();
         if mark.nested_route.is_none() {
@@ -258,7 +258,9 @@ impl Record {
                 let _ = catch(|| self.record_bridges(Outcome::Ok, self.status().as_u16(), None));
             }
             self.phase = Phase::Settled;
-            self.shared.ledger.finish(Outcome::Ok);
+            self.shared
+                .ledger
+                .finish(Outcome::Ok, self.meta.route_key());
         }
     }
 
@@ -284,7 +286,7 @@ impl Record {
         let _ = catch(|| {
             self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
         });
-        ledger.finish(summary.outcome);
+        ledger.finish(summary.outcome, self.meta.route_key());
     }
 
     /// Settles a failure that has no answer to render (the head is gone or never comes).

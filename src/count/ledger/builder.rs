@@ -38,6 +38,15 @@ impl LedgerBuilder {
         self
     }
 
+    /// Caps the route templates counted per route and outcome; default
+    /// [`DEFAULT_MAX_ROUTES`](crate::limits::DEFAULT_MAX_ROUTES). Past it, requests of new
+    /// routes are counted under the route `~overflow`. Taken as at most 4,096, the templates
+    /// one process interns.
+    pub fn max_routes(mut self, routes: usize) -> Self {
+        self.limits.max_routes = routes;
+        self
+    }
+
     /// Flood control: per fingerprint, at most `events` failure events are written in full
     /// per `window`; the rest are suppressed and counted. Default
     /// [`DEFAULT_REPORTS_PER_WINDOW`](crate::limits::DEFAULT_REPORTS_PER_WINDOW) per

@@ -37,7 +37,7 @@ fn loom_a_read_gathers_every_threads_tallies_exactly_at_quiescence() {
                     ledger.start();
                     let failure = failure();
                     ledger.fail(&failure, &meta(), "id", &ReportLevels::default());
-                    ledger.finish(failure.outcome);
+                    ledger.finish(failure.outcome, meta().route_key());
                     stripe::exit();
                 })
             })

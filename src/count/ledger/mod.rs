@@ -7,9 +7,11 @@
 //! up or when someone reads. Past the series cap, new label sets fold into one overflow
 //! series so that no input can grow the table.
 
+mod budget;
 mod builder;
 mod counters;
 mod quiescent;
+mod routes;
 mod series;
 mod snapshot;
 
@@ -18,9 +20,13 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use self::budget::History;
+pub use self::budget::RouteBudget;
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 use self::quiescent::{Quiescent, Waiters};
+pub use self::routes::RouteRequests;
+use self::routes::{RouteCounts, RouteSlots};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::Snapshot;
@@ -30,8 +36,8 @@ use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::render::summary::Summary;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
-use crate::request::RequestMeta;
-use crate::sync::Mutex;
+use crate::request::{RequestMeta, RouteKey};
+use crate::sync::{AtomicU64, Mutex};
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
@@ -54,6 +60,10 @@ pub struct Ledger {
 struct Inner {
     stripes: Box<[CachePadded<Stripe>]>,
     series: Mutex<SeriesTable>,
+    routes: RouteSlots,
+    /// The minute of the newest sample in `history`.
+    sampled: AtomicU64,
+    history: Mutex<History>,
     reporter: Reporter,
     waiters: Waiters,
 }
@@ -62,6 +72,7 @@ struct Inner {
 #[derive(Debug)]
 struct Stripe {
     counts: Counts,
+    routes: RouteCounts,
     failures: Mutex<Failures>,
 }
 
@@ -91,9 +102,12 @@ impl Ledger {
     }
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
+        let routes = RouteSlots::new(limits.max_routes);
+        let minute = budget::minute_now();
         let stripe = || {
             CachePadded::new(Stripe {
                 counts: Counts::default(),
+                routes: RouteCounts::new(routes.slots()),
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
                     reports: ThreadReports::default(),
@@ -104,6 +118,9 @@ impl Ledger {
             inner: Arc::new(Inner {
                 stripes: (0..stripe::count()).map(|_| stripe()).collect(),
                 series: Mutex::new(SeriesTable::new(limits.max_series)),
+                routes,
+                sampled: AtomicU64::new(minute),
+                history: Mutex::new(History::new(minute)),
                 reporter: Reporter::new(limits.reports),
                 waiters: Waiters::default(),
             }),
@@ -127,9 +144,12 @@ impl Ledger {
         stripe.counts.start(here);
     }
 
-    pub(crate) fn finish(&self, outcome: Outcome) {
+    pub(crate) fn finish(&self, outcome: Outcome, route: RouteKey) {
         let (stripe, here) = self.stripe();
         stripe.counts.finish(here, outcome);
+        stripe
+            .routes
+            .add(here, self.inner.routes.slot(route), outcome);
         self.inner.waiters.finished();
     }
 
@@ -188,6 +208,7 @@ impl Ledger {
         request_id: &str,
         levels: &ReportLevels,
     ) -> bool {
+        self.observe_minute(budget::minute_now());
         let (stripe, here) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
@@ -247,6 +268,7 @@ impl Ledger {
         let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));
         let outcome = |o: Outcome| totals.outcome(o);
         let series = lock(&self.inner.series).to_vec();
+        let routes = self.route_totals();
         Snapshot {
             started: totals.started,
             in_flight: totals.in_flight(),
@@ -260,6 +282,7 @@ impl Ledger {
             reported: totals.reported,
             suppressed: totals.suppressed,
             series,
+            routes,
         }
     }
 }

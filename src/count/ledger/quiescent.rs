@@ -89,6 +89,7 @@ mod tests {
 
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
+    use crate::request::RouteKey;
 
     /// Rounds of the race between a waiter and the request that finishes last: a lost
     /// wake-up would leave one waiter waiting for ever.
@@ -108,7 +109,7 @@ mod tests {
             let waiters = [ledger.quiescent(), ledger.quiescent()];
             let finisher = {
                 let ledger = ledger.clone();
-                std::thread::spawn(move || ledger.finish(Outcome::Ok))
+                std::thread::spawn(move || ledger.finish(Outcome::Ok, RouteKey::Unmatched))
             };
             for waiter in waiters {
                 // Not `timeout`, which polls the waiter once more when its time is up and so
@@ -130,6 +131,7 @@ mod tests {
 mod loom_models {
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
+    use crate::request::RouteKey;
 
     /// Two requests in flight, finished on two threads while a task waits for quiescence: the
     /// waiter is woken (a lost wake-up leaves it parked, which loom reports as a deadlock),
@@ -148,7 +150,7 @@ mod loom_models {
                 .map(|_| {
                     let ledger = ledger.clone();
                     loom::thread::spawn(move || {
-                        ledger.finish(Outcome::Ok);
+                        ledger.finish(Outcome::Ok, RouteKey::Unmatched);
                         crate::count::stripe::exit();
                     })
                 })

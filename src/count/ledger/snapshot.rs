@@ -1,5 +1,6 @@
 //! The ledger's counts at one moment, as plain data.
 
+use super::routes::RouteRequests;
 use super::series::Series;
 use crate::outcome::Outcome;
 
@@ -31,6 +32,10 @@ pub struct Snapshot {
     pub suppressed: u64,
     /// Failure series, sorted by route, code and status; the overflow series last, if any.
     pub series: Vec<Series>,
+    /// Requests per route template and outcome, for the routes with any: named routes
+    /// sorted by template, then `~unmatched`, then `~overflow`. Per outcome they sum to the
+    /// outcome's count (exactly at quiescence).
+    pub routes: Vec<RouteRequests>,
 }
 
 impl Snapshot {

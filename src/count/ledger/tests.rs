@@ -74,7 +74,7 @@ fn ledger(per_window: u32, window: Duration) -> Ledger {
 fn fail(ledger: &Ledger, summary: &Summary) {
     ledger.start();
     ledger.fail(summary, &meta(), "rid", &ReportLevels::default());
-    ledger.finish(summary.outcome);
+    ledger.finish(summary.outcome, RouteKey::Unmatched);
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn outcomes_balance_against_started() {
     let ledger = Ledger::new();
     for &outcome in Outcome::ALL {
         ledger.start();
-        ledger.finish(outcome);
+        ledger.finish(outcome, RouteKey::Unmatched);
     }
     ledger.start();
     let snapshot = ledger.snapshot();

@@ -131,3 +131,35 @@ fn relative_times_read_at_a_glance() {
     assert_eq!(ago(3 * 3_600_000), "3 h ago");
     assert_eq!(ago(2 * 86_400_000), "2 d ago");
 }
+
+#[tokio::test]
+async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures() {
+    let (layer, ledger) = FaultLayer::pair();
+    let app = app(layer.clone()).merge(
+        Router::new()
+            .route("/fine", get(|| async { "fine" }))
+            .layer(layer),
+    );
+    for _ in 0..7 {
+        assert_eq!(get_status(&app, "/fine").await, 200);
+    }
+    assert_eq!(get_status(&app, "/hostile").await, 422);
+    // Client mistakes are left out of the budget, as the rules leave them out.
+    assert_eq!(get_status(&app, "/missing").await, 404);
+
+    let page = ledger.render_inbox();
+    let budget = page.find("<section id=\"budget\">").unwrap();
+    let groups = page.find("<table id=\"inbox\">").unwrap();
+    assert!(budget < groups, "the budget comes above the groups");
+    let hostile = page
+        .find("<tr data-route=\"/hostile\" data-requests=\"1\" data-failures=\"1\">")
+        .unwrap();
+    let fine = page
+        .find("<tr data-route=\"/fine\" data-requests=\"7\" data-failures=\"0\">")
+        .unwrap();
+    assert!(hostile < fine, "the fastest burning first");
+    assert!(!page.contains("data-route=\"~unmatched\""));
+    assert!(page
+        .contains("<td class=\"num ratio\">100.000%</td><td class=\"num burn fast\">1000.0×</td>"));
+    assert!(page.contains("<td class=\"num ratio\">0.000%</td><td class=\"num burn\">0.0×</td>"));
+}

@@ -1,0 +1,139 @@
+//! Requests per route and outcome over TCP: many clients at once, exact totals per route,
+//! the route cap and its `~overflow`, `~unmatched`, and the exposition checked by
+//! `promtool check metrics` (Debian package `prometheus`).
+
+mod common;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use axum::routing::get;
+use faultline::ledger::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
+use faultline::{FaultLayer, Ledger, Outcome};
+
+/// Clients sending at once, each on its own connections.
+const CLIENTS: u64 = 16;
+/// What each client sends: path, count, expected status.
+const MIX: [(&str, u64, u16); 5] = [
+    ("/ok", 20, 200),
+    ("/handled", 7, 422),
+    ("/third/1", 5, 200),
+    ("/fourth", 3, 500),
+    ("/missing", 4, 404),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
+    // Two named routes: whichever two the ledger meets first; the others fold into overflow.
+    let ledger = Ledger::builder().max_routes(2).build();
+    let app = common::ok_and_handled("bad")
+        .route("/third/{id}", get(|| async { "third" }))
+        .route(
+            "/fourth",
+            get(|| async {
+                Err::<(), _>(faultline::Error::new(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "down",
+                    "the store is down",
+                ))
+            }),
+        )
+        .layer(FaultLayer::with_ledger(ledger.clone()));
+    let lab = common::Lab::serve(app, ledger).await;
+    // The first two routes met, before the load.
+    let client = reqwest::Client::new();
+    for path in ["/ok", "/handled"] {
+        client.get(lab.url(path)).send().await.unwrap();
+    }
+    let clients = (0..CLIENTS).map(|_| {
+        let (client, base) = (client.clone(), lab.url(""));
+        tokio::spawn(async move {
+            for (path, count, status) in MIX {
+                for _ in 0..count {
+                    let response = client.get(format!("{base}{path}")).send().await.unwrap();
+                    assert_eq!(response.status().as_u16(), status, "{path}");
+                    response.bytes().await.unwrap();
+                }
+            }
+        })
+    });
+    for client in futures::future::join_all(clients).await {
+        client.unwrap();
+    }
+    let snapshot = lab.quiescent().await;
+    let [ok, handled, third, fourth, missing] = MIX.map(|(_, n, _)| n * CLIENTS);
+    let routes: Vec<(&str, Vec<(Outcome, u64)>)> = snapshot
+        .routes
+        .iter()
+        .map(|r| {
+            let counted = Outcome::ALL
+                .iter()
+                .map(|&o| (o, r.outcome(o)))
+                .filter(|&(_, n)| n > 0)
+                .collect();
+            (r.route.as_str(), counted)
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("/handled", vec![(Outcome::Handled, handled + 1)]),
+            ("/ok", vec![(Outcome::Ok, ok + 1)]),
+            (UNMATCHED_ROUTE, vec![(Outcome::Rejected, missing)]),
+            (
+                OVERFLOW_LABEL,
+                vec![(Outcome::Ok, third), (Outcome::Handled, fourth)]
+            ),
+        ]
+    );
+    for &outcome in Outcome::ALL {
+        let per_route: u64 = snapshot.routes.iter().map(|r| r.outcome(outcome)).sum();
+        assert_eq!(per_route, snapshot.outcome(outcome), "{outcome:?}");
+    }
+
+    let exposition = snapshot.to_prometheus();
+    for line in [
+        format!(
+            "faultline_route_requests_total{{route=\"/ok\",outcome=\"ok\"}} {}",
+            ok + 1
+        ),
+        format!(
+            "faultline_route_requests_total{{route=\"/handled\",outcome=\"handled\"}} {}",
+            handled + 1
+        ),
+        format!(
+            "faultline_route_requests_total{{route=\"~unmatched\",outcome=\"rejected\"}} {missing}"
+        ),
+        format!("faultline_route_requests_total{{route=\"~overflow\",outcome=\"ok\"}} {third}"),
+        "faultline_route_requests_total{route=\"/ok\",outcome=\"panicked\"} 0".to_owned(),
+    ] {
+        assert!(
+            exposition.contains(&line),
+            "{line} missing from\n{exposition}"
+        );
+    }
+    promtool_check_metrics(&exposition);
+}
+
+fn promtool_check_metrics(exposition: &str) {
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package `prometheus`; .ci/run installs it)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}\n{exposition}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
