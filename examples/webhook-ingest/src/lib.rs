@@ -5,6 +5,7 @@
 //! digest has inboxes; each inbox receives push webhooks from one provider and stores their
 //! commits.
 
+pub mod cli;
 pub mod error;
 pub mod payload;
 pub mod serve;
