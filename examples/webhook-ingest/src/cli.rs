@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::{Config, DEFAULT_BODY_LIMIT};
 
@@ -77,6 +78,10 @@ pub struct Cli {
     /// The largest webhook body accepted, in bytes; larger ones get 413
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_BODY_LIMIT", default_value_t = DEFAULT_BODY_LIMIT)]
     pub body_limit: usize,
+
+    /// How long an inbox's previous secret still passes after a rotation
+    #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_SECRET_GRACE", default_value_t = Span(rotation::DEFAULT_SECRET_GRACE))]
+    pub secret_grace: Span,
 
     /// Make every store operation fail, to see the 503s providers would see
     #[arg(long)]
@@ -182,6 +187,7 @@ impl Cli {
                 body: self.body_timeout.0,
                 request: self.request_timeout.0,
             },
+            secret_grace: self.secret_grace.0,
             ..Config::default()
         }
     }

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod error;
 pub mod payload;
+pub mod rotation;
 pub mod serve;
 pub mod store;
 pub mod webhook;
@@ -41,7 +42,7 @@ const MAX_TEXT_BYTES: usize = 500;
 /// unlikely, and the primary key would refuse it rather than merge two records.
 const ID_BYTES: usize = 8;
 /// Random bytes in an API key or webhook secret: 192 bits, beyond guessing.
-const SECRET_BYTES: usize = 24;
+pub(crate) const SECRET_BYTES: usize = 24;
 
 /// What the service can be configured with.
 #[derive(Debug, Clone)]
@@ -57,6 +58,8 @@ pub struct Config {
     /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
     /// them.
     pub connections: serve::Connections,
+    /// How long an inbox's previous secret still passes after a rotation.
+    pub secret_grace: std::time::Duration,
 }
 
 impl Default for Config {
@@ -66,19 +69,24 @@ impl Default for Config {
             admin_token: None,
             deadlines: serve::Deadlines::default(),
             connections: serve::Connections::default(),
+            secret_grace: rotation::DEFAULT_SECRET_GRACE,
         }
     }
 }
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     store: Store,
+    secret_grace: std::time::Duration,
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let state = AppState { store };
+    let state = AppState {
+        store,
+        secret_grace: config.secret_grace,
+    };
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -87,6 +95,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .route(
             "/api/{instance}/digests/{digest}/inboxes",
             post(create_inbox),
+        )
+        .route(
+            "/api/{instance}/digests/{digest}/inboxes/{inbox}/secret",
+            post(rotation::rotate_secret),
         )
         .route(
             "/api/{instance}/digests/{digest}/commits",
@@ -160,7 +172,7 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 /// A fresh random token: `prefix` and hex.
-fn token(prefix: &str, bytes: usize) -> String {
+pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
     getrandom::fill(&mut buffer).expect("the OS random source works");
     format!("{prefix}{}", webhook::hex_encode(&buffer))
@@ -179,7 +191,7 @@ fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
 }
 
 /// The instance, if it exists and the request carries its key.
-async fn authorize(
+pub(crate) async fn authorize(
     store: &Store,
     instance: &str,
     headers: &HeaderMap,
@@ -416,7 +428,8 @@ async fn receive(
             sent,
         });
     }
-    webhook::verify(sent, &headers, &inbox.secret, &body)?;
+    let previous = inbox.previous_secret(state.secret_grace);
+    webhook::verify(sent, &headers, &inbox.secret, previous, &body)?;
     match event {
         Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),

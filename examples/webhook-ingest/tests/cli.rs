@@ -69,6 +69,8 @@ fn help_shows_every_default_and_hides_secret_values() {
         "[default: 60s]",
         "[default: 8s]",
         "[default: 100]",
+        "[default: 24h]",
+        "WEBHOOK_INGEST_SECRET_GRACE",
         "WEBHOOK_INGEST_LISTEN",
         "WEBHOOK_INGEST_DB",
         "WEBHOOK_INGEST_ADMIN_TOKEN",

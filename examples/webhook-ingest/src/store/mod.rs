@@ -13,6 +13,7 @@ mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::payload::Commit;
 use crate::webhook::Vcs;
@@ -58,12 +59,41 @@ pub struct InstanceRow {
     pub created_at: String,
 }
 
-/// An inbox as the webhook route needs it: its digest, provider and signing secret.
+/// An inbox as the webhook route needs it: its digest, provider and signing secrets.
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
     pub vcs: Vcs,
     pub secret: String,
+    /// The secret the last rotation replaced, if the inbox was ever rotated.
+    pub previous: Option<PreviousSecret>,
+}
+
+/// The secret an inbox had before its last rotation, and how long ago that was.
+pub struct PreviousSecret {
+    pub secret: String,
+    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
+    /// same age, whatever its own clock says.
+    pub age: Duration,
+}
+
+impl InboxRow {
+    /// The previous secret, if it is still inside the grace period `grace`.
+    pub fn previous_secret(&self, grace: Duration) -> Option<&str> {
+        self.previous
+            .as_ref()
+            .filter(|previous| previous.age < grace)
+            .map(|previous| previous.secret.as_str())
+    }
+}
+
+/// The age of a rotation from the milliseconds the database reports, or `None` when the
+/// inbox was never rotated. A negative age (clocks moved back) counts as just rotated.
+fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<PreviousSecret> {
+    Some(PreviousSecret {
+        secret: secret?,
+        age: Duration::from_millis(age_ms?.max(0) as u64),
+    })
 }
 
 /// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
@@ -192,6 +222,19 @@ impl Store {
         id: String,
     ) -> Result<Option<InboxRow>, StoreError> {
         dispatch!(self.inbox(instance, id))
+    }
+
+    /// Gives the inbox `id` of `digest` in `instance` the secret `secret`, keeping the one it
+    /// replaces as the previous secret from now (the database's now); `false` when there is no
+    /// such inbox.
+    pub async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.rotate_secret(instance, digest, id, secret))
     }
 
     /// Stores a delivery and its commits in one transaction, or nothing if the inbox already

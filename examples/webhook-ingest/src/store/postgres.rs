@@ -17,7 +17,9 @@ use deadpool_postgres::{
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
-use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use super::{
+    previous_secret, InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit,
+};
 use crate::payload::Commit;
 use crate::webhook::Vcs;
 
@@ -35,7 +37,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
     key_hash BYTEA NOT NULL,
@@ -86,7 +89,13 @@ CREATE TABLE commits (
 );
 CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 CREATE INDEX commits_by_instance ON commits (instance_id);
-"];
+",
+    // Secret rotation keeps the replaced secret, and when it was replaced (Unix milliseconds
+    // by the database's clock, which every instance of a fleet shares).
+    "
+ALTER TABLE inboxes ADD COLUMN previous_secret TEXT, ADD COLUMN secret_rotated_ms BIGINT;
+",
+];
 
 /// Whether PostgreSQL refused only because of contention that a retry clears.
 pub(super) fn is_busy(error: &tokio_postgres::Error) -> bool {
@@ -268,7 +277,9 @@ impl PgStore {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(
-                "SELECT id, digest_id, vcs, secret FROM inboxes WHERE id = $1 AND instance_id = $2",
+                "SELECT id, digest_id, vcs, secret, previous_secret,
+                        (extract(epoch FROM now()) * 1000)::bigint - secret_rotated_ms
+                 FROM inboxes WHERE id = $1 AND instance_id = $2",
             )
             .await?;
         Ok(client
@@ -280,7 +291,29 @@ impl PgStore {
                 // Written only from `Vcs::as_str`, so always one of the three.
                 vcs: Vcs::parse(row.get(2)).unwrap_or(Vcs::Github),
                 secret: row.get(3),
+                previous: previous_secret(row.get(4), row.get(5)),
             }))
+    }
+
+    pub(super) async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let update = client
+            .prepare_cached(
+                "UPDATE inboxes SET previous_secret = secret, secret = $1,
+                     secret_rotated_ms = (extract(epoch FROM now()) * 1000)::bigint
+                 WHERE id = $2 AND instance_id = $3 AND digest_id = $4",
+            )
+            .await?;
+        let updated = client
+            .execute(&update, &[&secret, &id, &instance, &digest])
+            .await?;
+        Ok(updated == 1)
     }
 
     pub(super) async fn ingest(

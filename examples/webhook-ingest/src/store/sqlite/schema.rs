@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-const MIGRATIONS: [&str; 2] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS];
+const MIGRATIONS: [&str; 3] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS, PREVIOUS_SECRET];
 
 pub(super) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS instances (
@@ -81,6 +81,13 @@ DROP TABLE commits;
 ALTER TABLE commits_v2 RENAME TO commits;
 CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 CREATE INDEX commits_by_instance ON commits (instance_id);
+";
+
+/// Secret rotation keeps the replaced secret, and when it was replaced (Unix milliseconds),
+/// so that deliveries signed with it pass for a grace period.
+const PREVIOUS_SECRET: &str = "
+ALTER TABLE inboxes ADD COLUMN previous_secret TEXT;
+ALTER TABLE inboxes ADD COLUMN secret_rotated_ms INTEGER;
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the
