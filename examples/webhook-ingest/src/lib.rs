@@ -8,12 +8,14 @@
 pub mod cli;
 pub mod error;
 pub mod payload;
+pub mod refusals;
 pub mod rotation;
 pub mod serve;
 pub mod store;
 pub mod webhook;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -78,6 +80,7 @@ impl Default for Config {
 pub(crate) struct AppState {
     store: Store,
     secret_grace: std::time::Duration,
+    refusals: std::sync::Arc<refusals::RefusalCounts>,
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
@@ -86,7 +89,9 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let state = AppState {
         store,
         secret_grace: config.secret_grace,
+        refusals: std::sync::Arc::default(),
     };
+    let refusal_counts = state.refusals.clone();
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -101,6 +106,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             post(rotation::rotate_secret),
         )
         .route(
+            "/api/{instance}/inboxes/{inbox}/failures",
+            get(refusals::list_failures),
+        )
+        .route(
             "/api/{instance}/digests/{digest}/commits",
             get(list_commits),
         )
@@ -113,7 +122,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(metrics(ledger.clone(), config.connections)));
+        .route(
+            "/metrics",
+            get(metrics(ledger.clone(), config.connections, refusal_counts)),
+        );
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -149,14 +161,16 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts.
+/// `/metrics`: the ledger's exposition, then the connection and refusal counts.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
+    refusals: std::sync::Arc<refusals::RefusalCounts>,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.render_prometheus();
         connections.render_prometheus(&mut body);
+        refusals.render_prometheus(&mut body);
         std::future::ready(
             ([(header::CONTENT_TYPE, faultline::PROMETHEUS_TEXT)], body).into_response(),
         )
@@ -406,17 +420,48 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// The webhook endpoint: authenticity on the raw bytes first, then the event, then the store.
+/// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
+/// in the inbox's failure list.
 async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
     headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, IngestError> {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let status = rejection.status();
+            refusals::note_body_refused(&state, &instance, &inbox, &headers, status).await;
+            return Ok(rejection.into_response());
+        }
+    };
+    let answer = accept(
+        &state,
+        instance.clone(),
+        inbox.clone(),
+        &headers,
+        body.clone(),
+    )
+    .await;
+    if let Err(error) = &answer {
+        refusals::note_error(&state, &instance, &inbox, &headers, &body, error).await;
+    }
+    answer
+}
+
+/// A delivery: authenticity on the raw bytes first, then the event, then the store.
+async fn accept(
+    state: &AppState,
+    instance: String,
+    inbox: String,
+    headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Response, IngestError> {
-    if !is_json(&headers) {
+    if !is_json(headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (sent, event) = webhook::detect(&headers)?;
+    let (sent, event) = webhook::detect(headers)?;
     let inbox = state
         .store
         .inbox(instance.clone(), inbox.clone())
@@ -429,12 +474,12 @@ async fn receive(
         });
     }
     let previous = inbox.previous_secret(state.secret_grace);
-    webhook::verify(sent, &headers, &inbox.secret, previous, &body)?;
+    webhook::verify(sent, headers, &inbox.secret, previous, &body)?;
     match event {
         Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
         Event::Push(shape) => {
-            let delivery = webhook::delivery_id(sent, &headers, &body)?;
+            let delivery = webhook::delivery_id(sent, headers, &body)?;
             let commits = payload::parse_push(shape, &body)?;
             let inbox_id = inbox.id.clone();
             match state

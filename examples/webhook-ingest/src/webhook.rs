@@ -204,25 +204,32 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
 pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
-    for &header in vcs.delivery_headers() {
-        if let Some(value) = headers.get(header) {
-            let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
-                "is too long for a delivery id"
-            } else if value.is_empty() {
-                "is empty"
-            } else {
-                match value.to_str() {
-                    Ok(id) => return Ok(id.to_owned()),
-                    Err(_) => "is not visible ASCII",
-                }
-            };
-            return Err(IngestError::BadDeliveryId {
-                header: display_name(header),
-                problem,
-            });
+    sent_delivery_id(vcs, headers)
+        .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
+}
+
+/// The delivery id in the provider's header, if one was sent; an error if it is not a usable
+/// id.
+pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, IngestError>> {
+    let header = vcs
+        .delivery_headers()
+        .iter()
+        .find(|&&header| headers.contains_key(header))?;
+    let value = &headers[*header];
+    let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
+        "is too long for a delivery id"
+    } else if value.is_empty() {
+        "is empty"
+    } else {
+        match value.to_str() {
+            Ok(id) => return Some(Ok(id.to_owned())),
+            Err(_) => "is not visible ASCII",
         }
-    }
-    Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body))))
+    };
+    Some(Err(IngestError::BadDeliveryId {
+        header: display_name(header),
+        problem,
+    }))
 }
 
 fn display_name(header: &str) -> &'static str {

@@ -103,6 +103,29 @@ pub struct StoredCommit {
     pub commit: Commit,
 }
 
+/// Refused deliveries kept per inbox, newest first; older ones are pruned as new ones come.
+/// Enough for a day of pushes to a busy repository sent with a wrong secret, which is what an
+/// operator looks for after fixing it (GitHub lets a delivery be redelivered for 3 days), and
+/// small enough that a sender hammering one inbox with junk costs a bounded table.
+pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
+
+/// A delivery refused for something the sender must fix, as kept for the operator: never the
+/// body, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The provider's delivery id, when it sent a usable one.
+    pub delivery: Option<String>,
+    pub status: u16,
+    pub code: String,
+}
+
+/// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalRow {
+    pub refusal: Refusal,
+    pub refused_at: String,
+}
+
 /// What became of a delivery.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ingested {
@@ -247,6 +270,28 @@ impl Store {
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
         dispatch!(self.ingest(instance, inbox, delivery_id, commits))
+    }
+
+    /// Keeps a refusal of a delivery to the inbox `inbox` of `instance`, pruning the inbox's
+    /// oldest beyond `REFUSALS_KEPT_PER_INBOX`; nothing when there is no such inbox. Returns
+    /// whether it was kept.
+    pub async fn record_refusal(
+        &self,
+        instance: String,
+        inbox: String,
+        refusal: Refusal,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.record_refusal(instance, inbox, refusal))
+    }
+
+    /// Up to `limit` kept refusals of the inbox `inbox` of `instance`, newest first.
+    pub async fn refusals(
+        &self,
+        instance: String,
+        inbox: String,
+        limit: u32,
+    ) -> Result<Vec<RefusalRow>, StoreError> {
+        dispatch!(self.refusals(instance, inbox, limit))
     }
 
     /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.

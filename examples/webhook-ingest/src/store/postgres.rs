@@ -8,6 +8,8 @@
 //! instances at once store it once: the database makes the later ones wait on the first's
 //! row and then see it.
 
+mod refusals;
+
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -37,7 +39,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -94,6 +96,20 @@ CREATE INDEX commits_by_instance ON commits (instance_id);
     // by the database's clock, which every instance of a fleet shares).
     "
 ALTER TABLE inboxes ADD COLUMN previous_secret TEXT, ADD COLUMN secret_rotated_ms BIGINT;
+",
+    // The deliveries refused for something the sender must fix, a bounded number per inbox.
+    "
+CREATE TABLE refusals (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
+    delivery_id TEXT,
+    status INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    refused_at TEXT NOT NULL
+        DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+);
+CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
 ",
 ];
 
