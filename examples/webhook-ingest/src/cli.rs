@@ -65,6 +65,12 @@ pub struct Cli {
     )]
     pub db: String,
 
+    /// A PEM file of CA certificates trusted beside the system's roots when the database URL
+    /// says `sslmode=verify-full` (`disable`, `prefer` (the default) and `require` are libpq's
+    /// too)
+    #[arg(long, value_name = "FILE", env = "WEBHOOK_INGEST_DB_CA")]
+    pub db_ca: Option<std::path::PathBuf>,
+
     /// The bearer token `/errors` asks for; without one `/errors` is not served (prefer the
     /// variable: a token on the command line is in the process list)
     #[arg(

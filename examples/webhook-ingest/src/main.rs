@@ -84,9 +84,23 @@ async fn serve(args: Cli) -> io::Result<()> {
 
     // The location as logs may show it: a PostgreSQL URL's password is masked.
     let db = store::redacted(&args.db);
-    let store = Store::open(&args.db).await.map_err(|e| {
-        let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
-        io::Error::other(format!("{e} at `{db}`{}", cause.unwrap_or_default()))
+    let options = store::OpenOptions {
+        db_ca: args.db_ca.clone(),
+    };
+    let store = Store::open_with(&args.db, &options).await.map_err(|e| {
+        // Every cause, so that a refused certificate says why (an unknown issuer, a host name
+        // the certificate does not name); none of them carries the URL.
+        // A pool's error repeats its cause in its own text: each is said once.
+        let mut said = format!("{e} at `{db}`");
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !said.contains(&text) {
+                said.push_str(&format!(": {text}"));
+            }
+            cause = c.source();
+        }
+        io::Error::other(said)
     })?;
     if args.fail_store {
         store.set_failing(true);

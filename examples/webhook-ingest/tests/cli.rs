@@ -71,6 +71,7 @@ fn help_shows_every_default_and_hides_secret_values() {
         "[default: 100]",
         "[default: 24h]",
         "WEBHOOK_INGEST_SECRET_GRACE",
+        "WEBHOOK_INGEST_DB_CA",
         "WEBHOOK_INGEST_LISTEN",
         "WEBHOOK_INGEST_DB",
         "WEBHOOK_INGEST_ADMIN_TOKEN",

@@ -9,6 +9,8 @@
 //! PostgreSQL's is network I/O the runtime waits on).
 
 mod postgres;
+
+pub use postgres::tls::SslMode;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,6 +145,14 @@ pub struct Stats {
     pub commits: i64,
 }
 
+/// How to open a store, beyond its location.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A PEM file of certificates to trust, beside the system's roots, when a PostgreSQL URL
+    /// says `sslmode=verify-full`: a managed database's own CA.
+    pub db_ca: Option<std::path::PathBuf>,
+}
+
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -174,8 +184,14 @@ impl Store {
     /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
     /// throwaway SQLite store.
     pub async fn open(location: &str) -> Result<Store, StoreError> {
+        Store::open_with(location, &OpenOptions::default()).await
+    }
+
+    /// `open`, with the options only some deployments need.
+    pub async fn open_with(location: &str, options: &OpenOptions) -> Result<Store, StoreError> {
         let backend = if is_postgres(location) {
-            Backend::Postgres(postgres::PgStore::open(location).await?)
+            let ca = options.db_ca.as_deref();
+            Backend::Postgres(postgres::PgStore::open(location, ca).await?)
         } else {
             let path = location.to_owned();
             let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))

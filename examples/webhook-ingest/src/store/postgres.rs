@@ -9,7 +9,9 @@
 //! row and then see it.
 
 mod refusals;
+pub mod tls;
 
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -133,20 +135,26 @@ pub(super) struct PgStore {
 }
 
 impl PgStore {
-    /// Connects to the database `url` names and runs the migrations it has not had yet.
-    pub(super) async fn open(url: &str) -> Result<PgStore, StoreError> {
+    /// Connects to the database `url` names, over TLS as its `sslmode` asks (trusting the
+    /// system's roots and those in the PEM file `ca`), and runs the migrations it has not had
+    /// yet.
+    pub(super) async fn open(url: &str, ca: Option<&Path>) -> Result<PgStore, StoreError> {
+        let (mode, url) = tls::SslMode::from_url(url).map_err(|e| StoreError::Open(e.into()))?;
         let mut config =
-            tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open(e.into()))?;
+            tokio_postgres::Config::from_str(&url).map_err(|e| StoreError::Open(e.into()))?;
         config.connect_timeout(CONNECT_TIMEOUT);
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                // A connection that broke is found out by the query that uses it, and the
-                // pool drops it; checking each one before use would cost a round trip.
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        config.ssl_mode(mode.for_config());
+        let manager_config = ManagerConfig {
+            // A connection that broke is found out by the query that uses it, and the pool
+            // drops it; checking each one before use would cost a round trip.
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = if mode == tls::SslMode::Disable {
+            Manager::from_config(config, NoTls, manager_config)
+        } else {
+            let connector = tls::connector(mode, ca).map_err(|e| StoreError::Open(e.into()))?;
+            Manager::from_config(config, connector, manager_config)
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .wait_timeout(Some(POOL_WAIT))
