@@ -11,8 +11,16 @@
 //! picks a free port) and prints `listening on ADDR` as its first line on stdout; logs go to
 //! stderr. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
 //! that PostgreSQL database (its migrations run at start-up), so several instances can share
-//! one store. The password is never logged. `--fail-store` makes every store operation fail,
-//! to see the 503s providers would see.
+//! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
+//! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
+//! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
+//! at start-up with the reason. `--fail-store` makes every store operation fail, to see the
+//! 503s providers would see.
+//!
+//! `--secret-grace` (default 24h) is how long an inbox's previous secret still passes after a
+//! rotation (`POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`); the deliveries an
+//! inbox refused are listed at `GET /api/{instance}/inboxes/{inbox}/failures`.
+//! `docs/reference-service.md` is the service's guide.
 //!
 //! Every flag, its default and its environment variable are in `--help` and in
 //! `webhook_ingest::cli`; deployment settings and secrets (`WEBHOOK_INGEST_LISTEN`,
