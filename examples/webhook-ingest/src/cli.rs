@@ -7,15 +7,14 @@
 //! every default; a variable's value is never shown, since some hold secrets.
 //!
 //! ```
-//! use clap::Parser;
 //! use webhook_ingest::cli::Cli;
 //!
-//! let cli = Cli::try_parse_from(["webhook-ingest", "--port", "0", "--idle-timeout", "500ms"])
+//! let cli = Cli::try_parse_args(["webhook-ingest", "--port", "0", "--idle-timeout", "500ms"])
 //!     .unwrap();
 //! assert_eq!(cli.listen_addr().port(), 0);
 //! assert_eq!(cli.limits().idle_timeout, std::time::Duration::from_millis(500));
 //!
-//! let bad = Cli::try_parse_from(["webhook-ingest", "--body-timeout", "soon"]).unwrap_err();
+//! let bad = Cli::try_parse_args(["webhook-ingest", "--body-timeout", "soon"]).unwrap_err();
 //! assert!(bad.to_string().contains("--body-timeout"));
 //! ```
 
@@ -25,6 +24,8 @@ use std::num::{NonZeroU32, NonZeroUsize};
 use std::str::FromStr;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
 use clap::Parser;
 
 use crate::rotation;
@@ -50,8 +51,9 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR", env = "WEBHOOK_INGEST_LISTEN", default_value_t = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
-    /// Shorthand for `--listen 127.0.0.1:PORT`; 0 picks a free port
-    #[arg(long, value_name = "PORT", conflicts_with = "listen")]
+    /// Shorthand for `--listen 127.0.0.1:PORT`; 0 picks a free port (wins over
+    /// WEBHOOK_INGEST_LISTEN, not with `--listen`)
+    #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
 
     /// The store: a SQLite file, `:memory:`, or `postgres://USER:PASSWORD@HOST:PORT/DB`
@@ -139,14 +141,31 @@ impl Cli {
     /// Parses the process's arguments, exiting with a message that names the flag at fault
     /// (or with `--help`'s text).
     pub fn parse_checked() -> Cli {
-        let cli = Cli::parse();
-        if let Err(message) = cli.check() {
-            use clap::CommandFactory;
-            Cli::command()
-                .error(clap::error::ErrorKind::ArgumentConflict, message)
-                .exit();
+        Cli::try_parse_args(std::env::args_os()).unwrap_or_else(|error| error.exit())
+    }
+
+    /// Parses `args` (the program's name first) with the checks across flags: `--port` and
+    /// `--listen` on one command line conflict, while `--port` overrides an address from the
+    /// environment, as every flag overrides its variable.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        let cli = Cli::from_arg_matches(&matches)?;
+        let listen_given = matches.value_source("listen") == Some(ValueSource::CommandLine);
+        let conflict = if cli.port.is_some() && listen_given {
+            Some("--port and --listen both name the address to serve; give one".to_owned())
+        } else {
+            cli.check().err()
+        };
+        match conflict {
+            Some(message) => Err(command.error(ErrorKind::ArgumentConflict, message)),
+            None => Ok(cli),
         }
-        cli
     }
 
     /// What no single flag's parser can see.
@@ -269,11 +288,11 @@ mod tests {
             (&["--frobnicate"][..], "--frobnicate"),
         ] {
             let argv = std::iter::once("webhook-ingest").chain(args.iter().copied());
-            let error = Cli::try_parse_from(argv).unwrap_err().to_string();
+            let error = Cli::try_parse_args(argv).err().unwrap().to_string();
             assert!(error.contains(flag), "{args:?}: {error}");
         }
-        let cli = Cli::try_parse_from(["webhook-ingest", "--body-timeout", "9s"]).unwrap();
-        assert!(cli.check().unwrap_err().contains("--body-timeout"));
+        let error = Cli::try_parse_args(["webhook-ingest", "--body-timeout", "9s"]).err();
+        assert!(error.unwrap().to_string().contains("--body-timeout"));
     }
 
     #[test]

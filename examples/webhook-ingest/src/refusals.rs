@@ -113,6 +113,19 @@ fn sent_delivery(headers: &HeaderMap) -> Option<String> {
     webhook::sent_delivery_id(vcs, headers)?.ok()
 }
 
+/// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
+/// beside the writer, so junk sent to inboxes that do not exist never queues for the store's
+/// writer. A failed read says maybe: the write then fails too, and is counted.
+async fn may_exist(state: &AppState, instance: &str, inbox: &str) -> bool {
+    !matches!(
+        state
+            .store
+            .inbox(instance.to_owned(), inbox.to_owned())
+            .await,
+        Ok(None)
+    )
+}
+
 /// Keeps the refusal the webhook route answered with `error`, if it is one worth keeping.
 pub(crate) async fn note_error(
     state: &AppState,
@@ -122,7 +135,7 @@ pub(crate) async fn note_error(
     body: &[u8],
     error: &IngestError,
 ) {
-    if !is_refusal(error) {
+    if !is_refusal(error) || !may_exist(state, instance, inbox).await {
         return;
     }
     let delivery = webhook::detect(headers)
@@ -144,8 +157,8 @@ pub(crate) async fn note_body_refused(
     headers: &HeaderMap,
     status: StatusCode,
 ) {
-    if status != StatusCode::PAYLOAD_TOO_LARGE {
-        // Anything else (a client that went away mid-body) is no delivery to redeliver.
+    // Anything but too large (a client that went away mid-body) is no delivery to redeliver.
+    if status != StatusCode::PAYLOAD_TOO_LARGE || !may_exist(state, instance, inbox).await {
         return;
     }
     let refusal = Refusal {

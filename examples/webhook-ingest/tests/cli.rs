@@ -34,6 +34,26 @@ fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
     assert_ne!(addr.port(), 0);
 }
 
+/// A flag wins over its variable: `--port` serves loopback even when the environment names
+/// another address.
+#[test]
+fn port_on_the_command_line_wins_over_the_environments_address() {
+    let mut child = service()
+        .args(["--port", "0", "--db", ":memory:"])
+        .env("WEBHOOK_INGEST_LISTEN", "0.0.0.0:1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
+}
+
 #[test]
 fn a_bad_flag_stops_the_service_with_the_flag_named() {
     for (args, flag) in [
