@@ -53,11 +53,11 @@ echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (
 # The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
 # and copies of one delivery at two instances at once stored once.
 # --workspace, so that CI reuses what its `cargo test --workspace` compiled.
-echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres"
+echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres --test rotation --test failures"
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
 pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${test_flags[@]}" \
-    --test provider_fixtures --test postgres 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
+    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
 if ((PIPESTATUS[0] != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
     exit 1

@@ -5,13 +5,17 @@
 //! digest has inboxes; each inbox receives push webhooks from one provider and stores their
 //! commits.
 
+pub mod cli;
 pub mod error;
 pub mod payload;
+pub mod refusals;
+pub mod rotation;
 pub mod serve;
 pub mod store;
 pub mod webhook;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -40,7 +44,7 @@ const MAX_TEXT_BYTES: usize = 500;
 /// unlikely, and the primary key would refuse it rather than merge two records.
 const ID_BYTES: usize = 8;
 /// Random bytes in an API key or webhook secret: 192 bits, beyond guessing.
-const SECRET_BYTES: usize = 24;
+pub(crate) const SECRET_BYTES: usize = 24;
 
 /// What the service can be configured with.
 #[derive(Debug, Clone)]
@@ -56,6 +60,8 @@ pub struct Config {
     /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
     /// them.
     pub connections: serve::Connections,
+    /// How long an inbox's previous secret still passes after a rotation.
+    pub secret_grace: std::time::Duration,
 }
 
 impl Default for Config {
@@ -65,19 +71,27 @@ impl Default for Config {
             admin_token: None,
             deadlines: serve::Deadlines::default(),
             connections: serve::Connections::default(),
+            secret_grace: rotation::DEFAULT_SECRET_GRACE,
         }
     }
 }
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     store: Store,
+    secret_grace: std::time::Duration,
+    refusals: std::sync::Arc<refusals::RefusalCounts>,
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let state = AppState { store };
+    let state = AppState {
+        store,
+        secret_grace: config.secret_grace,
+        refusals: std::sync::Arc::default(),
+    };
+    let refusal_counts = state.refusals.clone();
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -86,6 +100,14 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .route(
             "/api/{instance}/digests/{digest}/inboxes",
             post(create_inbox),
+        )
+        .route(
+            "/api/{instance}/digests/{digest}/inboxes/{inbox}/secret",
+            post(rotation::rotate_secret),
+        )
+        .route(
+            "/api/{instance}/inboxes/{inbox}/failures",
+            get(refusals::list_failures),
         )
         .route(
             "/api/{instance}/digests/{digest}/commits",
@@ -100,7 +122,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(metrics(ledger.clone(), config.connections)));
+        .route(
+            "/metrics",
+            get(metrics(ledger.clone(), config.connections, refusal_counts)),
+        );
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -136,14 +161,16 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts.
+/// `/metrics`: the ledger's exposition, then the connection and refusal counts.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
+    refusals: std::sync::Arc<refusals::RefusalCounts>,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.snapshot().to_prometheus();
         connections.render_prometheus(&mut body);
+        refusals.render_prometheus(&mut body);
         std::future::ready(
             (
                 [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
@@ -163,7 +190,7 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 /// A fresh random token: `prefix` and hex.
-fn token(prefix: &str, bytes: usize) -> String {
+pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
     getrandom::fill(&mut buffer).expect("the OS random source works");
     format!("{prefix}{}", webhook::hex_encode(&buffer))
@@ -182,7 +209,7 @@ fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
 }
 
 /// The instance, if it exists and the request carries its key.
-async fn authorize(
+pub(crate) async fn authorize(
     store: &Store,
     instance: &str,
     headers: &HeaderMap,
@@ -397,17 +424,48 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// The webhook endpoint: authenticity on the raw bytes first, then the event, then the store.
+/// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
+/// in the inbox's failure list.
 async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
     headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, IngestError> {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let status = rejection.status();
+            refusals::note_body_refused(&state, &instance, &inbox, &headers, status).await;
+            return Ok(rejection.into_response());
+        }
+    };
+    let answer = accept(
+        &state,
+        instance.clone(),
+        inbox.clone(),
+        &headers,
+        body.clone(),
+    )
+    .await;
+    if let Err(error) = &answer {
+        refusals::note_error(&state, &instance, &inbox, &headers, &body, error).await;
+    }
+    answer
+}
+
+/// A delivery: authenticity on the raw bytes first, then the event, then the store.
+async fn accept(
+    state: &AppState,
+    instance: String,
+    inbox: String,
+    headers: &HeaderMap,
     body: Bytes,
 ) -> Result<Response, IngestError> {
-    if !is_json(&headers) {
+    if !is_json(headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (sent, event) = webhook::detect(&headers)?;
+    let (sent, event) = webhook::detect(headers)?;
     let inbox = state
         .store
         .inbox(instance.clone(), inbox.clone())
@@ -419,12 +477,13 @@ async fn receive(
             sent,
         });
     }
-    webhook::verify(sent, &headers, &inbox.secret, &body)?;
+    let previous = inbox.previous_secret(state.secret_grace);
+    webhook::verify(sent, headers, &inbox.secret, previous, &body)?;
     match event {
         Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
         Event::Push(shape) => {
-            let delivery = webhook::delivery_id(sent, &headers, &body)?;
+            let delivery = webhook::delivery_id(sent, headers, &body)?;
             let commits = payload::parse_push(shape, &body)?;
             let inbox_id = inbox.id.clone();
             match state

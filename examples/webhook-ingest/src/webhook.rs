@@ -105,9 +105,37 @@ fn classify(vcs: Vcs, name: &str) -> Event {
     }
 }
 
-/// Checks that `body` came from someone who holds `secret`, on the raw bytes, in constant
-/// time.
-pub fn verify(vcs: Vcs, headers: &HeaderMap, secret: &str, body: &[u8]) -> Result<(), IngestError> {
+/// Checks that `body` came from someone who holds the inbox's `secret` or, during a
+/// rotation's grace period, its `previous` one: on the raw bytes, in constant time.
+///
+/// The one place a delivery's authenticity is decided, so that the webhook route and any later
+/// check of a delivery kept for later agree. When both secrets fail, the error is the current
+/// secret's: the previous one is on its way out, and what the sender must fix is to sign with
+/// the current one.
+pub fn verify(
+    vcs: Vcs,
+    headers: &HeaderMap,
+    secret: &str,
+    previous: Option<&str>,
+    body: &[u8],
+) -> Result<(), IngestError> {
+    let current = verify_with(vcs, headers, secret, body);
+    match (current, previous) {
+        (Err(IngestError::BadSignature { .. }), Some(previous))
+            if verify_with(vcs, headers, previous, body).is_ok() =>
+        {
+            Ok(())
+        }
+        (current, _) => current,
+    }
+}
+
+fn verify_with(
+    vcs: Vcs,
+    headers: &HeaderMap,
+    secret: &str,
+    body: &[u8],
+) -> Result<(), IngestError> {
     match vcs {
         Vcs::Github => verify_hmac("x-hub-signature-256", headers, secret, body),
         Vcs::Bitbucket => verify_hmac("x-hub-signature", headers, secret, body),
@@ -176,25 +204,32 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
 pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
-    for &header in vcs.delivery_headers() {
-        if let Some(value) = headers.get(header) {
-            let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
-                "is too long for a delivery id"
-            } else if value.is_empty() {
-                "is empty"
-            } else {
-                match value.to_str() {
-                    Ok(id) => return Ok(id.to_owned()),
-                    Err(_) => "is not visible ASCII",
-                }
-            };
-            return Err(IngestError::BadDeliveryId {
-                header: display_name(header),
-                problem,
-            });
+    sent_delivery_id(vcs, headers)
+        .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
+}
+
+/// The delivery id in the provider's header, if one was sent; an error if it is not a usable
+/// id.
+pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, IngestError>> {
+    let header = vcs
+        .delivery_headers()
+        .iter()
+        .find(|&&header| headers.contains_key(header))?;
+    let value = &headers[*header];
+    let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
+        "is too long for a delivery id"
+    } else if value.is_empty() {
+        "is empty"
+    } else {
+        match value.to_str() {
+            Ok(id) => return Some(Ok(id.to_owned())),
+            Err(_) => "is not visible ASCII",
         }
-    }
-    Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body))))
+    };
+    Some(Err(IngestError::BadDeliveryId {
+        header: display_name(header),
+        problem,
+    }))
 }
 
 fn display_name(header: &str) -> &'static str {
@@ -244,5 +279,33 @@ mod tests {
             sign(b"It's a Secret to Everybody", b"Hello, World!"),
             "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
         );
+    }
+
+    #[test]
+    fn either_secret_passes_and_a_third_is_refused_as_the_current_ones_failure() {
+        let body = b"{}";
+        for vcs in Vcs::ALL {
+            let signed = |secret: &str| {
+                let mut headers = HeaderMap::new();
+                let signature = format!("sha256={}", sign(secret.as_bytes(), body));
+                let (name, value) = match vcs {
+                    Vcs::Github => ("x-hub-signature-256", signature),
+                    Vcs::Bitbucket => ("x-hub-signature", signature),
+                    Vcs::Gitlab => ("x-gitlab-token", secret.to_owned()),
+                };
+                headers.insert(name, value.parse().unwrap());
+                headers
+            };
+            let check = |sent: &str, previous| verify(vcs, &signed(sent), "new", previous, body);
+            assert!(check("new", None).is_ok(), "{vcs}");
+            assert!(check("new", Some("old")).is_ok(), "{vcs}");
+            assert!(check("old", Some("old")).is_ok(), "{vcs}");
+            assert!(check("old", None).is_err(), "{vcs}");
+            let refused = check("other", Some("old")).unwrap_err();
+            assert!(
+                matches!(refused, IngestError::BadSignature { problem, .. } if problem.starts_with("does not match")),
+                "{vcs}: {refused}"
+            );
+        }
     }
 }

@@ -20,8 +20,15 @@ fn githubs_published_signature_test_vector() {
         "x-hub-signature-256",
         format!("sha256={expected}").parse().unwrap(),
     );
-    webhook::verify(webhook::Vcs::Github, &headers, secret, body).unwrap();
-    assert!(webhook::verify(webhook::Vcs::Github, &headers, secret, b"Hello, World?").is_err());
+    webhook::verify(webhook::Vcs::Github, &headers, secret, None, body).unwrap();
+    assert!(webhook::verify(
+        webhook::Vcs::Github,
+        &headers,
+        secret,
+        None,
+        b"Hello, World?"
+    )
+    .is_err());
 }
 
 #[tokio::test]

@@ -9,10 +9,13 @@
 //! PostgreSQL's is network I/O the runtime waits on).
 
 mod postgres;
+
+pub use postgres::tls::SslMode;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::payload::Commit;
 use crate::webhook::Vcs;
@@ -58,12 +61,41 @@ pub struct InstanceRow {
     pub created_at: String,
 }
 
-/// An inbox as the webhook route needs it: its digest, provider and signing secret.
+/// An inbox as the webhook route needs it: its digest, provider and signing secrets.
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
     pub vcs: Vcs,
     pub secret: String,
+    /// The secret the last rotation replaced, if the inbox was ever rotated.
+    pub previous: Option<PreviousSecret>,
+}
+
+/// The secret an inbox had before its last rotation, and how long ago that was.
+pub struct PreviousSecret {
+    pub secret: String,
+    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
+    /// same age, whatever its own clock says.
+    pub age: Duration,
+}
+
+impl InboxRow {
+    /// The previous secret, if it is still inside the grace period `grace`.
+    pub fn previous_secret(&self, grace: Duration) -> Option<&str> {
+        self.previous
+            .as_ref()
+            .filter(|previous| previous.age < grace)
+            .map(|previous| previous.secret.as_str())
+    }
+}
+
+/// The age of a rotation from the milliseconds the database reports, or `None` when the
+/// inbox was never rotated. A negative age (clocks moved back) counts as just rotated.
+fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<PreviousSecret> {
+    Some(PreviousSecret {
+        secret: secret?,
+        age: Duration::from_millis(age_ms?.max(0) as u64),
+    })
 }
 
 /// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
@@ -71,6 +103,29 @@ pub struct StoredCommit {
     pub seq: i64,
     pub inbox_id: String,
     pub commit: Commit,
+}
+
+/// Refused deliveries kept per inbox, newest first; older ones are pruned as new ones come.
+/// Enough for a day of pushes to a busy repository sent with a wrong secret, which is what an
+/// operator looks for after fixing it (GitHub lets a delivery be redelivered for 3 days), and
+/// small enough that a sender hammering one inbox with junk costs a bounded table.
+pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
+
+/// A delivery refused for something the sender must fix, as kept for the operator: never the
+/// body, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The provider's delivery id, when it sent a usable one.
+    pub delivery: Option<String>,
+    pub status: u16,
+    pub code: String,
+}
+
+/// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalRow {
+    pub refusal: Refusal,
+    pub refused_at: String,
 }
 
 /// What became of a delivery.
@@ -88,6 +143,14 @@ pub struct Stats {
     pub deliveries: i64,
     pub redeliveries: i64,
     pub commits: i64,
+}
+
+/// How to open a store, beyond its location.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A PEM file of certificates to trust, beside the system's roots, when a PostgreSQL URL
+    /// says `sslmode=verify-full`: a managed database's own CA.
+    pub db_ca: Option<std::path::PathBuf>,
 }
 
 /// A handle on the store; cheap to clone.
@@ -121,8 +184,14 @@ impl Store {
     /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
     /// throwaway SQLite store.
     pub async fn open(location: &str) -> Result<Store, StoreError> {
+        Store::open_with(location, &OpenOptions::default()).await
+    }
+
+    /// `open`, with the options only some deployments need.
+    pub async fn open_with(location: &str, options: &OpenOptions) -> Result<Store, StoreError> {
         let backend = if is_postgres(location) {
-            Backend::Postgres(postgres::PgStore::open(location).await?)
+            let ca = options.db_ca.as_deref();
+            Backend::Postgres(postgres::PgStore::open(location, ca).await?)
         } else {
             let path = location.to_owned();
             let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
@@ -194,6 +263,19 @@ impl Store {
         dispatch!(self.inbox(instance, id))
     }
 
+    /// Gives the inbox `id` of `digest` in `instance` the secret `secret`, keeping the one it
+    /// replaces as the previous secret from now (the database's now); `false` when there is no
+    /// such inbox.
+    pub async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.rotate_secret(instance, digest, id, secret))
+    }
+
     /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
     /// has this delivery id.
     pub async fn ingest(
@@ -204,6 +286,28 @@ impl Store {
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
         dispatch!(self.ingest(instance, inbox, delivery_id, commits))
+    }
+
+    /// Keeps a refusal of a delivery to the inbox `inbox` of `instance`, pruning the inbox's
+    /// oldest beyond `REFUSALS_KEPT_PER_INBOX`; nothing when there is no such inbox. Returns
+    /// whether it was kept.
+    pub async fn record_refusal(
+        &self,
+        instance: String,
+        inbox: String,
+        refusal: Refusal,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.record_refusal(instance, inbox, refusal))
+    }
+
+    /// Up to `limit` kept refusals of the inbox `inbox` of `instance`, newest first.
+    pub async fn refusals(
+        &self,
+        instance: String,
+        inbox: String,
+        limit: u32,
+    ) -> Result<Vec<RefusalRow>, StoreError> {
+        dispatch!(self.refusals(instance, inbox, limit))
     }
 
     /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.

@@ -83,12 +83,24 @@ impl Service {
     }
 
     pub async fn serve(store: Store, db: Option<PathBuf>, body_limit: usize) -> Self {
-        faultline::install_panic_hook();
-        let config = webhook_ingest::Config {
+        Self::serve_with(store, db, Self::config(body_limit)).await
+    }
+
+    /// The configuration the tests serve with unless they say otherwise.
+    pub fn config(body_limit: usize) -> webhook_ingest::Config {
+        webhook_ingest::Config {
             body_limit,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             ..webhook_ingest::Config::default()
-        };
+        }
+    }
+
+    pub async fn serve_with(
+        store: Store,
+        db: Option<PathBuf>,
+        config: webhook_ingest::Config,
+    ) -> Self {
+        faultline::install_panic_hook();
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
