@@ -7,7 +7,7 @@ Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every req
   setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
   fleet ENV OUT URL...               the fleet load: pushes of all providers, 20 copies of one
                                      delivery at once to different instances (per provider),
-                                     bad signatures, unsupported events; what was sent -> OUT
+                                     bad signatures, ignored events; what was sent -> OUT
   storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
                                      spread across the URLs; one JSON line per delivery -> LOG;
                                      prints deliveries stored per second
@@ -40,7 +40,7 @@ FLEET_SENDERS = 24
 # Copies of one delivery sent at the same instant, each to the next instance.
 REDELIVERY_COPIES = 20
 FLEET_BAD_SIGNATURES = 45
-FLEET_UNSUPPORTED = 45
+FLEET_IGNORED = 45
 # Commits in a push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the mix.
 MAX_COMMITS = 6
 PROVIDERS = ("github", "gitlab", "bitbucket")
@@ -91,11 +91,12 @@ class Conn:
 
 
 def label(status, body):
-    """The problem code of a failure, `duplicate` or `stored` for a push answered 2xx."""
+    """The problem code of a failure; for a 2xx, the status it names (`stored`, `duplicate`,
+    `queued`, `ignored`)."""
     if isinstance(body, dict):
         if "code" in body:
             return body["code"]
-        if body.get("status") in ("duplicate", "stored"):
+        if body.get("status") in ("duplicate", "stored", "ignored", "queued"):
             return body["status"]
     return "-" if status else "no-answer"
 
@@ -182,7 +183,7 @@ def run_parallel(senders, work):
 def fleet_jobs(env, instances):
     """Every request of the fleet load but the redelivery bursts: (instance, vcs, delivery,
     event, secret, commits, expected status, expected label)."""
-    unsupported = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
+    ignored = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
     jobs = []
     for p, vcs in enumerate(PROVIDERS):
         for n in range(FLEET_PUSHES):
@@ -192,10 +193,10 @@ def fleet_jobs(env, instances):
         vcs = PROVIDERS[n % len(PROVIDERS)]
         jobs.append(((n + 1) % instances, vcs, f"forged-{n}", None, "not-the-secret", 1, 401,
                      "bad-signature"))
-    for n in range(FLEET_UNSUPPORTED):
+    for n in range(FLEET_IGNORED):
         vcs = PROVIDERS[n % len(PROVIDERS)]
-        jobs.append(((n + 2) % instances, vcs, f"other-{n}", unsupported[vcs], None, 0, 422,
-                     "unsupported-event"))
+        jobs.append(((n + 2) % instances, vcs, f"other-{n}", ignored[vcs], None, 0, 202,
+                     "ignored"))
     # Interleaved, so each instance takes every kind at once; a fixed order keeps runs alike.
     jobs.sort(key=lambda job: hashlib.sha256(job[2].encode()).digest())
     return jobs
@@ -304,6 +305,9 @@ def ledger(url):
     for line in response.read().decode().splitlines():
         if line.startswith('faultline_requests_total{outcome="'):
             counts[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("webhook_ingest_ignored_events_total{"):
+            counts["ignored_events"] = (counts.get("ignored_events", 0)
+                                        + int(float(line.rsplit(" ", 1)[1])))
     conn.close()
     return counts
 
@@ -327,8 +331,10 @@ def reconcile_fleet(out_path, rows_path, urls):
           f"{sum(r[2] for r in rows.values())} commits (accepted {commits}), "
           f"{len(sent['redelivered'])} deliveries sent {sent['copies']} times at once, each stored once")
     totals = {"ok": 0, "handled": 0}
+    ignored = 0
     for i, url in enumerate(urls):
         counts = ledger(url)
+        ignored += counts.pop("ignored_events", 0)
         for outcome in totals:
             totals[outcome] += counts.get(outcome, 0)
         others = {k: v for k, v in counts.items() if k not in totals and v}
@@ -339,6 +345,9 @@ def reconcile_fleet(out_path, rows_path, urls):
           f"handled {totals['handled']} (sent {want['handled']})")
     if totals != want:
         problems.append(f"ledgers {totals} != sent {want}")
+    print(f"fleet: ignored events counted by the instances: {ignored} (sent {FLEET_IGNORED})")
+    if ignored != FLEET_IGNORED:
+        problems.append(f"{ignored} ignored events counted, {FLEET_IGNORED} sent")
     if problems:
         die("MISMATCH: " + "; ".join(problems[:10]))
     print("fleet: reconciled")

@@ -64,9 +64,6 @@ pub enum IngestError {
         header: &'static str,
         problem: &'static str,
     },
-    #[error("{vcs} event `{event}` is not handled here; send push events")]
-    #[fault(status = 422, code = "unsupported-event")]
-    UnsupportedEvent { vcs: Vcs, event: String },
     #[error("the push payload {0}")]
     #[fault(code = "malformed-payload")]
     Malformed(String),

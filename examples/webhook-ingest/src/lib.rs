@@ -6,6 +6,7 @@
 //! commits.
 
 pub mod error;
+pub mod ignored;
 pub mod payload;
 pub mod serve;
 pub mod store;
@@ -72,12 +73,17 @@ impl Default for Config {
 #[derive(Clone)]
 struct AppState {
     store: Store,
+    ignored: ignored::IgnoredEvents,
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let state = AppState { store };
+    let ignored = ignored::IgnoredEvents::default();
+    let state = AppState {
+        store,
+        ignored: ignored.clone(),
+    };
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -100,7 +106,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(metrics(ledger.clone(), config.connections)));
+        .route(
+            "/metrics",
+            get(metrics(ledger.clone(), config.connections, ignored)),
+        );
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -136,14 +145,16 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts.
+/// `/metrics`: the ledger's exposition, then the connection counts and the ignored events.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
+    ignored: ignored::IgnoredEvents,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.render_prometheus();
         connections.render_prometheus(&mut body);
+        ignored.render_prometheus(&mut body);
         std::future::ready(
             ([(header::CONTENT_TYPE, faultline::PROMETHEUS_TEXT)], body).into_response(),
         )
@@ -418,7 +429,14 @@ async fn receive(
     webhook::verify(sent, &headers, &inbox.secret, &body)?;
     match event {
         Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
-        Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
+        Event::Ignored(event) => {
+            state.ignored.count(sent, &event);
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(json!({ "status": "ignored", "event": event })),
+            )
+                .into_response())
+        }
         Event::Push(shape) => {
             let delivery = webhook::delivery_id(sent, &headers, &body)?;
             let commits = payload::parse_push(shape, &body)?;

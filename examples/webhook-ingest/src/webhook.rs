@@ -24,7 +24,7 @@ const GITLAB_EVENT: &str = "x-gitlab-event";
 const BITBUCKET_EVENT: &str = "x-event-key";
 
 /// A version control provider, and the kind of an inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Vcs {
     Github,
     Gitlab,
@@ -78,7 +78,8 @@ pub enum Event {
     /// A push, its payload of this shape.
     Push(Shape),
     Ping,
-    Unsupported(String),
+    /// An event the service acknowledges and does not store (202), by its name.
+    Ignored(String),
 }
 
 /// The provider whose event header is present, and the event it names.
@@ -101,7 +102,7 @@ fn classify(vcs: Vcs, name: &str) -> Event {
         (Vcs::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
         // GitHub's hook-created event and Bitbucket Server's "test connection".
         (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
-        _ => Event::Unsupported(name.to_owned()),
+        _ => Event::Ignored(name.to_owned()),
     }
 }
 
