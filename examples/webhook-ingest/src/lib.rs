@@ -9,6 +9,7 @@ pub mod error;
 pub mod ignored;
 pub mod payload;
 pub mod serve;
+pub mod spool;
 pub mod store;
 pub mod webhook;
 
