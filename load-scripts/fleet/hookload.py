@@ -17,6 +17,7 @@ Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every req
   rows SQLITE_PATH                   prints a SQLite store's delivery rows as ROWS expects
   rows-sql                           prints the query behind ROWS, for psql
   probe ENV URL DELIVERY STATUS      one GitHub push; fails unless answered STATUS
+  drained URL...                     waits until every instance's store is up and spool empty
 
 ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored for it (what
 `ROWS_SQL` selects; the shell scripts run it with psql for PostgreSQL).
@@ -457,6 +458,32 @@ def reconcile_complete(log_path, rows_path):
           f"{sum(e['commits'] for e in entries.values())} commits")
 
 
+# How long the spools may take to drain once the store answers; the drainer waits at most
+# 2 s between attempts, and drains hundreds of deliveries a second.
+DRAIN_TIMEOUT_S = 120
+
+
+def drained(urls):
+    """Waits until every instance's /health says its store is up and its spool empty; the
+    number of /health requests sent to each."""
+    polls = [0] * len(urls)
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    conns = [Conn(url) for url in urls]
+    pending = set(range(len(urls)))
+    while pending:
+        for i in sorted(pending):
+            status, health, _ = conns[i].request("GET", "/health")
+            polls[i] += 1
+            if (status == 200 and health.get("store") == "up"
+                    and health.get("spool", {}).get("depth") == 0):
+                pending.discard(i)
+        if pending:
+            if time.monotonic() > deadline:
+                die(f"spools not drained after {DRAIN_TIMEOUT_S}s: {sorted(pending)}")
+            time.sleep(0.1)
+    return polls
+
+
 def probe(env_path, url, delivery, want):
     """One GitHub push to URL; fails unless answered `want` (and a 503 with Retry-After)."""
     env = json.load(open(env_path))
@@ -480,6 +507,7 @@ def main(argv):
         "rows": (1, lambda a: sqlite_rows(a[0])),
         "rows-sql": (0, lambda a: print(ROWS_SQL)),
         "probe": (4, lambda a: probe(a[0], a[1], a[2], int(a[3]))),
+        "drained": (1, lambda a: print(f"drained: {sum(drained(a))} /health requests")),
     }
     if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 < commands[argv[1]][0]:
         die(__doc__)

@@ -5,15 +5,20 @@
 //! digest has inboxes; each inbox receives push webhooks from one provider and stores their
 //! commits.
 
+pub mod drain;
 pub mod error;
 pub mod ignored;
 pub mod payload;
+mod receive;
+pub mod secret_cache;
 pub mod serve;
 pub mod spool;
+pub mod spooled;
 pub mod store;
 pub mod webhook;
 
-use axum::body::Bytes;
+use std::sync::Arc;
+
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -25,8 +30,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::store::{Ingested, InstanceRow, Store};
-use crate::webhook::{Event, Vcs};
+use crate::store::{InstanceRow, Store};
+use crate::webhook::Vcs;
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
@@ -58,6 +63,9 @@ pub struct Config {
     /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
     /// them.
     pub connections: serve::Connections,
+    /// Where verified deliveries go when the store cannot take them, answered 202 queued and
+    /// drained into the store once it answers. Without one, store trouble answers 503.
+    pub spool: Option<spool::Spool>,
 }
 
 impl Default for Config {
@@ -67,24 +75,54 @@ impl Default for Config {
             admin_token: None,
             deadlines: serve::Deadlines::default(),
             connections: serve::Connections::default(),
+            spool: None,
         }
     }
 }
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     store: Store,
     ignored: ignored::IgnoredEvents,
+    secrets: secret_cache::SecretCache,
+    spool: Option<spool::Spool>,
+    refusals: drain::Refusals,
+    /// Stops the drainer when the last router holding this state is dropped.
+    _drainer: Option<Arc<AbortOnDrop>>,
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
+/// With a spool configured, it also starts the drainer (on the current tokio runtime), which
+/// runs until the router is dropped.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let ignored = ignored::IgnoredEvents::default();
-    let state = AppState {
+    let mut state = AppState {
         store,
-        ignored: ignored.clone(),
+        ignored: ignored::IgnoredEvents::default(),
+        secrets: secret_cache::SecretCache::default(),
+        spool: config.spool,
+        refusals: drain::Refusals::default(),
+        _drainer: None,
     };
+    if let Some(spool) = &state.spool {
+        let drainer = drain::Drainer {
+            store: state.store.clone(),
+            spool: spool.clone(),
+            secrets: state.secrets.clone(),
+            ignored: state.ignored.clone(),
+            refusals: state.refusals.clone(),
+        };
+        let task = tokio::spawn(drainer.run());
+        state._drainer = Some(Arc::new(AbortOnDrop(task.abort_handle())));
+    }
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -101,16 +139,14 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT));
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
-        post(receive).layer(DefaultBodyLimit::max(config.body_limit)),
+        post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
     );
+    let metrics = get(metrics(ledger.clone(), config.connections, state.clone()));
     let mut router = api
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route(
-            "/metrics",
-            get(metrics(ledger.clone(), config.connections, ignored)),
-        );
+        .route("/metrics", metrics);
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -146,16 +182,21 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts and the ignored events.
+/// `/metrics`: the ledger's exposition, then the connection counts, the ignored events and
+/// the spool.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
-    ignored: ignored::IgnoredEvents,
+    state: AppState,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.render_prometheus();
         connections.render_prometheus(&mut body);
-        ignored.render_prometheus(&mut body);
+        state.ignored.render_prometheus(&mut body);
+        if let Some(spool) = &state.spool {
+            spool.stats().render_prometheus(&mut body);
+            state.refusals.render_prometheus(&mut body);
+        }
         std::future::ready(
             ([(header::CONTENT_TYPE, faultline::PROMETHEUS_TEXT)], body).into_response(),
         )
@@ -208,9 +249,23 @@ async fn authorize(
     }
 }
 
+/// Whether the service takes deliveries: with a spool it does while the store is down (the
+/// body says so), so a load balancer keeps it in rotation; without one, a store that is down
+/// is a 503.
 async fn health(State(state): State<AppState>) -> Result<Json<serde_json::Value>, IngestError> {
-    state.store.health().await?;
-    Ok(Json(json!({ "status": "ok" })))
+    let store = state.store.health().await;
+    let Some(spool) = &state.spool else {
+        store?;
+        return Ok(Json(json!({ "status": "ok", "store": "up" })));
+    };
+    let stats = spool.stats();
+    let mut spool_json = serde_json::to_value(&stats).unwrap_or_default();
+    spool_json["refused"] = state.refusals.count().into();
+    Ok(Json(json!({
+        "status": if store.is_ok() { "ok" } else { "degraded" },
+        "store": if store.is_ok() { "up" } else { "down" },
+        "spool": spool_json,
+    })))
 }
 
 async fn create_instance(State(state): State<AppState>) -> Result<Response, IngestError> {
@@ -394,73 +449,4 @@ async fn list_commits(
     Ok(Json(
         json!({ "commits": commits, "next_before": next_before }),
     ))
-}
-
-/// Whether the request says its body is JSON (parameters such as `charset` allowed).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// The webhook endpoint: authenticity on the raw bytes first, then the event, then the store.
-async fn receive(
-    State(state): State<AppState>,
-    Path((instance, inbox)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, IngestError> {
-    if !is_json(&headers) {
-        return Err(IngestError::UnsupportedMediaType);
-    }
-    let (sent, event) = webhook::detect(&headers)?;
-    let inbox = state
-        .store
-        .inbox(instance.clone(), inbox.clone())
-        .await?
-        .ok_or(IngestError::InboxNotFound(inbox))?;
-    if inbox.vcs != sent {
-        return Err(IngestError::WrongProvider {
-            inbox: inbox.vcs,
-            sent,
-        });
-    }
-    webhook::verify(sent, &headers, &inbox.secret, &body)?;
-    match event {
-        Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
-        Event::Ignored(event) => {
-            state.ignored.count(sent, &event);
-            Ok((
-                StatusCode::ACCEPTED,
-                Json(json!({ "status": "ignored", "event": event })),
-            )
-                .into_response())
-        }
-        Event::Push(shape) => {
-            let delivery = webhook::delivery_id(sent, &headers, &body)?;
-            let commits = payload::parse_push(shape, &body)?;
-            let inbox_id = inbox.id.clone();
-            match state
-                .store
-                .ingest(instance, inbox, delivery.clone(), commits)
-                .await?
-            {
-                Ingested::Stored(stored) => {
-                    tracing::debug!(inbox = %inbox_id, delivery = %delivery, stored, "push stored");
-                    Ok((
-                        StatusCode::CREATED,
-                        Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
-                    )
-                        .into_response())
-                }
-                Ingested::Duplicate => Ok((
-                    StatusCode::OK,
-                    Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
-                )
-                    .into_response()),
-            }
-        }
-    }
 }

@@ -10,8 +10,14 @@
 //! `listening on 127.0.0.1:PORT` as its first line on stdout; logs go to stderr. `--db :memory:`
 //! keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses that PostgreSQL database
 //! (its migrations run at start-up), so several instances can share one store. The password
-//! is never logged. `--fail-store` makes every store operation fail, to see the 503s providers
-//! would see.
+//! is never logged; a PostgreSQL database that is down at start is connected (and migrated)
+//! in the background, with backoff. `--fail-store` makes every store operation fail, to see
+//! what providers see when the store is down.
+//!
+//! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
+//! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
+//! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
+//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`.
 //!
 //! The limits (durations as `500ms`, `5s` or plain seconds; see `webhook_ingest::serve` for
 //! the why of each default):
@@ -43,6 +49,7 @@ use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 use webhook_ingest::serve::{self, Limits};
+use webhook_ingest::spool::{Spool, SpoolConfig};
 use webhook_ingest::store::{self, Store};
 use webhook_ingest::{webhook, Config};
 
@@ -50,7 +57,8 @@ const USAGE: &str =
     "usage: webhook-ingest [--port N] [--db PATH|postgres://…] [--body-limit BYTES] \
                      [--fail-store] [--header-timeout D] [--idle-timeout D] [--body-timeout D] \
                      [--request-timeout D] [--max-connections N] [--h2-max-streams N] \
-                     [--h2-ping-interval D] [--h2-ping-timeout D] [--shutdown-timeout D] | --sign";
+                     [--h2-ping-interval D] [--h2-ping-timeout D] [--shutdown-timeout D] \
+                     [--spool DIR] [--spool-max-bytes BYTES] | --sign";
 const DEFAULT_PORT: u16 = 3000;
 const DEFAULT_DB: &str = "webhook-ingest.db";
 /// Where the bearer token of `/errors` comes from: the environment, so it stays out of the
@@ -62,6 +70,7 @@ struct Args {
     db: String,
     config: Config,
     limits: Limits,
+    spool: SpoolConfig,
     fail_store: bool,
     sign: bool,
 }
@@ -81,6 +90,7 @@ fn parse_args() -> io::Result<Args> {
             ..Config::default()
         },
         limits: Limits::default(),
+        spool: SpoolConfig::default(),
         fail_store: false,
         sign: false,
     };
@@ -105,6 +115,8 @@ fn parse_args() -> io::Result<Args> {
             "--h2-ping-interval" => limits.h2_ping_interval = duration(&arg, &value(&arg)?)?,
             "--h2-ping-timeout" => limits.h2_ping_timeout = duration(&arg, &value(&arg)?)?,
             "--shutdown-timeout" => limits.shutdown_timeout = duration(&arg, &value(&arg)?)?,
+            "--spool" => parsed.spool.dir = value(&arg)?.into(),
+            "--spool-max-bytes" => parsed.spool.max_bytes = count(&arg, &value(&arg)?)?,
             "--fail-store" => parsed.fail_store = true,
             "--sign" => parsed.sign = true,
             other => return Err(invalid(format!("unknown argument `{other}`; {USAGE}"))),
@@ -194,23 +206,46 @@ async fn serve(args: Args) -> io::Result<()> {
 
     // The location as logs may show it: a PostgreSQL URL's password is masked.
     let db = store::redacted(&args.db);
-    let store = Store::open(&args.db).await.map_err(|e| {
-        let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
-        io::Error::other(format!("{e} at `{db}`{}", cause.unwrap_or_default()))
-    })?;
+    let store = if args.db.starts_with("postgres") {
+        // A database that is down at start is retried in the background; meanwhile
+        // deliveries go to the spool.
+        Store::open_in_background(&args.db)
+    } else {
+        Store::open(&args.db).await.map_err(|e| {
+            let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
+            io::Error::other(format!("{e} at `{db}`{}", cause.unwrap_or_default()))
+        })?
+    };
     if args.fail_store {
         store.set_failing(true);
     }
+    let spool_dir = args.spool.dir.clone();
+    let spool = tokio::task::spawn_blocking(move || Spool::open(args.spool))
+        .await
+        .map_err(io::Error::other)?
+        .map_err(|e| {
+            io::Error::other(format!(
+                "opening the spool at `{}`: {e}",
+                spool_dir.display()
+            ))
+        })?;
+    let spooled = spool.stats();
+    let config = Config {
+        spool: Some(spool),
+        ..args.config
+    };
     let store_kind = store.kind();
-    let connections = args.config.connections.clone();
-    let deadlines = args.config.deadlines;
-    let (router, ledger) = webhook_ingest::app(store, args.config);
+    let connections = config.connections.clone();
+    let deadlines = config.deadlines;
+    let (router, ledger) = webhook_ingest::app(store, config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     println!("listening on {}", listener.local_addr()?);
     tracing::info!(
         db = %db,
         store = store_kind,
         fail_store = args.fail_store,
+        spool = %spool_dir.display(),
+        spool_depth = spooled.depth,
         limits = ?args.limits,
         ?deadlines,
         "serving"

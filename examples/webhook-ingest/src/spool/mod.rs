@@ -49,6 +49,8 @@ pub const DEFAULT_SPOOL_MAX_BYTES: u64 = 1 << 30;
 /// A segment is closed and a new one started past this size; a drained segment is deleted
 /// whole, so this is also how much drained data may wait on disk for its deletion.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// Bytes a record takes on disk beside its payload: length, checksum, arrival time.
+pub const RECORD_HEADER_BYTES: u64 = segment::HEADER_BYTES;
 /// Appends waiting for the writer at most; more handlers wait for room in the channel.
 const APPEND_QUEUE: usize = 4096;
 

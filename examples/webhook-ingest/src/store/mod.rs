@@ -12,7 +12,8 @@ mod postgres;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use crate::payload::Commit;
 use crate::webhook::Vcs;
@@ -30,6 +31,8 @@ pub enum StoreError {
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("the store is switched to fail")]
     Switched,
+    #[error("the store is not connected yet")]
+    Connecting,
     #[error("the store's worker stopped before answering")]
     Stopped,
     #[error("opening the store failed")]
@@ -59,6 +62,7 @@ pub struct InstanceRow {
 }
 
 /// An inbox as the webhook route needs it: its digest, provider and signing secret.
+#[derive(Clone)]
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
@@ -93,9 +97,19 @@ pub struct Stats {
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
+    /// Set once connected and migrated: at once by [`Store::open`], later by
+    /// [`Store::open_in_background`].
+    backend: Arc<OnceLock<Backend>>,
+    kind: &'static str,
     failing: Arc<AtomicBool>,
 }
+
+/// The first wait between two attempts to open a store that is not reachable, doubled after
+/// each failure up to [`MAX_OPEN_BACKOFF`].
+const MIN_OPEN_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between two attempts: a database back from an outage is found within
+/// seconds, and a database that stays away costs one log line per this much.
+const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 enum Backend {
@@ -109,7 +123,7 @@ macro_rules! dispatch {
         if $self.failing.load(Ordering::Relaxed) {
             return Err(StoreError::Switched);
         }
-        match &$self.backend {
+        match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
         }
@@ -121,27 +135,65 @@ impl Store {
     /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
     /// throwaway SQLite store.
     pub async fn open(location: &str) -> Result<Store, StoreError> {
-        let backend = if is_postgres(location) {
-            Backend::Postgres(postgres::PgStore::open(location).await?)
-        } else {
-            let path = location.to_owned();
-            let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
-                .await
-                .map_err(|_| StoreError::Stopped)?;
-            Backend::Sqlite(opened?)
-        };
-        Ok(Store {
-            backend,
+        let store = Store::unopened(location);
+        let _ = store.backend.set(open_backend(location).await?);
+        Ok(store)
+    }
+
+    /// A store that opens `location` in the background: it answers
+    /// [`StoreError::Connecting`] until the database is reached and migrated, which is
+    /// retried with backoff for as long as it takes. So a service starts, and spools, while
+    /// its database is down.
+    pub fn open_in_background(location: &str) -> Store {
+        let store = Store::unopened(location);
+        let (location, backend) = (location.to_owned(), store.backend.clone());
+        tokio::spawn(async move {
+            let mut wait = MIN_OPEN_BACKOFF;
+            loop {
+                match open_backend(&location).await {
+                    Ok(opened) => {
+                        let _ = backend.set(opened);
+                        tracing::info!(db = %redacted(&location), "the store is connected");
+                        return;
+                    }
+                    Err(error) => {
+                        let cause = std::error::Error::source(&error).map(ToString::to_string);
+                        tracing::warn!(
+                            db = %redacted(&location),
+                            %error,
+                            cause = cause.as_deref().unwrap_or(""),
+                            retry_in = ?wait,
+                            "opening the store failed; retrying"
+                        );
+                    }
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(MAX_OPEN_BACKOFF);
+            }
+        });
+        store
+    }
+
+    fn unopened(location: &str) -> Store {
+        Store {
+            backend: Arc::new(OnceLock::new()),
+            kind: if is_postgres(location) {
+                "postgres"
+            } else {
+                "sqlite"
+            },
             failing: Arc::new(AtomicBool::new(false)),
-        })
+        }
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
     pub fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres(_) => "postgres",
-        }
+        self.kind
+    }
+
+    /// Whether the store has been opened (it may still fail, as any database may).
+    pub fn is_open(&self) -> bool {
+        self.backend.get().is_some()
     }
 
     /// Makes every later operation fail with a store error (or work again), so tests and
@@ -220,6 +272,17 @@ impl Store {
     pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         dispatch!(self.stats(instance))
     }
+}
+
+async fn open_backend(location: &str) -> Result<Backend, StoreError> {
+    if is_postgres(location) {
+        return Ok(Backend::Postgres(postgres::PgStore::open(location).await?));
+    }
+    let path = location.to_owned();
+    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+        .await
+        .map_err(|_| StoreError::Stopped)?;
+    Ok(Backend::Sqlite(opened?))
 }
 
 /// An inbox to create.
