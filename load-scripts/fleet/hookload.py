@@ -10,7 +10,7 @@ Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every req
                                      bad signatures, ignored events; what was sent -> OUT
   storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
                                      spread across the URLs; one JSON line per delivery -> LOG;
-                                     prints deliveries stored per second
+                                     prints deliveries acknowledged (2xx) per second
   reconcile-fleet OUT ROWS URL...    the database rows (ROWS) and every ledger against OUT
   reconcile-crash ENV LOG ROWS URL.. every 2xx of LOG stored once with all its commits; then
                                      resends all of LOG: "duplicate" exactly for those stored
@@ -392,9 +392,10 @@ def storm(env_path, log_path, prefix, count, senders, urls):
     log.close()
     entries = [json.loads(line) for line in open(log_path) if f'"{prefix}-' in line]
     stored = sum(1 for e in entries if e["status"] == 201)
-    print(f"storm: {len(entries)} deliveries, {stored} stored in {elapsed:.2f}s by {senders} "
-          f"senders: {stored / elapsed:.0f} deliveries/s, "
-          f"{sum(e['commits'] for e in entries if e['status'] == 201) / elapsed:.0f} commits/s")
+    acked = [e for e in entries if 200 <= e["status"] < 300]
+    print(f"storm: {len(entries)} deliveries, {stored} stored, {len(acked)} acknowledged in "
+          f"{elapsed:.2f}s by {senders} senders: {len(acked) / elapsed:.0f} deliveries/s, "
+          f"{sum(e['commits'] for e in acked) / elapsed:.0f} commits/s")
 
 
 def read_log(log_path):
