@@ -44,22 +44,7 @@ pub(crate) async fn receive(
         return Err(IngestError::UnsupportedMediaType);
     }
     let (sent, event) = webhook::detect(&headers)?;
-    let row = match state.store.inbox(instance.clone(), inbox.clone()).await {
-        Ok(Some(row)) => {
-            state.secrets.remember(&instance, &row);
-            Inbox::Stored(row)
-        }
-        Ok(None) => return Err(IngestError::InboxNotFound(inbox)),
-        Err(error) if state.spool.is_some() => {
-            tracing::debug!(%error, "the store cannot look the inbox up");
-            state
-                .secrets
-                .get(&instance, &inbox)
-                .map_or(Inbox::Unknown, Inbox::Remembered)
-        }
-        Err(error) => return Err(error.into()),
-    };
-    let (row, from_store) = match row {
+    let (row, from_store) = match look_up(&state, &instance, &inbox).await? {
         Inbox::Stored(row) => (row, true),
         Inbox::Remembered(row) => (row, false),
         Inbox::Unknown => {
@@ -109,6 +94,29 @@ pub(crate) async fn receive(
         body: body.to_vec(),
     };
     spool(&state, spooled).await
+}
+
+/// The inbox from the store, else, when there is a spool to fall back on, as remembered.
+async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Inbox, IngestError> {
+    match state
+        .store
+        .inbox(instance.to_owned(), inbox.to_owned())
+        .await
+    {
+        Ok(Some(row)) => {
+            state.secrets.remember(instance, &row);
+            Ok(Inbox::Stored(row))
+        }
+        Ok(None) => Err(IngestError::InboxNotFound(inbox.to_owned())),
+        Err(error) if state.spool.is_some() => {
+            tracing::debug!(%error, "the store cannot look the inbox up");
+            Ok(state
+                .secrets
+                .get(instance, inbox)
+                .map_or(Inbox::Unknown, Inbox::Remembered))
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// 202 ignored, counted.
