@@ -5,12 +5,13 @@
 # service's role), starts three instances on it at the same moment (their migrations race
 # and must not collide), and sends parallel load spread across them: pushes from GitHub,
 # GitLab and Bitbucket, 20 copies of one delivery at once to different instances (per
-# provider), bad signatures and unsupported events. Then it reconciles: the deliveries and
+# provider), bad signatures and ignored events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
 # and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
 # Before the load it runs the service's own PostgreSQL tests on the same server.
-# Last, it stops PostgreSQL under the fleet: a push must get 503 with Retry-After, and once the
-# server is back the same instance must store again. The database password must appear in no
+# Last, it stops PostgreSQL under the fleet: a push must be spooled (202 queued) and a
+# management request get 503; once the server is back the same instance must store again and
+# drain the spooled push into the store. The database password must appear in no
 # log line, problem body or /errors. Everything it starts is stopped by PID at the end.
 #
 # usage: load-scripts/fleet/pg-fleet.sh [--release]
@@ -82,9 +83,14 @@ pg_sql "COPY ($("${HOOKLOAD[@]}" rows-sql)) TO STDOUT" >"$work/rows.tsv"
 
 echo "pg-fleet: stopping postgres under the fleet"
 pg_stop
-"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 503 | tee "$work/probe.out"
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 202 | tee "$work/probe.out"
+# A management request has no spool: it gets the 503, and its error chain goes to /errors.
+down=$(curl -s -o /dev/null -w '%{http_code}' "${urls[1]}/api/instances/in_probe")
+[[ $down == 503 ]] || { echo "pg-fleet: a look-up while down answered $down" >&2; exit 1; }
 pg_restart
 "${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" after-restart 201
+"${HOOKLOAD[@]}" drained "${urls[1]}"
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 200
 curl -fsS -H "Authorization: Bearer $WEBHOOK_INGEST_ADMIN_TOKEN" "${urls[1]}/errors" >"$work/errors.json"
 grep -q store-unavailable "$work/errors.json" || {
     echo "pg-fleet: /errors does not show the store failure" >&2

@@ -20,7 +20,7 @@
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::num::{NonZeroU32, NonZeroUsize};
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ use clap::Parser;
 
 use crate::rotation;
 use crate::serve::{self, Deadlines, Limits};
+use crate::spool::{self, SpoolConfig};
 use crate::{Config, DEFAULT_BODY_LIMIT};
 
 /// The address served when neither `--listen` nor `--port` is given: loopback only, so a
@@ -91,7 +92,16 @@ pub struct Cli {
     #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_SECRET_GRACE", default_value_t = Span(rotation::DEFAULT_SECRET_GRACE))]
     pub secret_grace: Span,
 
-    /// Make every store operation fail, to see the 503s providers would see
+    /// Where deliveries the store cannot take are kept until drained into it; each instance
+    /// needs its own
+    #[arg(long, value_name = "DIR", env = "WEBHOOK_INGEST_SPOOL", default_value = spool::DEFAULT_SPOOL_DIR)]
+    pub spool: std::path::PathBuf,
+
+    /// The spool's bound in bytes; past it a delivery the store cannot take gets 503
+    #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_SPOOL_MAX_BYTES", default_value_t = NonZeroU64::new(spool::DEFAULT_SPOOL_MAX_BYTES).expect("not zero"))]
+    pub spool_max_bytes: NonZeroU64,
+
+    /// Make every store operation fail, to see what providers see when the store is down
     #[arg(long)]
     pub fail_store: bool,
 
@@ -201,7 +211,15 @@ impl Cli {
         }
     }
 
-    /// The routes' configuration the flags set.
+    /// The spool the flags set.
+    pub fn spool_config(&self) -> SpoolConfig {
+        SpoolConfig {
+            max_bytes: self.spool_max_bytes.get(),
+            ..SpoolConfig::new(&self.spool)
+        }
+    }
+
+    /// The routes' configuration the flags set (without the spool, which is opened apart).
     pub fn config(&self) -> Config {
         Config {
             body_limit: self.body_limit,

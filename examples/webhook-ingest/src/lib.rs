@@ -6,16 +6,22 @@
 //! commits.
 
 pub mod cli;
+pub mod drain;
 pub mod error;
+pub mod ignored;
 pub mod payload;
+mod receive;
 pub mod refusals;
 pub mod rotation;
+pub mod secret_cache;
 pub mod serve;
+pub mod spool;
+pub mod spooled;
 pub mod store;
 pub mod webhook;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use std::sync::Arc;
+
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -27,8 +33,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::store::{Ingested, InstanceRow, Store};
-use crate::webhook::{Event, Vcs};
+use crate::store::{InstanceRow, Store};
+use crate::webhook::Vcs;
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
@@ -62,6 +68,9 @@ pub struct Config {
     pub connections: serve::Connections,
     /// How long an inbox's previous secret still passes after a rotation.
     pub secret_grace: std::time::Duration,
+    /// Where verified deliveries go when the store cannot take them, answered 202 queued and
+    /// drained into the store once it answers. Without one, store trouble answers 503.
+    pub spool: Option<spool::Spool>,
 }
 
 impl Default for Config {
@@ -72,6 +81,7 @@ impl Default for Config {
             deadlines: serve::Deadlines::default(),
             connections: serve::Connections::default(),
             secret_grace: rotation::DEFAULT_SECRET_GRACE,
+            spool: None,
         }
     }
 }
@@ -80,18 +90,51 @@ impl Default for Config {
 pub(crate) struct AppState {
     store: Store,
     secret_grace: std::time::Duration,
-    refusals: std::sync::Arc<refusals::RefusalCounts>,
+    refusals: Arc<refusals::RefusalCounts>,
+    ignored: ignored::IgnoredEvents,
+    secrets: secret_cache::SecretCache,
+    spool: Option<spool::Spool>,
+    spool_refused: drain::Refusals,
+    /// Stops the drainer when the last router holding this state is dropped.
+    _drainer: Option<Arc<AbortOnDrop>>,
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
+/// With a spool configured, it also starts the drainer (on the current tokio runtime), which
+/// runs until the router is dropped.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let state = AppState {
+    let mut state = AppState {
         store,
         secret_grace: config.secret_grace,
-        refusals: std::sync::Arc::default(),
+        refusals: Arc::default(),
+        ignored: ignored::IgnoredEvents::default(),
+        secrets: secret_cache::SecretCache::default(),
+        spool: config.spool,
+        spool_refused: drain::Refusals::default(),
+        _drainer: None,
     };
-    let refusal_counts = state.refusals.clone();
+    if let Some(spool) = &state.spool {
+        let drainer = drain::Drainer {
+            store: state.store.clone(),
+            spool: spool.clone(),
+            secrets: state.secrets.clone(),
+            ignored: state.ignored.clone(),
+            refused: state.spool_refused.clone(),
+            listed: state.refusals.clone(),
+            secret_grace: state.secret_grace,
+        };
+        let task = tokio::spawn(drainer.run());
+        state._drainer = Some(Arc::new(AbortOnDrop(task.abort_handle())));
+    }
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -116,16 +159,14 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT));
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
-        post(receive).layer(DefaultBodyLimit::max(config.body_limit)),
+        post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
     );
+    let metrics = get(metrics(ledger.clone(), config.connections, state.clone()));
     let mut router = api
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route(
-            "/metrics",
-            get(metrics(ledger.clone(), config.connections, refusal_counts)),
-        );
+        .route("/metrics", metrics);
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -161,16 +202,22 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection and refusal counts.
+/// `/metrics`: the ledger's exposition, then the connection counts, the refusals, the ignored
+/// events and the spool.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
-    refusals: std::sync::Arc<refusals::RefusalCounts>,
+    state: AppState,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.snapshot().to_prometheus();
         connections.render_prometheus(&mut body);
-        refusals.render_prometheus(&mut body);
+        state.refusals.render_prometheus(&mut body);
+        state.ignored.render_prometheus(&mut body);
+        if let Some(spool) = &state.spool {
+            spool.stats().render_prometheus(&mut body);
+            state.spool_refused.render_prometheus(&mut body);
+        }
         std::future::ready(
             (
                 [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
@@ -227,9 +274,23 @@ pub(crate) async fn authorize(
     }
 }
 
+/// Whether the service takes deliveries: with a spool it does while the store is down (the
+/// body says so), so a load balancer keeps it in rotation; without one, a store that is down
+/// is a 503.
 async fn health(State(state): State<AppState>) -> Result<Json<serde_json::Value>, IngestError> {
-    state.store.health().await?;
-    Ok(Json(json!({ "status": "ok" })))
+    let store = state.store.health().await;
+    let Some(spool) = &state.spool else {
+        store?;
+        return Ok(Json(json!({ "status": "ok", "store": "up" })));
+    };
+    let stats = spool.stats();
+    let mut spool_json = serde_json::to_value(&stats).unwrap_or_default();
+    spool_json["refused"] = state.spool_refused.count().into();
+    Ok(Json(json!({
+        "status": if store.is_ok() { "ok" } else { "degraded" },
+        "store": if store.is_ok() { "up" } else { "down" },
+        "spool": spool_json,
+    })))
 }
 
 async fn create_instance(State(state): State<AppState>) -> Result<Response, IngestError> {
@@ -413,98 +474,4 @@ async fn list_commits(
     Ok(Json(
         json!({ "commits": commits, "next_before": next_before }),
     ))
-}
-
-/// Whether the request says its body is JSON (parameters such as `charset` allowed).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
-/// in the inbox's failure list.
-async fn receive(
-    State(state): State<AppState>,
-    Path((instance, inbox)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, IngestError> {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) => {
-            let status = rejection.status();
-            refusals::note_body_refused(&state, &instance, &inbox, &headers, status).await;
-            return Ok(rejection.into_response());
-        }
-    };
-    let answer = accept(
-        &state,
-        instance.clone(),
-        inbox.clone(),
-        &headers,
-        body.clone(),
-    )
-    .await;
-    if let Err(error) = &answer {
-        refusals::note_error(&state, &instance, &inbox, &headers, &body, error).await;
-    }
-    answer
-}
-
-/// A delivery: authenticity on the raw bytes first, then the event, then the store.
-async fn accept(
-    state: &AppState,
-    instance: String,
-    inbox: String,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Result<Response, IngestError> {
-    if !is_json(headers) {
-        return Err(IngestError::UnsupportedMediaType);
-    }
-    let (sent, event) = webhook::detect(headers)?;
-    let inbox = state
-        .store
-        .inbox(instance.clone(), inbox.clone())
-        .await?
-        .ok_or(IngestError::InboxNotFound(inbox))?;
-    if inbox.vcs != sent {
-        return Err(IngestError::WrongProvider {
-            inbox: inbox.vcs,
-            sent,
-        });
-    }
-    let previous = inbox.previous_secret(state.secret_grace);
-    webhook::verify(sent, headers, &inbox.secret, previous, &body)?;
-    match event {
-        Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
-        Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
-        Event::Push(shape) => {
-            let delivery = webhook::delivery_id(sent, headers, &body)?;
-            let commits = payload::parse_push(shape, &body)?;
-            let inbox_id = inbox.id.clone();
-            match state
-                .store
-                .ingest(instance, inbox, delivery.clone(), commits)
-                .await?
-            {
-                Ingested::Stored(stored) => {
-                    tracing::debug!(inbox = %inbox_id, delivery = %delivery, stored, "push stored");
-                    Ok((
-                        StatusCode::CREATED,
-                        Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
-                    )
-                        .into_response())
-                }
-                Ingested::Duplicate => Ok((
-                    StatusCode::OK,
-                    Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
-                )
-                    .into_response()),
-            }
-        }
-    }
 }

@@ -14,8 +14,14 @@
 //! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
 //! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
 //! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
-//! at start-up with the reason. `--fail-store` makes every store operation fail, to see the
-//! 503s providers would see.
+//! at start-up with the reason; a PostgreSQL database that is merely down at start is connected
+//! (and migrated) in the background, with backoff. `--fail-store` makes every store operation
+//! fail, to see what providers see when the store is down.
+//!
+//! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
+//! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
+//! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
+//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`.
 //!
 //! `--secret-grace` (default 24h) is how long an inbox's previous secret still passes after a
 //! rotation (`POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`); the deliveries an
@@ -45,6 +51,7 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 use webhook_ingest::cli::Cli;
 use webhook_ingest::serve;
+use webhook_ingest::spool::Spool;
 use webhook_ingest::store::{self, Store};
 use webhook_ingest::webhook;
 
@@ -95,7 +102,7 @@ async fn serve(args: Cli) -> io::Result<()> {
     let options = store::OpenOptions {
         db_ca: args.db_ca.clone(),
     };
-    let store = Store::open_with(&args.db, &options).await.map_err(|e| {
+    let store = open_store(&args.db, options).await.map_err(|e| {
         // Every cause, so that a refused certificate says why (an unknown issuer, a host name
         // the certificate does not name); none of them carries the URL.
         // A pool's error repeats its cause in its own text: each is said once.
@@ -113,8 +120,23 @@ async fn serve(args: Cli) -> io::Result<()> {
     if args.fail_store {
         store.set_failing(true);
     }
+    let spool_config = args.spool_config();
+    let spool_dir = spool_config.dir.clone();
+    let spool = tokio::task::spawn_blocking(move || Spool::open(spool_config))
+        .await
+        .map_err(io::Error::other)?
+        .map_err(|e| {
+            io::Error::other(format!(
+                "opening the spool at `{}`: {e}",
+                spool_dir.display()
+            ))
+        })?;
+    let spooled = spool.stats();
     let store_kind = store.kind();
-    let config = args.config();
+    let config = webhook_ingest::Config {
+        spool: Some(spool),
+        ..args.config()
+    };
     let limits = args.limits();
     let connections = config.connections.clone();
     let deadlines = config.deadlines;
@@ -128,6 +150,8 @@ async fn serve(args: Cli) -> io::Result<()> {
         db = %db,
         store = store_kind,
         fail_store = args.fail_store,
+        spool = %spool_dir.display(),
+        spool_depth = spooled.depth,
         ?limits,
         ?deadlines,
         "serving"
@@ -148,6 +172,32 @@ async fn serve(args: Cli) -> io::Result<()> {
         "final ledger"
     );
     Ok(())
+}
+
+/// The store: SQLite opened now; PostgreSQL opened now if it answers, else in the background
+/// while deliveries go to the spool. A setting no retry can fix (an `sslmode` the URL gets
+/// wrong, a certificate that does not verify) stops the start.
+async fn open_store(
+    location: &str,
+    options: store::OpenOptions,
+) -> Result<Store, store::StoreError> {
+    if !store::is_postgres(location) {
+        return Store::open_with(location, &options).await;
+    }
+    match Store::open_with(location, &options).await {
+        Ok(store) => Ok(store),
+        Err(error) if error.is_lasting() => Err(error),
+        Err(error) => {
+            let cause = std::error::Error::source(&error).map(ToString::to_string);
+            tracing::warn!(
+                db = %store::redacted(location),
+                %error,
+                cause = cause.as_deref().unwrap_or(""),
+                "the store is not reachable; connecting in the background"
+            );
+            Ok(Store::open_in_background(location, options))
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM (what `kill PID` sends): stop accepting, finish the requests in flight,

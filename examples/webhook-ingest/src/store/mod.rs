@@ -14,7 +14,7 @@ pub use postgres::tls::SslMode;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::payload::Commit;
@@ -33,8 +33,12 @@ pub enum StoreError {
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("the store is switched to fail")]
     Switched,
+    #[error("the store is not connected yet")]
+    Connecting,
     #[error("the store's worker stopped before answering")]
     Stopped,
+    #[error("the store's settings are wrong")]
+    Misconfigured(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("opening the store failed")]
     Open(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("starting the store's writer thread failed")]
@@ -42,6 +46,25 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether retrying cannot help: a setting is wrong, or the server's certificate does not
+    /// verify. A database that is merely down is not lasting.
+    pub fn is_lasting(&self) -> bool {
+        if matches!(self, StoreError::Misconfigured(_)) {
+            return true;
+        }
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            let tls = c
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref());
+            if c.is::<rustls::Error>() || tls.is_some_and(|e| e.is::<rustls::Error>()) {
+                return true;
+            }
+            cause = c.source();
+        }
+        false
+    }
+
     /// Whether the failure is only contention, which clears within a second.
     pub fn is_busy(&self) -> bool {
         match self {
@@ -62,6 +85,7 @@ pub struct InstanceRow {
 }
 
 /// An inbox as the webhook route needs it: its digest, provider and signing secrets.
+#[derive(Clone)]
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
@@ -72,6 +96,7 @@ pub struct InboxRow {
 }
 
 /// The secret an inbox had before its last rotation, and how long ago that was.
+#[derive(Clone)]
 pub struct PreviousSecret {
     pub secret: String,
     /// Time since the rotation, by the database's clock: every instance of a fleet reads the
@@ -156,9 +181,19 @@ pub struct OpenOptions {
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
+    /// Set once connected and migrated: at once by [`Store::open`], later by
+    /// [`Store::open_in_background`].
+    backend: Arc<OnceLock<Backend>>,
+    kind: &'static str,
     failing: Arc<AtomicBool>,
 }
+
+/// The first wait between two attempts to open a store that is not reachable, doubled after
+/// each failure up to [`MAX_OPEN_BACKOFF`].
+const MIN_OPEN_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between two attempts: a database back from an outage is found within
+/// seconds, and a database that stays away costs one log line per this much.
+const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 enum Backend {
@@ -172,7 +207,7 @@ macro_rules! dispatch {
         if $self.failing.load(Ordering::Relaxed) {
             return Err(StoreError::Switched);
         }
-        match &$self.backend {
+        match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
         }
@@ -189,28 +224,65 @@ impl Store {
 
     /// `open`, with the options only some deployments need.
     pub async fn open_with(location: &str, options: &OpenOptions) -> Result<Store, StoreError> {
-        let backend = if is_postgres(location) {
-            let ca = options.db_ca.as_deref();
-            Backend::Postgres(postgres::PgStore::open(location, ca).await?)
-        } else {
-            let path = location.to_owned();
-            let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
-                .await
-                .map_err(|_| StoreError::Stopped)?;
-            Backend::Sqlite(opened?)
-        };
-        Ok(Store {
-            backend,
+        let store = Store::unopened(location);
+        let _ = store.backend.set(open_backend(location, options).await?);
+        Ok(store)
+    }
+
+    /// A store that opens `location` in the background: it answers
+    /// [`StoreError::Connecting`] until the database is reached and migrated, which is
+    /// retried with backoff for as long as it takes. So a service starts, and spools, while
+    /// its database is down.
+    pub fn open_in_background(location: &str, options: OpenOptions) -> Store {
+        let store = Store::unopened(location);
+        let (location, backend) = (location.to_owned(), store.backend.clone());
+        tokio::spawn(async move {
+            let mut wait = MIN_OPEN_BACKOFF;
+            loop {
+                match open_backend(&location, &options).await {
+                    Ok(opened) => {
+                        let _ = backend.set(opened);
+                        tracing::info!(db = %redacted(&location), "the store is connected");
+                        return;
+                    }
+                    Err(error) => {
+                        let cause = std::error::Error::source(&error).map(ToString::to_string);
+                        tracing::warn!(
+                            db = %redacted(&location),
+                            %error,
+                            cause = cause.as_deref().unwrap_or(""),
+                            retry_in = ?wait,
+                            "opening the store failed; retrying"
+                        );
+                    }
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(MAX_OPEN_BACKOFF);
+            }
+        });
+        store
+    }
+
+    fn unopened(location: &str) -> Store {
+        Store {
+            backend: Arc::new(OnceLock::new()),
+            kind: if is_postgres(location) {
+                "postgres"
+            } else {
+                "sqlite"
+            },
             failing: Arc::new(AtomicBool::new(false)),
-        })
+        }
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
     pub fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres(_) => "postgres",
-        }
+        self.kind
+    }
+
+    /// Whether the store has been opened (it may still fail, as any database may).
+    pub fn is_open(&self) -> bool {
+        self.backend.get().is_some()
     }
 
     /// Makes every later operation fail with a store error (or work again), so tests and
@@ -326,6 +398,20 @@ impl Store {
     }
 }
 
+async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, StoreError> {
+    if is_postgres(location) {
+        let ca = options.db_ca.as_deref();
+        return Ok(Backend::Postgres(
+            postgres::PgStore::open(location, ca).await?,
+        ));
+    }
+    let path = location.to_owned();
+    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+        .await
+        .map_err(|_| StoreError::Stopped)?;
+    Ok(Backend::Sqlite(opened?))
+}
+
 /// An inbox to create.
 pub struct NewInbox {
     pub instance: String,
@@ -336,7 +422,8 @@ pub struct NewInbox {
     pub secret: String,
 }
 
-fn is_postgres(location: &str) -> bool {
+/// Whether `location` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 

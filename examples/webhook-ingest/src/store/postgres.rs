@@ -139,9 +139,10 @@ impl PgStore {
     /// system's roots and those in the PEM file `ca`), and runs the migrations it has not had
     /// yet.
     pub(super) async fn open(url: &str, ca: Option<&Path>) -> Result<PgStore, StoreError> {
-        let (mode, url) = tls::SslMode::from_url(url).map_err(|e| StoreError::Open(e.into()))?;
-        let mut config =
-            tokio_postgres::Config::from_str(&url).map_err(|e| StoreError::Open(e.into()))?;
+        let (mode, url) =
+            tls::SslMode::from_url(url).map_err(|e| StoreError::Misconfigured(e.into()))?;
+        let mut config = tokio_postgres::Config::from_str(&url)
+            .map_err(|e| StoreError::Misconfigured(e.into()))?;
         config.connect_timeout(CONNECT_TIMEOUT);
         config.ssl_mode(mode.for_config());
         let manager_config = ManagerConfig {
@@ -152,7 +153,8 @@ impl PgStore {
         let manager = if mode == tls::SslMode::Disable {
             Manager::from_config(config, NoTls, manager_config)
         } else {
-            let connector = tls::connector(mode, ca).map_err(|e| StoreError::Open(e.into()))?;
+            let connector =
+                tls::connector(mode, ca).map_err(|e| StoreError::Misconfigured(e.into()))?;
             Manager::from_config(config, connector, manager_config)
         };
         let pool = Pool::builder(manager)
