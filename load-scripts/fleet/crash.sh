@@ -92,6 +92,8 @@ crash_run() {
     ingest_start "$name" "$db" "$port"
     wait "$storm_pid"
     storm_pid=
+    # What the store could not take at once was spooled (202 queued): drained first.
+    "${HOOKLOAD[@]}" drained "$url"
     rows "$store" "$db" "$work/$store.rows"
     "${HOOKLOAD[@]}" reconcile-crash "$work/$store.env" "$log" "$work/$store.rows" "$url"
     rows "$store" "$db" "$work/$store.rows"

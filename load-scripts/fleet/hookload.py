@@ -7,16 +7,17 @@ Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every req
   setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
   fleet ENV OUT URL...               the fleet load: pushes of all providers, 20 copies of one
                                      delivery at once to different instances (per provider),
-                                     bad signatures, unsupported events; what was sent -> OUT
+                                     bad signatures, ignored events; what was sent -> OUT
   storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
                                      spread across the URLs; one JSON line per delivery -> LOG;
-                                     prints deliveries stored per second
+                                     prints deliveries acknowledged (2xx) per second
   reconcile-fleet OUT ROWS URL...    the database rows (ROWS) and every ledger against OUT
   reconcile-crash ENV LOG ROWS URL.. every 2xx of LOG stored once with all its commits; then
                                      resends all of LOG: "duplicate" exactly for those stored
   rows SQLITE_PATH                   prints a SQLite store's delivery rows as ROWS expects
   rows-sql                           prints the query behind ROWS, for psql
   probe ENV URL DELIVERY STATUS      one GitHub push; fails unless answered STATUS
+  drained URL...                     waits until every instance's store is up and spool empty
 
 ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored for it (what
 `ROWS_SQL` selects; the shell scripts run it with psql for PostgreSQL).
@@ -40,7 +41,7 @@ FLEET_SENDERS = 24
 # Copies of one delivery sent at the same instant, each to the next instance.
 REDELIVERY_COPIES = 20
 FLEET_BAD_SIGNATURES = 45
-FLEET_UNSUPPORTED = 45
+FLEET_IGNORED = 45
 # Commits in a push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the mix.
 MAX_COMMITS = 6
 PROVIDERS = ("github", "gitlab", "bitbucket")
@@ -91,11 +92,12 @@ class Conn:
 
 
 def label(status, body):
-    """The problem code of a failure, `duplicate` or `stored` for a push answered 2xx."""
+    """The problem code of a failure; for a 2xx, the status it names (`stored`, `duplicate`,
+    `queued`, `ignored`)."""
     if isinstance(body, dict):
         if "code" in body:
             return body["code"]
-        if body.get("status") in ("duplicate", "stored"):
+        if body.get("status") in ("duplicate", "stored", "ignored", "queued"):
             return body["status"]
     return "-" if status else "no-answer"
 
@@ -182,7 +184,7 @@ def run_parallel(senders, work):
 def fleet_jobs(env, instances):
     """Every request of the fleet load but the redelivery bursts: (instance, vcs, delivery,
     event, secret, commits, expected status, expected label)."""
-    unsupported = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
+    ignored = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
     jobs = []
     for p, vcs in enumerate(PROVIDERS):
         for n in range(FLEET_PUSHES):
@@ -192,10 +194,10 @@ def fleet_jobs(env, instances):
         vcs = PROVIDERS[n % len(PROVIDERS)]
         jobs.append(((n + 1) % instances, vcs, f"forged-{n}", None, "not-the-secret", 1, 401,
                      "bad-signature"))
-    for n in range(FLEET_UNSUPPORTED):
+    for n in range(FLEET_IGNORED):
         vcs = PROVIDERS[n % len(PROVIDERS)]
-        jobs.append(((n + 2) % instances, vcs, f"other-{n}", unsupported[vcs], None, 0, 422,
-                     "unsupported-event"))
+        jobs.append(((n + 2) % instances, vcs, f"other-{n}", ignored[vcs], None, 0, 202,
+                     "ignored"))
     # Interleaved, so each instance takes every kind at once; a fixed order keeps runs alike.
     jobs.sort(key=lambda job: hashlib.sha256(job[2].encode()).digest())
     return jobs
@@ -304,6 +306,9 @@ def ledger(url):
     for line in response.read().decode().splitlines():
         if line.startswith('faultline_requests_total{outcome="'):
             counts[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("webhook_ingest_ignored_events_total{"):
+            counts["ignored_events"] = (counts.get("ignored_events", 0)
+                                        + int(float(line.rsplit(" ", 1)[1])))
     conn.close()
     return counts
 
@@ -327,8 +332,10 @@ def reconcile_fleet(out_path, rows_path, urls):
           f"{sum(r[2] for r in rows.values())} commits (accepted {commits}), "
           f"{len(sent['redelivered'])} deliveries sent {sent['copies']} times at once, each stored once")
     totals = {"ok": 0, "handled": 0}
+    ignored = 0
     for i, url in enumerate(urls):
         counts = ledger(url)
+        ignored += counts.pop("ignored_events", 0)
         for outcome in totals:
             totals[outcome] += counts.get(outcome, 0)
         others = {k: v for k, v in counts.items() if k not in totals and v}
@@ -339,6 +346,9 @@ def reconcile_fleet(out_path, rows_path, urls):
           f"handled {totals['handled']} (sent {want['handled']})")
     if totals != want:
         problems.append(f"ledgers {totals} != sent {want}")
+    print(f"fleet: ignored events counted by the instances: {ignored} (sent {FLEET_IGNORED})")
+    if ignored != FLEET_IGNORED:
+        problems.append(f"{ignored} ignored events counted, {FLEET_IGNORED} sent")
     if problems:
         die("MISMATCH: " + "; ".join(problems[:10]))
     print("fleet: reconciled")
@@ -382,9 +392,10 @@ def storm(env_path, log_path, prefix, count, senders, urls):
     log.close()
     entries = [json.loads(line) for line in open(log_path) if f'"{prefix}-' in line]
     stored = sum(1 for e in entries if e["status"] == 201)
-    print(f"storm: {len(entries)} deliveries, {stored} stored in {elapsed:.2f}s by {senders} "
-          f"senders: {stored / elapsed:.0f} deliveries/s, "
-          f"{sum(e['commits'] for e in entries if e['status'] == 201) / elapsed:.0f} commits/s")
+    acked = [e for e in entries if 200 <= e["status"] < 300]
+    print(f"storm: {len(entries)} deliveries, {stored} stored, {len(acked)} acknowledged in "
+          f"{elapsed:.2f}s by {senders} senders: {len(acked) / elapsed:.0f} deliveries/s, "
+          f"{sum(e['commits'] for e in acked) / elapsed:.0f} commits/s")
 
 
 def read_log(log_path):
@@ -448,6 +459,32 @@ def reconcile_complete(log_path, rows_path):
           f"{sum(e['commits'] for e in entries.values())} commits")
 
 
+# How long the spools may take to drain once the store answers; the drainer waits at most
+# 2 s between attempts, and drains hundreds of deliveries a second.
+DRAIN_TIMEOUT_S = 120
+
+
+def drained(urls):
+    """Waits until every instance's /health says its store is up and its spool empty; the
+    number of /health requests sent to each."""
+    polls = [0] * len(urls)
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    conns = [Conn(url) for url in urls]
+    pending = set(range(len(urls)))
+    while pending:
+        for i in sorted(pending):
+            status, health, _ = conns[i].request("GET", "/health")
+            polls[i] += 1
+            if (status == 200 and health.get("store") == "up"
+                    and health.get("spool", {}).get("depth") == 0):
+                pending.discard(i)
+        if pending:
+            if time.monotonic() > deadline:
+                die(f"spools not drained after {DRAIN_TIMEOUT_S}s: {sorted(pending)}")
+            time.sleep(0.1)
+    return polls
+
+
 def probe(env_path, url, delivery, want):
     """One GitHub push to URL; fails unless answered `want` (and a 503 with Retry-After)."""
     env = json.load(open(env_path))
@@ -471,6 +508,7 @@ def main(argv):
         "rows": (1, lambda a: sqlite_rows(a[0])),
         "rows-sql": (0, lambda a: print(ROWS_SQL)),
         "probe": (4, lambda a: probe(a[0], a[1], a[2], int(a[3]))),
+        "drained": (1, lambda a: print(f"drained: {sum(drained(a))} /health requests")),
     }
     if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 < commands[argv[1]][0]:
         die(__doc__)

@@ -2,10 +2,13 @@
 # Instances of the webhook ingestion service for the fleet scripts; sourced, never run.
 #
 #   ingest_build [--release]       builds the service; sets INGEST_BIN
-#   ingest_start NAME DB [PORT]    starts instance NAME on store DB (a SQLite path or a
-#                                  postgres:// URL) and PORT (default: a free one); waits for
-#                                  its first line; sets INGEST_PORT[NAME] and INGEST_PID[NAME].
-#                                  Its log is appended to $INGEST_WORK/NAME.log
+#   ingest_start NAME DB [PORT [ARGS...]]
+#                                  starts instance NAME on store DB (a SQLite path or a
+#                                  postgres:// URL) and PORT (default: a free one), with its own
+#                                  spool $INGEST_WORK/NAME.spool (kept across its restarts) and
+#                                  any further ARGS; waits for its first line; sets
+#                                  INGEST_PORT[NAME] and INGEST_PID[NAME]. Its log is appended
+#                                  to $INGEST_WORK/NAME.log
 #   ingest_launch, ingest_wait     the two halves of ingest_start
 #   ingest_url NAME                http://127.0.0.1:PORT of instance NAME
 #   ingest_kill NAME SIGNAL        signals instance NAME by its PID and waits for it to exit
@@ -39,11 +42,13 @@ ingest_start() {
 # The two halves of ingest_start, so that several instances can start at the same moment.
 ingest_launch() {
     local name=$1 db=$2 port=${3:-0}
+    shift $(($# < 3 ? $# : 3))
     # shellcheck disable=SC2153 # INGEST_WORK is set by the sourcing script
     : >"$INGEST_WORK/$name.out"
     # Without RUST_BACKTRACE: the instances run as in production, and no backtrace capture
     # (which this shell may ask for) weighs on the throughput they show.
     env -u RUST_BACKTRACE "$INGEST_BIN" --port "$port" --db "$db" \
+        --spool "$INGEST_WORK/$name.spool" "$@" \
         >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
     INGEST_PID[$name]=$!
 }

@@ -5,12 +5,13 @@
 # service's role), starts three instances on it at the same moment (their migrations race
 # and must not collide), and sends parallel load spread across them: pushes from GitHub,
 # GitLab and Bitbucket, 20 copies of one delivery at once to different instances (per
-# provider), bad signatures and unsupported events. Then it reconciles: the deliveries and
+# provider), bad signatures and ignored events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
 # and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
 # Before the load it runs the service's own PostgreSQL tests on the same server.
-# Last, it stops PostgreSQL under the fleet: a push must get 503 with Retry-After, and once the
-# server is back the same instance must store again. The database password must appear in no
+# Last, it stops PostgreSQL under the fleet: a push must be spooled (202 queued) and a
+# management request get 503; once the server is back the same instance must store again and
+# drain the spooled push into the store. The database password must appear in no
 # log line, problem body or /errors. Everything it starts is stopped by PID at the end.
 #
 # usage: load-scripts/fleet/pg-fleet.sh [--release]
@@ -53,11 +54,11 @@ echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (
 # The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
 # and copies of one delivery at two instances at once stored once.
 # --workspace, so that CI reuses what its `cargo test --workspace` compiled.
-echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres"
+echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres --test rotation --test failures"
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
 pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${test_flags[@]}" \
-    --test provider_fixtures --test postgres 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
+    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
 if ((PIPESTATUS[0] != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
     exit 1
@@ -82,9 +83,14 @@ pg_sql "COPY ($("${HOOKLOAD[@]}" rows-sql)) TO STDOUT" >"$work/rows.tsv"
 
 echo "pg-fleet: stopping postgres under the fleet"
 pg_stop
-"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 503 | tee "$work/probe.out"
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 202 | tee "$work/probe.out"
+# A management request has no spool: it gets the 503, and its error chain goes to /errors.
+down=$(curl -s -o /dev/null -w '%{http_code}' "${urls[1]}/api/instances/in_probe")
+[[ $down == 503 ]] || { echo "pg-fleet: a look-up while down answered $down" >&2; exit 1; }
 pg_restart
 "${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" after-restart 201
+"${HOOKLOAD[@]}" drained "${urls[1]}"
+"${HOOKLOAD[@]}" probe "$work/env.json" "${urls[1]}" while-down 200
 curl -fsS -H "Authorization: Bearer $WEBHOOK_INGEST_ADMIN_TOKEN" "${urls[1]}/errors" >"$work/errors.json"
 grep -q store-unavailable "$work/errors.json" || {
     echo "pg-fleet: /errors does not show the store failure" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Deliveries stored per second by one instance, on each store, at 1, 8 and 64 concurrent
-# senders: the figure that says when one SQLite file is no longer enough.
+# senders: the figure that says when one SQLite file is no longer enough. Then the spool's
+# row: deliveries acknowledged (202 queued, flushed to disk) per second by the PostgreSQL
+# instance with its database stopped.
 #
 # Each level sends DELIVERIES fresh pushes (1 to 5 commits each, the three providers in turn)
 # over keep-alive connections from python3 threads to a fresh store, and counts the 201s.
@@ -52,15 +54,27 @@ for store in sqlite postgres; do
         line=$("${HOOKLOAD[@]}" storm "$work/$store.env" "$work/$store.$senders.log" \
             "tp-$store-$senders" "$deliveries" "$senders" "$url")
         echo "throughput: $store: $line"
-        stored=$(sed -n 's/.* \([0-9]*\) stored in .*/\1/p' <<<"$line")
+        stored=$(sed -n 's/.* \([0-9]*\) stored, .*/\1/p' <<<"$line")
         ((stored == deliveries)) || { echo "throughput: $store lost deliveries" >&2; exit 1; }
         rate[$store.$senders]=$(sed -n 's/.*: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$line")
     done
-    ingest_kill "$store" TERM
+    [[ $store == postgres ]] || ingest_kill "$store" TERM
 done
+# The spool row: the same instance with PostgreSQL stopped. Its inboxes were seen, so each
+# delivery is verified, written to the spool and flushed before its 202 queued.
+pg_stop
+for senders in "${SENDERS[@]}"; do
+    line=$("${HOOKLOAD[@]}" storm "$work/postgres.env" "$work/spool.$senders.log" \
+        "tp-spool-$senders" "$deliveries" "$senders" "$url")
+    echo "throughput: spool (postgres down): $line"
+    acked=$(sed -n 's/.* \([0-9]*\) acknowledged in .*/\1/p' <<<"$line")
+    ((acked == deliveries)) || { echo "throughput: the spool refused deliveries" >&2; exit 1; }
+    rate[spool.$senders]=$(sed -n 's/.*: \([0-9]*\) deliveries\/s.*/\1/p' <<<"$line")
+done
+ingest_kill postgres TERM
 echo
 echo "| store | 1 sender | 8 senders | 64 senders |"
 echo "|---|---|---|---|"
-for store in sqlite postgres; do
+for store in sqlite postgres spool; do
     echo "| $store | ${rate[$store.1]}/s | ${rate[$store.8]}/s | ${rate[$store.64]}/s |"
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the webhook ingestion service, starts it on a fresh temporary database and a free
-# port of 127.0.0.1, runs setup.sh, the classic 20 x 50 unsupported Bitbucket pull requests,
+# port of 127.0.0.1, runs setup.sh, the classic 20 x 50 ignored Bitbucket pull requests,
 # a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
 # the service's log; stops the server by its PID. Exits non-zero on any failure.
 #
@@ -51,7 +51,7 @@ echo "== setup"
 "$LOAD_DIR/setup.sh"
 "$LOAD_DIR/reconcile.sh" begin
 
-echo "== classic: $CLASSIC_CLIENTS x $CLASSIC_REQUESTS unsupported Bitbucket pull requests"
+echo "== classic: $CLASSIC_CLIENTS x $CLASSIC_REQUESTS ignored Bitbucket pull requests"
 "$LOAD_DIR/runner.sh" "$CLASSIC_CLIENTS" "post-bitbucket-pull-request.sh $CLASSIC_REQUESTS"
 
 echo "== mixed: $MIXED_CLIENTS x $MIXED_REQUESTS of every scenario at once"

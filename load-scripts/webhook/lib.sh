@@ -96,7 +96,8 @@ sign_file() {
 #
 # A scenario sets SCRIPT_NAME and EXPECTED (the "status:label" pairs it may see), calls
 # copy_begin with its M, sends with `request`, and ends with copy_end. `label` is the problem
-# code of a failure, `duplicate` for a redelivery, `-` for any other success.
+# code of a failure, `duplicate` for a redelivery, `ignored` for an event not stored, `-` for
+# any other success.
 
 declare -A TALLY=()
 COMMITS_ACCEPTED=0
@@ -158,6 +159,8 @@ request() {
         LABEL=${BASH_REMATCH[1]}
     elif [[ $body == *'"status":"duplicate"'* ]]; then
         LABEL=duplicate
+    elif [[ $body == *'"status":"ignored"'* ]]; then
+        LABEL=ignored
     fi
     : >"$RESPONSE_FILE"
     local key="$STATUS $LABEL"

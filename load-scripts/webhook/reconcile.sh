@@ -8,7 +8,8 @@
 #   - every response had a status its scenario expects
 #   - requests that reached the ledger == responses tallied, counting reconcile's own
 #   - ok == 2xx tallied; handled + rejected == failures tallied; no other outcome moved
-#   - each (code, status) failure series moved by exactly what the scripts saw
+#   - each (code, status) failure series moved by exactly what the scripts saw; the ignored
+#     events counted moved by the answers `202 ignored`
 #   - stored commits == commits in the pushes answered 201; deliveries == pushes answered 201;
 #     redeliveries == answers `duplicate`; digests == digests answered 201
 source "$(dirname "$0")/lib.sh"
@@ -36,10 +37,12 @@ declare -A BEFORE=() AFTER=()
 parse_metrics() {
     local -n into=$2
     local line
-    into=([errors]=0 [in_flight]=0)
+    into=([errors]=0 [in_flight]=0 [ignored]=0)
     while IFS= read -r line; do
         if [[ $line =~ ^faultline_requests_total\{outcome=\"([a-z_]+)\"\}\ ([0-9]+)$ ]]; then
             into[outcome:${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+        elif [[ $line =~ ^webhook_ingest_ignored_events_total\{.*\}\ ([0-9]+)$ ]]; then
+            into[ignored]=$((${into[ignored]:-0} + BASH_REMATCH[1]))
         elif [[ $line =~ ^faultline_in_flight\ ([0-9]+)$ ]]; then
             into[in_flight]=${BASH_REMATCH[1]}
         elif [[ $line =~ ^faultline_errors_total\{.*code=\"([^\"]+)\",status=\"([0-9]+)\"\}\ ([0-9]+)$ ]]; then
@@ -165,6 +168,7 @@ check "store: commits" "$commits" "$(stat_delta commits)"
 check "store: redeliveries (stored once)" "$(tally_of post-duplicate-delivery 200)" \
     "$(stat_delta redeliveries)"
 check "store: digests" "$(tally_of post-new-digest 201)" "$(stat_delta digests)"
+check "ignored events counted" "${by_label["202 ignored"]:-0}" "$(delta ignored)"
 
 {
     echo "requests=$requests"

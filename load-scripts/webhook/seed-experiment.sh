@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reruns the classic experiment against a running service (after setup.sh): N clients x 50
-# unsupported Bitbucket pull requests for N in 1, 5, 15, 40, 80, then 20 clients x 150 of four
+# ignored Bitbucket pull requests for N in 1, 5, 15, 40, 80, then 20 clients x 150 of four
 # scripts at once. Each row is reconciled on its own; prints one markdown table and exits
 # non-zero if any row failed to run in parallel or to reconcile.
 source "$(dirname "$0")/lib.sh"

@@ -31,7 +31,8 @@ build_service() {
 start_service() {
     local dir=$1 i
     shift
-    "$SERVICE_BIN" --port 0 "$@" >"$dir/server.out" 2>"$dir/server.log" &
+    # Its own spool in the run's directory, removed with it.
+    "$SERVICE_BIN" --port 0 --spool "$dir/spool" "$@" >"$dir/server.out" 2>"$dir/server.log" &
     SERVER_PID=$!
     SERVER_PORT=
     for ((i = 0; i < STARTUP_TIMEOUT_SECS * 10; i++)); do

@@ -12,8 +12,9 @@ use crate::webhook::Vcs;
 
 /// The errors of the service's handlers.
 ///
-/// Providers redeliver on 5xx only, so only a store failure, which a retry can outlive,
-/// answers one.
+/// A 4xx is only for what no redelivery can fix; a 5xx only for store trouble that the
+/// spool cannot absorb. GitHub redelivers nothing on its own, so everything else a provider
+/// sends is answered 2xx.
 #[derive(Debug, thiserror::Error, Fault)]
 #[fault(status = 400)]
 pub enum IngestError {
@@ -64,9 +65,6 @@ pub enum IngestError {
         header: &'static str,
         problem: &'static str,
     },
-    #[error("{vcs} event `{event}` is not handled here; send push events")]
-    #[fault(status = 422, code = "unsupported-event")]
-    UnsupportedEvent { vcs: Vcs, event: String },
     #[error("the push payload {0}")]
     #[fault(code = "malformed-payload")]
     Malformed(String),
@@ -75,6 +73,16 @@ pub enum IngestError {
     #[error("the store is busy")]
     #[fault(status = 503, code = "store-busy", retry_after = 1)]
     StoreBusy(#[source] StoreError),
+    /// The store cannot take the delivery and the spool is at `--spool-max-bytes`: the one
+    /// 5xx a delivery gets for store trouble once a spool is configured. A minute lets the
+    /// drainer make room.
+    #[error("the store is unavailable and the spool is full")]
+    #[fault(status = 503, code = "spool-full", retry_after = 60)]
+    SpoolFull,
+    /// The store cannot take the delivery and writing it to the spool failed (a disk error).
+    #[error("the store is unavailable and the spool cannot be written")]
+    #[fault(status = 503, code = "spool-unavailable", retry_after = 30)]
+    SpoolUnavailable(#[source] crate::spool::SpoolError),
     /// The store failed outright; half a minute gives an operator time to look.
     #[error("the store is unavailable")]
     #[fault(status = 503, code = "store-unavailable", retry_after = 30)]

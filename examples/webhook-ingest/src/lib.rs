@@ -5,13 +5,23 @@
 //! digest has inboxes; each inbox receives push webhooks from one provider and stores their
 //! commits.
 
+pub mod cli;
+pub mod drain;
 pub mod error;
+pub mod ignored;
 pub mod payload;
+mod receive;
+pub mod refusals;
+pub mod rotation;
+pub mod secret_cache;
 pub mod serve;
+pub mod spool;
+pub mod spooled;
 pub mod store;
 pub mod webhook;
 
-use axum::body::Bytes;
+use std::sync::Arc;
+
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -23,8 +33,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::store::{Ingested, InstanceRow, Store};
-use crate::webhook::{Event, Vcs};
+use crate::store::{InstanceRow, Store};
+use crate::webhook::Vcs;
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
@@ -40,7 +50,7 @@ const MAX_TEXT_BYTES: usize = 500;
 /// unlikely, and the primary key would refuse it rather than merge two records.
 const ID_BYTES: usize = 8;
 /// Random bytes in an API key or webhook secret: 192 bits, beyond guessing.
-const SECRET_BYTES: usize = 24;
+pub(crate) const SECRET_BYTES: usize = 24;
 
 /// What the service can be configured with.
 #[derive(Debug, Clone)]
@@ -56,6 +66,11 @@ pub struct Config {
     /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
     /// them.
     pub connections: serve::Connections,
+    /// How long an inbox's previous secret still passes after a rotation.
+    pub secret_grace: std::time::Duration,
+    /// Where verified deliveries go when the store cannot take them, answered 202 queued and
+    /// drained into the store once it answers. Without one, store trouble answers 503.
+    pub spool: Option<spool::Spool>,
 }
 
 impl Default for Config {
@@ -65,19 +80,61 @@ impl Default for Config {
             admin_token: None,
             deadlines: serve::Deadlines::default(),
             connections: serve::Connections::default(),
+            secret_grace: rotation::DEFAULT_SECRET_GRACE,
+            spool: None,
         }
     }
 }
 
 #[derive(Clone)]
-struct AppState {
+pub(crate) struct AppState {
     store: Store,
+    secret_grace: std::time::Duration,
+    refusals: Arc<refusals::RefusalCounts>,
+    ignored: ignored::IgnoredEvents,
+    secrets: secret_cache::SecretCache,
+    spool: Option<spool::Spool>,
+    spool_refused: drain::Refusals,
+    /// Stops the drainer when the last router holding this state is dropped.
+    _drainer: Option<Arc<AbortOnDrop>>,
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
+/// With a spool configured, it also starts the drainer (on the current tokio runtime), which
+/// runs until the router is dropped.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
-    let state = AppState { store };
+    let mut state = AppState {
+        store,
+        secret_grace: config.secret_grace,
+        refusals: Arc::default(),
+        ignored: ignored::IgnoredEvents::default(),
+        secrets: secret_cache::SecretCache::default(),
+        spool: config.spool,
+        spool_refused: drain::Refusals::default(),
+        _drainer: None,
+    };
+    if let Some(spool) = &state.spool {
+        let drainer = drain::Drainer {
+            store: state.store.clone(),
+            spool: spool.clone(),
+            secrets: state.secrets.clone(),
+            ignored: state.ignored.clone(),
+            refused: state.spool_refused.clone(),
+            listed: state.refusals.clone(),
+            secret_grace: state.secret_grace,
+        };
+        let task = tokio::spawn(drainer.run());
+        state._drainer = Some(Arc::new(AbortOnDrop(task.abort_handle())));
+    }
     let api = Router::new()
         .route("/api/instances", post(create_instance))
         .route("/api/instances/{instance}", get(get_instance))
@@ -88,19 +145,28 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             post(create_inbox),
         )
         .route(
+            "/api/{instance}/digests/{digest}/inboxes/{inbox}/secret",
+            post(rotation::rotate_secret),
+        )
+        .route(
+            "/api/{instance}/inboxes/{inbox}/failures",
+            get(refusals::list_failures),
+        )
+        .route(
             "/api/{instance}/digests/{digest}/commits",
             get(list_commits),
         )
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT));
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
-        post(receive).layer(DefaultBodyLimit::max(config.body_limit)),
+        post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
     );
+    let metrics = get(metrics(ledger.clone(), config.connections, state.clone()));
     let mut router = api
         .merge(hooks)
         .route("/health", get(health))
         .with_state(state)
-        .route("/metrics", get(metrics(ledger.clone(), config.connections)));
+        .route("/metrics", metrics);
     if let Some(admin_token) = config.admin_token {
         // The error groups hold internal text: the JSON and the inbox page alike answer only
         // the admin token.
@@ -136,14 +202,22 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts.
+/// `/metrics`: the ledger's exposition, then the connection counts, the refusals, the ignored
+/// events and the spool.
 fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
+    state: AppState,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
     move || {
         let mut body = ledger.snapshot().to_prometheus();
         connections.render_prometheus(&mut body);
+        state.refusals.render_prometheus(&mut body);
+        state.ignored.render_prometheus(&mut body);
+        if let Some(spool) = &state.spool {
+            spool.stats().render_prometheus(&mut body);
+            state.spool_refused.render_prometheus(&mut body);
+        }
         std::future::ready(
             (
                 [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
@@ -163,7 +237,7 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 /// A fresh random token: `prefix` and hex.
-fn token(prefix: &str, bytes: usize) -> String {
+pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
     getrandom::fill(&mut buffer).expect("the OS random source works");
     format!("{prefix}{}", webhook::hex_encode(&buffer))
@@ -182,7 +256,7 @@ fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
 }
 
 /// The instance, if it exists and the request carries its key.
-async fn authorize(
+pub(crate) async fn authorize(
     store: &Store,
     instance: &str,
     headers: &HeaderMap,
@@ -200,9 +274,23 @@ async fn authorize(
     }
 }
 
+/// Whether the service takes deliveries: with a spool it does while the store is down (the
+/// body says so), so a load balancer keeps it in rotation; without one, a store that is down
+/// is a 503.
 async fn health(State(state): State<AppState>) -> Result<Json<serde_json::Value>, IngestError> {
-    state.store.health().await?;
-    Ok(Json(json!({ "status": "ok" })))
+    let store = state.store.health().await;
+    let Some(spool) = &state.spool else {
+        store?;
+        return Ok(Json(json!({ "status": "ok", "store": "up" })));
+    };
+    let stats = spool.stats();
+    let mut spool_json = serde_json::to_value(&stats).unwrap_or_default();
+    spool_json["refused"] = state.spool_refused.count().into();
+    Ok(Json(json!({
+        "status": if store.is_ok() { "ok" } else { "degraded" },
+        "store": if store.is_ok() { "up" } else { "down" },
+        "spool": spool_json,
+    })))
 }
 
 async fn create_instance(State(state): State<AppState>) -> Result<Response, IngestError> {
@@ -386,66 +474,4 @@ async fn list_commits(
     Ok(Json(
         json!({ "commits": commits, "next_before": next_before }),
     ))
-}
-
-/// Whether the request says its body is JSON (parameters such as `charset` allowed).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
-}
-
-/// The webhook endpoint: authenticity on the raw bytes first, then the event, then the store.
-async fn receive(
-    State(state): State<AppState>,
-    Path((instance, inbox)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, IngestError> {
-    if !is_json(&headers) {
-        return Err(IngestError::UnsupportedMediaType);
-    }
-    let (sent, event) = webhook::detect(&headers)?;
-    let inbox = state
-        .store
-        .inbox(instance.clone(), inbox.clone())
-        .await?
-        .ok_or(IngestError::InboxNotFound(inbox))?;
-    if inbox.vcs != sent {
-        return Err(IngestError::WrongProvider {
-            inbox: inbox.vcs,
-            sent,
-        });
-    }
-    webhook::verify(sent, &headers, &inbox.secret, &body)?;
-    match event {
-        Event::Ping => Ok(StatusCode::NO_CONTENT.into_response()),
-        Event::Unsupported(event) => Err(IngestError::UnsupportedEvent { vcs: sent, event }),
-        Event::Push(shape) => {
-            let delivery = webhook::delivery_id(sent, &headers, &body)?;
-            let commits = payload::parse_push(shape, &body)?;
-            let inbox_id = inbox.id.clone();
-            match state
-                .store
-                .ingest(instance, inbox, delivery.clone(), commits)
-                .await?
-            {
-                Ingested::Stored(stored) => {
-                    tracing::debug!(inbox = %inbox_id, delivery = %delivery, stored, "push stored");
-                    Ok((
-                        StatusCode::CREATED,
-                        Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
-                    )
-                        .into_response())
-                }
-                Ingested::Duplicate => Ok((
-                    StatusCode::OK,
-                    Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
-                )
-                    .into_response()),
-            }
-        }
-    }
 }

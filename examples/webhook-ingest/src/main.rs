@@ -2,36 +2,44 @@
 //! each inbox stores the commits of one provider's push webhooks, in SQLite or PostgreSQL.
 //!
 //! ```text
-//! cargo run --release -p webhook-ingest -- [--port 3000] [--db webhook-ingest.db | --db postgres://…]
+//! cargo run --release -p webhook-ingest -- [--listen ADDR | --port N] [--db PATH|postgres://…]
 //!     [--body-limit BYTES] [--fail-store] [limits]
+//! cargo run --release -p webhook-ingest -- --help
 //! ```
 //!
-//! It binds 127.0.0.1 on `--port` (0 picks a free port) and prints
-//! `listening on 127.0.0.1:PORT` as its first line on stdout; logs go to stderr. `--db :memory:`
-//! keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses that PostgreSQL database
-//! (its migrations run at start-up), so several instances can share one store. The password
-//! is never logged. `--fail-store` makes every store operation fail, to see the 503s providers
-//! would see.
+//! It binds `--listen` (default `127.0.0.1:3000`; `--port N` is short for `127.0.0.1:N`, and 0
+//! picks a free port) and prints `listening on ADDR` as its first line on stdout; logs go to
+//! stderr. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
+//! that PostgreSQL database (its migrations run at start-up), so several instances can share
+//! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
+//! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
+//! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
+//! at start-up with the reason; a PostgreSQL database that is merely down at start is connected
+//! (and migrated) in the background, with backoff. `--fail-store` makes every store operation
+//! fail, to see what providers see when the store is down.
 //!
-//! The limits (durations as `500ms`, `5s` or plain seconds; see `webhook_ingest::serve` for
-//! the why of each default):
+//! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
+//! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
+//! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
+//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`.
 //!
-//! | flag | limits | default |
-//! |---|---|---|
-//! | `--header-timeout` | a request head's arrival; an idle HTTP/1 connection | 5s |
-//! | `--idle-timeout` | a connection with no request in progress | 60s |
-//! | `--body-timeout` | a request body's arrival, from the head (408) | 5s |
-//! | `--request-timeout` | the answer, from the head (503 + `Retry-After`) | 8s |
-//! | `--max-connections` | connections served at once | descriptor limit − 64, ≤ 10000 |
-//! | `--h2-max-streams` | concurrent HTTP/2 streams per connection | 100 |
-//! | `--h2-ping-interval`, `--h2-ping-timeout` | HTTP/2 keep-alive pings | 20s, 10s |
-//! | `--shutdown-timeout` | in-flight requests after SIGTERM or Ctrl-C | 10s |
+//! `--secret-grace` (default 24h) is how long an inbox's previous secret still passes after a
+//! rotation (`POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`); the deliveries an
+//! inbox refused are listed at `GET /api/{instance}/inboxes/{inbox}/failures`.
+//! `docs/reference-service.md` is the service's guide.
+//!
+//! Every flag, its default and its environment variable are in `--help` and in
+//! `webhook_ingest::cli`; deployment settings and secrets (`WEBHOOK_INGEST_LISTEN`,
+//! `WEBHOOK_INGEST_DB`, `WEBHOOK_INGEST_ADMIN_TOKEN`, …) may come from the environment, which
+//! keeps a password or a token out of the process list. Durations are written `500ms`, `5s`,
+//! `10m`, `24h` or plain seconds; see `webhook_ingest::serve` for the why of each limit's
+//! default.
 //!
 //! On SIGTERM or Ctrl-C it stops accepting, lets requests in flight finish up to the shutdown
 //! timeout, closes the rest, and logs the ledger's final counts.
 //!
-//! `/errors` (the error groups, which hold internal text) is served only when the environment
-//! variable `WEBHOOK_INGEST_ADMIN_TOKEN` is set, to clients that send it as a bearer token.
+//! `/errors` (the error groups, which hold internal text) is served only when an admin token
+//! is set, to clients that send it as a bearer token.
 //!
 //! `--sign` turns it into a signing helper for machines without openssl: it prints the hex
 //! HMAC-SHA256 of stdin under the secret in `WEBHOOK_SECRET` (an environment variable, so the
@@ -39,118 +47,16 @@
 
 use std::io::{self, IsTerminal, Read};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
-use webhook_ingest::serve::{self, Limits};
+use webhook_ingest::cli::Cli;
+use webhook_ingest::serve;
+use webhook_ingest::spool::Spool;
 use webhook_ingest::store::{self, Store};
-use webhook_ingest::{webhook, Config};
-
-const USAGE: &str =
-    "usage: webhook-ingest [--port N] [--db PATH|postgres://…] [--body-limit BYTES] \
-                     [--fail-store] [--header-timeout D] [--idle-timeout D] [--body-timeout D] \
-                     [--request-timeout D] [--max-connections N] [--h2-max-streams N] \
-                     [--h2-ping-interval D] [--h2-ping-timeout D] [--shutdown-timeout D] | --sign";
-const DEFAULT_PORT: u16 = 3000;
-const DEFAULT_DB: &str = "webhook-ingest.db";
-/// Where the bearer token of `/errors` comes from: the environment, so it stays out of the
-/// process list.
-const ADMIN_TOKEN_ENV: &str = "WEBHOOK_INGEST_ADMIN_TOKEN";
-
-struct Args {
-    port: u16,
-    db: String,
-    config: Config,
-    limits: Limits,
-    fail_store: bool,
-    sign: bool,
-}
+use webhook_ingest::webhook;
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
-}
-
-fn parse_args() -> io::Result<Args> {
-    let mut parsed = Args {
-        port: DEFAULT_PORT,
-        db: DEFAULT_DB.to_owned(),
-        config: Config {
-            admin_token: std::env::var(ADMIN_TOKEN_ENV)
-                .ok()
-                .filter(|t| !t.is_empty()),
-            ..Config::default()
-        },
-        limits: Limits::default(),
-        fail_store: false,
-        sign: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .ok_or_else(|| invalid(format!("{name} needs a value; {USAGE}")))
-        };
-        let limits = &mut parsed.limits;
-        let deadlines = &mut parsed.config.deadlines;
-        match arg.as_str() {
-            "--port" => parsed.port = number(&arg, &value(&arg)?)?,
-            "--db" => parsed.db = value("--db")?,
-            "--body-limit" => parsed.config.body_limit = number(&arg, &value(&arg)?)?,
-            "--header-timeout" => limits.header_timeout = duration(&arg, &value(&arg)?)?,
-            "--idle-timeout" => limits.idle_timeout = duration(&arg, &value(&arg)?)?,
-            "--body-timeout" => deadlines.body = duration(&arg, &value(&arg)?)?,
-            "--request-timeout" => deadlines.request = duration(&arg, &value(&arg)?)?,
-            "--max-connections" => limits.max_connections = count(&arg, &value(&arg)?)?,
-            "--h2-max-streams" => limits.h2_max_streams = count(&arg, &value(&arg)?)?,
-            "--h2-ping-interval" => limits.h2_ping_interval = duration(&arg, &value(&arg)?)?,
-            "--h2-ping-timeout" => limits.h2_ping_timeout = duration(&arg, &value(&arg)?)?,
-            "--shutdown-timeout" => limits.shutdown_timeout = duration(&arg, &value(&arg)?)?,
-            "--fail-store" => parsed.fail_store = true,
-            "--sign" => parsed.sign = true,
-            other => return Err(invalid(format!("unknown argument `{other}`; {USAGE}"))),
-        }
-    }
-    let deadlines = parsed.config.deadlines;
-    if deadlines.body >= deadlines.request {
-        // A stalled body would get the generic 503 instead of the 408 that names it.
-        return Err(invalid(
-            "--body-timeout must be shorter than --request-timeout".into(),
-        ));
-    }
-    Ok(parsed)
-}
-
-/// A number, such as a port or a byte count.
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> io::Result<T> {
-    text.parse()
-        .map_err(|_| invalid(format!("bad {flag} `{text}`")))
-}
-
-/// A number that must not be zero: a bound of zero would serve nothing.
-fn count<T: std::str::FromStr + Default + PartialEq>(flag: &str, text: &str) -> io::Result<T> {
-    let n: T = number(flag, text)?;
-    if n == T::default() {
-        return Err(invalid(format!("{flag} must be at least 1")));
-    }
-    Ok(n)
-}
-
-/// A positive duration: `250ms`, `5s`, or seconds (`1.5`).
-fn duration(flag: &str, text: &str) -> io::Result<Duration> {
-    let (number, scale) = match text.strip_suffix("ms") {
-        Some(ms) => (ms, 1e-3),
-        None => (text.strip_suffix('s').unwrap_or(text), 1.0),
-    };
-    number
-        .parse::<f64>()
-        .ok()
-        .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            invalid(format!(
-                "bad {flag} `{text}`: give a duration such as 500ms or 5s"
-            ))
-        })
 }
 
 fn sign_stdin() -> io::Result<()> {
@@ -163,13 +69,12 @@ fn sign_stdin() -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let outcome = parse_args().and_then(|args| {
-        if args.sign {
-            sign_stdin()
-        } else {
-            tokio::runtime::Runtime::new()?.block_on(serve(args))
-        }
-    });
+    let cli = Cli::parse_checked();
+    let outcome = if cli.sign {
+        sign_stdin()
+    } else {
+        tokio::runtime::Runtime::new().and_then(|runtime| runtime.block_on(serve(cli)))
+    };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -179,7 +84,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn serve(args: Args) -> io::Result<()> {
+async fn serve(args: Cli) -> io::Result<()> {
     // Logs go through a background writer, so no request ever waits on stderr; when it falls
     // behind, lines are dropped rather than requests slowed.
     let (writer, _flush_on_exit) = tracing_appender::non_blocking(io::stderr());
@@ -194,35 +99,64 @@ async fn serve(args: Args) -> io::Result<()> {
 
     // The location as logs may show it: a PostgreSQL URL's password is masked.
     let db = store::redacted(&args.db);
-    let store = Store::open(&args.db).await.map_err(|e| {
-        let cause = std::error::Error::source(&e).map(|c| format!(": {c}"));
-        io::Error::other(format!("{e} at `{db}`{}", cause.unwrap_or_default()))
+    let options = store::OpenOptions {
+        db_ca: args.db_ca.clone(),
+    };
+    let store = open_store(&args.db, options).await.map_err(|e| {
+        // Every cause, so that a refused certificate says why (an unknown issuer, a host name
+        // the certificate does not name); none of them carries the URL.
+        // A pool's error repeats its cause in its own text: each is said once.
+        let mut said = format!("{e} at `{db}`");
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !said.contains(&text) {
+                said.push_str(&format!(": {text}"));
+            }
+            cause = c.source();
+        }
+        io::Error::other(said)
     })?;
     if args.fail_store {
         store.set_failing(true);
     }
+    let spool_config = args.spool_config();
+    let spool_dir = spool_config.dir.clone();
+    let spool = tokio::task::spawn_blocking(move || Spool::open(spool_config))
+        .await
+        .map_err(io::Error::other)?
+        .map_err(|e| {
+            io::Error::other(format!(
+                "opening the spool at `{}`: {e}",
+                spool_dir.display()
+            ))
+        })?;
+    let spooled = spool.stats();
     let store_kind = store.kind();
-    let connections = args.config.connections.clone();
-    let deadlines = args.config.deadlines;
-    let (router, ledger) = webhook_ingest::app(store, args.config);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let config = webhook_ingest::Config {
+        spool: Some(spool),
+        ..args.config()
+    };
+    let limits = args.limits();
+    let connections = config.connections.clone();
+    let deadlines = config.deadlines;
+    let (router, ledger) = webhook_ingest::app(store, config);
+    let listen = args.listen_addr();
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("binding {listen} failed: {e}")))?;
     println!("listening on {}", listener.local_addr()?);
     tracing::info!(
         db = %db,
         store = store_kind,
         fail_store = args.fail_store,
-        limits = ?args.limits,
+        spool = %spool_dir.display(),
+        spool_depth = spooled.depth,
+        ?limits,
         ?deadlines,
         "serving"
     );
-    serve::serve(
-        listener,
-        router,
-        args.limits,
-        connections,
-        shutdown_signal(),
-    )
-    .await;
+    serve::serve(listener, router, limits, connections, shutdown_signal()).await;
     let counts = ledger.snapshot();
     tracing::info!(
         started = counts.started,
@@ -238,6 +172,32 @@ async fn serve(args: Args) -> io::Result<()> {
         "final ledger"
     );
     Ok(())
+}
+
+/// The store: SQLite opened now; PostgreSQL opened now if it answers, else in the background
+/// while deliveries go to the spool. A setting no retry can fix (an `sslmode` the URL gets
+/// wrong, a certificate that does not verify) stops the start.
+async fn open_store(
+    location: &str,
+    options: store::OpenOptions,
+) -> Result<Store, store::StoreError> {
+    if !store::is_postgres(location) {
+        return Store::open_with(location, &options).await;
+    }
+    match Store::open_with(location, &options).await {
+        Ok(store) => Ok(store),
+        Err(error) if error.is_lasting() => Err(error),
+        Err(error) => {
+            let cause = std::error::Error::source(&error).map(ToString::to_string);
+            tracing::warn!(
+                db = %store::redacted(location),
+                %error,
+                cause = cause.as_deref().unwrap_or(""),
+                "the store is not reachable; connecting in the background"
+            );
+            Ok(Store::open_in_background(location, options))
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM (what `kill PID` sends): stop accepting, finish the requests in flight,

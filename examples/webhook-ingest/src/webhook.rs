@@ -24,7 +24,7 @@ const GITLAB_EVENT: &str = "x-gitlab-event";
 const BITBUCKET_EVENT: &str = "x-event-key";
 
 /// A version control provider, and the kind of an inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Vcs {
     Github,
     Gitlab,
@@ -78,7 +78,8 @@ pub enum Event {
     /// A push, its payload of this shape.
     Push(Shape),
     Ping,
-    Unsupported(String),
+    /// An event the service acknowledges and does not store (202), by its name.
+    Ignored(String),
 }
 
 /// The provider whose event header is present, and the event it names.
@@ -92,7 +93,8 @@ pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
     Err(IngestError::UnknownProvider)
 }
 
-fn classify(vcs: Vcs, name: &str) -> Event {
+/// What the event named `name` of `vcs` asks of us.
+pub fn classify(vcs: Vcs, name: &str) -> Event {
     match (vcs, name) {
         (Vcs::Github, "push") => Event::Push(Shape::Github),
         (Vcs::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
@@ -101,26 +103,149 @@ fn classify(vcs: Vcs, name: &str) -> Event {
         (Vcs::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
         // GitHub's hook-created event and Bitbucket Server's "test connection".
         (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
-        _ => Event::Unsupported(name.to_owned()),
+        _ => Event::Ignored(name.to_owned()),
     }
 }
 
-/// Checks that `body` came from someone who holds `secret`, on the raw bytes, in constant
-/// time.
-pub fn verify(vcs: Vcs, headers: &HeaderMap, secret: &str, body: &[u8]) -> Result<(), IngestError> {
-    match vcs {
-        Vcs::Github => verify_hmac("x-hub-signature-256", headers, secret, body),
-        Vcs::Bitbucket => verify_hmac("x-hub-signature", headers, secret, body),
-        Vcs::Gitlab => {
-            let header = "x-gitlab-token";
-            let token = headers.get(header).ok_or(IngestError::BadSignature {
-                header: "X-Gitlab-Token",
-                problem: "is missing",
-            })?;
-            // Hashing both sides first makes the comparison independent of the lengths too.
-            let sent = Sha256::digest(token.as_bytes());
+/// What a delivery carries to prove that its sender holds the inbox's secret, read from its
+/// headers before the secret is known, so that a delivery can be spooled and checked later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proof {
+    /// GitHub's and Bitbucket's HMAC-SHA256 of the body, from the header it came in.
+    Hmac { header: &'static str, tag: Vec<u8> },
+    /// GitLab's token, kept only as its SHA-256: the token is the secret itself, and the
+    /// check compares digests anyway.
+    Token { digest: [u8; 32] },
+}
+
+const HMAC_PROOF: u8 = 1;
+const TOKEN_PROOF: u8 = 2;
+
+impl Proof {
+    /// The proof `vcs` puts in its headers; a missing or malformed one is refused now,
+    /// since no secret can make it right.
+    pub fn read(vcs: Vcs, headers: &HeaderMap) -> Result<Proof, IngestError> {
+        match vcs {
+            Vcs::Github => read_hmac("x-hub-signature-256", "X-Hub-Signature-256", headers),
+            Vcs::Bitbucket => read_hmac("x-hub-signature", "X-Hub-Signature", headers),
+            Vcs::Gitlab => {
+                let token = headers
+                    .get("x-gitlab-token")
+                    .ok_or(IngestError::BadSignature {
+                        header: "X-Gitlab-Token",
+                        problem: "is missing",
+                    })?;
+                Ok(Proof::Token {
+                    digest: Sha256::digest(token.as_bytes()).into(),
+                })
+            }
+        }
+    }
+
+    /// The proof as bytes, for the spool.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Proof::Hmac { tag, .. } => [&[HMAC_PROOF][..], tag].concat(),
+            Proof::Token { digest } => [&[TOKEN_PROOF][..], digest].concat(),
+        }
+    }
+
+    /// A proof of `vcs` from [`to_bytes`](Self::to_bytes).
+    pub fn from_bytes(vcs: Vcs, bytes: &[u8]) -> Option<Proof> {
+        match (vcs, bytes.split_first()?) {
+            (Vcs::Github, (&HMAC_PROOF, tag)) => Some(Proof::Hmac {
+                header: "X-Hub-Signature-256",
+                tag: tag.to_vec(),
+            }),
+            (Vcs::Bitbucket, (&HMAC_PROOF, tag)) => Some(Proof::Hmac {
+                header: "X-Hub-Signature",
+                tag: tag.to_vec(),
+            }),
+            (Vcs::Gitlab, (&TOKEN_PROOF, digest)) => Some(Proof::Token {
+                digest: digest.try_into().ok()?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn read_hmac(
+    header: &'static str,
+    display: &'static str,
+    headers: &HeaderMap,
+) -> Result<Proof, IngestError> {
+    let value = headers.get(header).ok_or(IngestError::BadSignature {
+        header: display,
+        problem: "is missing",
+    })?;
+    let tag = value
+        .as_bytes()
+        .strip_prefix(b"sha256=")
+        .and_then(hex_decode)
+        .filter(|tag| tag.len() == 32)
+        .ok_or(IngestError::BadSignature {
+            header: display,
+            problem: "is not `sha256=` and 64 hex digits",
+        })?;
+    Ok(Proof::Hmac {
+        header: display,
+        tag,
+    })
+}
+
+/// Checks that `body` came from someone who holds the inbox's `secret` or, during a
+/// rotation's grace period, its `previous` one, on the raw bytes, in constant time:
+/// [`Proof::read`], then [`check`].
+pub fn verify(
+    vcs: Vcs,
+    headers: &HeaderMap,
+    secret: &str,
+    previous: Option<&str>,
+    body: &[u8],
+) -> Result<(), IngestError> {
+    check(&Proof::read(vcs, headers)?, secret, previous, body)
+}
+
+/// The one signature check of the service, at receive time and when a spooled delivery is
+/// drained alike: whether `proof` shows that the sender of `body` holds `secret` or, during a
+/// rotation's grace period, `previous`, in constant time.
+///
+/// When both secrets fail, the error is the current secret's: the previous one is on its way
+/// out, and what the sender must fix is to sign with the current one.
+pub fn check(
+    proof: &Proof,
+    secret: &str,
+    previous: Option<&str>,
+    body: &[u8],
+) -> Result<(), IngestError> {
+    let current = check_one(proof, secret, body);
+    match (current, previous) {
+        (Err(IngestError::BadSignature { .. }), Some(previous))
+            if check_one(proof, previous, body).is_ok() =>
+        {
+            Ok(())
+        }
+        (current, _) => current,
+    }
+}
+
+fn check_one(proof: &Proof, secret: &str, body: &[u8]) -> Result<(), IngestError> {
+    match proof {
+        Proof::Hmac { header, tag } => {
+            let mut mac =
+                HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+            mac.update(body);
+            // `verify_slice` compares in constant time.
+            mac.verify_slice(tag)
+                .map_err(|_| IngestError::BadSignature {
+                    header,
+                    problem: "does not match the body",
+                })
+        }
+        Proof::Token { digest } => {
+            // Digests on both sides make the comparison independent of the lengths too.
             let expected = Sha256::digest(secret.as_bytes());
-            if bool::from(sent.as_slice().ct_eq(expected.as_slice())) {
+            if bool::from(digest.as_slice().ct_eq(expected.as_slice())) {
                 Ok(())
             } else {
                 Err(IngestError::BadSignature {
@@ -130,39 +255,6 @@ pub fn verify(vcs: Vcs, headers: &HeaderMap, secret: &str, body: &[u8]) -> Resul
             }
         }
     }
-}
-
-fn verify_hmac(
-    header: &'static str,
-    headers: &HeaderMap,
-    secret: &str,
-    body: &[u8],
-) -> Result<(), IngestError> {
-    let display = if header == "x-hub-signature-256" {
-        "X-Hub-Signature-256"
-    } else {
-        "X-Hub-Signature"
-    };
-    let value = headers.get(header).ok_or(IngestError::BadSignature {
-        header: display,
-        problem: "is missing",
-    })?;
-    let tag = value
-        .as_bytes()
-        .strip_prefix(b"sha256=")
-        .and_then(hex_decode)
-        .ok_or(IngestError::BadSignature {
-            header: display,
-            problem: "is not `sha256=` and 64 hex digits",
-        })?;
-    let mut mac = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
-    mac.update(body);
-    // `verify_slice` compares in constant time.
-    mac.verify_slice(&tag)
-        .map_err(|_| IngestError::BadSignature {
-            header: display,
-            problem: "does not match the body",
-        })
 }
 
 /// The hex HMAC-SHA256 of `body` under `secret`: what GitHub and Bitbucket put after
@@ -176,25 +268,32 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
 pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
-    for &header in vcs.delivery_headers() {
-        if let Some(value) = headers.get(header) {
-            let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
-                "is too long for a delivery id"
-            } else if value.is_empty() {
-                "is empty"
-            } else {
-                match value.to_str() {
-                    Ok(id) => return Ok(id.to_owned()),
-                    Err(_) => "is not visible ASCII",
-                }
-            };
-            return Err(IngestError::BadDeliveryId {
-                header: display_name(header),
-                problem,
-            });
+    sent_delivery_id(vcs, headers)
+        .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
+}
+
+/// The delivery id in the provider's header, if one was sent; an error if it is not a usable
+/// id.
+pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, IngestError>> {
+    let header = vcs
+        .delivery_headers()
+        .iter()
+        .find(|&&header| headers.contains_key(header))?;
+    let value = &headers[*header];
+    let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
+        "is too long for a delivery id"
+    } else if value.is_empty() {
+        "is empty"
+    } else {
+        match value.to_str() {
+            Ok(id) => return Some(Ok(id.to_owned())),
+            Err(_) => "is not visible ASCII",
         }
-    }
-    Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body))))
+    };
+    Some(Err(IngestError::BadDeliveryId {
+        header: display_name(header),
+        problem,
+    }))
 }
 
 fn display_name(header: &str) -> &'static str {
@@ -244,5 +343,33 @@ mod tests {
             sign(b"It's a Secret to Everybody", b"Hello, World!"),
             "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
         );
+    }
+
+    #[test]
+    fn either_secret_passes_and_a_third_is_refused_as_the_current_ones_failure() {
+        let body = b"{}";
+        for vcs in Vcs::ALL {
+            let signed = |secret: &str| {
+                let mut headers = HeaderMap::new();
+                let signature = format!("sha256={}", sign(secret.as_bytes(), body));
+                let (name, value) = match vcs {
+                    Vcs::Github => ("x-hub-signature-256", signature),
+                    Vcs::Bitbucket => ("x-hub-signature", signature),
+                    Vcs::Gitlab => ("x-gitlab-token", secret.to_owned()),
+                };
+                headers.insert(name, value.parse().unwrap());
+                headers
+            };
+            let check = |sent: &str, previous| verify(vcs, &signed(sent), "new", previous, body);
+            assert!(check("new", None).is_ok(), "{vcs}");
+            assert!(check("new", Some("old")).is_ok(), "{vcs}");
+            assert!(check("old", Some("old")).is_ok(), "{vcs}");
+            assert!(check("old", None).is_err(), "{vcs}");
+            let refused = check("other", Some("old")).unwrap_err();
+            assert!(
+                matches!(refused, IngestError::BadSignature { problem, .. } if problem.starts_with("does not match")),
+                "{vcs}: {refused}"
+            );
+        }
     }
 }

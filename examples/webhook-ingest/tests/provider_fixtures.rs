@@ -119,6 +119,10 @@ async fn every_real_payload(service: Service) {
         let stored = stored_after(&service, &fixture, last_seq).await;
         let stored_json: Vec<Value> = stored.iter().map(as_json).collect();
         assert_eq!(stored_json, case.commits, "{}", case.file);
+        if case.status == 202 {
+            assert_eq!(answer.body["status"], "ignored", "{}", case.file);
+            assert_eq!(answer.body["event"], case.event.as_str(), "{}", case.file);
+        }
         if case.status == 201 {
             assert_eq!(answer.body["status"], "stored", "{}", case.file);
             assert_eq!(answer.body["stored"], case.commits.len(), "{}", case.file);

@@ -20,8 +20,15 @@ fn githubs_published_signature_test_vector() {
         "x-hub-signature-256",
         format!("sha256={expected}").parse().unwrap(),
     );
-    webhook::verify(webhook::Vcs::Github, &headers, secret, body).unwrap();
-    assert!(webhook::verify(webhook::Vcs::Github, &headers, secret, b"Hello, World?").is_err());
+    webhook::verify(webhook::Vcs::Github, &headers, secret, None, body).unwrap();
+    assert!(webhook::verify(
+        webhook::Vcs::Github,
+        &headers,
+        secret,
+        None,
+        b"Hello, World?"
+    )
+    .is_err());
 }
 
 #[tokio::test]
@@ -370,18 +377,15 @@ async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
             "X-Gitlab-Token",
         ),
         (
-            "bitbucket pull request",
-            send(Bitbucket, h(Bitbucket, "pullrequest:created", b"{}"), b"{}"),
-            422,
-            "unsupported-event",
-            "pullrequest:created",
-        ),
-        (
-            "github issues",
-            send(Github, h(Github, "issues", b"{}"), b"{}"),
-            422,
-            "unsupported-event",
-            "`issues`",
+            "ignored event with a wrong signature",
+            send(
+                Github,
+                h(Github, "issues", b"{}").set("x-hub-signature-256", &wrong_signature),
+                b"{}",
+            ),
+            401,
+            "bad-signature",
+            "does not match the body",
         ),
         (
             "github push without a commit id",
@@ -506,8 +510,7 @@ async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
             .find(|s| s.route == route && s.code == code)
             .map_or(0, |s| s.count)
     };
-    assert_eq!(on_route("bad-signature"), 5);
-    assert_eq!(on_route("unsupported-event"), 2);
+    assert_eq!(on_route("bad-signature"), 6);
     assert_eq!(on_route("malformed-payload"), 4);
     assert_eq!(on_route("payload-too-large"), 1);
 }
@@ -692,4 +695,59 @@ async fn concurrent_pushes_and_reads_on_a_file_store_all_land() {
     let snapshot = service.quiescent().await;
     assert!(snapshot.is_balanced(), "{snapshot:#?}");
     assert_eq!(snapshot.failures(), 0, "{snapshot:#?}");
+}
+
+#[tokio::test]
+async fn events_not_stored_are_acknowledged_202_and_counted_per_provider_and_event() {
+    use webhook::Vcs::{Bitbucket, Github, Gitlab};
+
+    let service = Service::start().await;
+    let fixture = service.setup().await;
+    let before = service.quiescent().await;
+    let sent = [
+        (Gitlab, "Merge Request Hook", 3),
+        (Github, "issues", 2),
+        (Bitbucket, "pullrequest:created", 1),
+    ];
+    let mut requests = 0;
+    for (vcs, event, times) in sent {
+        for n in 0..times {
+            let body = br#"{"object_kind":"something"}"#;
+            let id = format!("{event}-{n}");
+            let headers = provider_headers(&fixture, vcs, event, &id, body);
+            let answer = service
+                .send(post_to(&service, &fixture.hook_path(vcs), headers, body))
+                .await;
+            assert_eq!(answer.status, 202, "{}", answer.text);
+            assert_eq!(answer.body, json!({ "status": "ignored", "event": event }));
+            requests += 1;
+        }
+    }
+    let ping = post_to(
+        &service,
+        &fixture.hook_path(Github),
+        provider_headers(&fixture, Github, "ping", "p-1", b"{}"),
+        b"{}",
+    );
+    assert_eq!(service.send(ping).await.status, 204);
+
+    let after = service.quiescent().await;
+    assert_eq!(after.ok - before.ok, requests + 1);
+    assert_eq!(after.failures(), before.failures());
+    assert_eq!(service.stats(&fixture).await["deliveries"], 0);
+    let metrics = service
+        .send(service.client.get(service.url("/metrics")))
+        .await;
+    for line in [
+        r#"webhook_ingest_ignored_events_total{provider="gitlab",event="Merge Request Hook"} 3"#,
+        r#"webhook_ingest_ignored_events_total{provider="github",event="issues"} 2"#,
+        r#"webhook_ingest_ignored_events_total{provider="bitbucket",event="pullrequest:created"} 1"#,
+    ] {
+        assert!(
+            metrics.text.contains(line),
+            "{line} not in {}",
+            metrics.text
+        );
+    }
+    assert!(!metrics.text.contains(r#"event="ping""#));
 }

@@ -9,10 +9,13 @@
 //! PostgreSQL's is network I/O the runtime waits on).
 
 mod postgres;
+
+pub use postgres::tls::SslMode;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use crate::payload::Commit;
 use crate::webhook::Vcs;
@@ -30,8 +33,12 @@ pub enum StoreError {
     Pool(#[from] deadpool_postgres::PoolError),
     #[error("the store is switched to fail")]
     Switched,
+    #[error("the store is not connected yet")]
+    Connecting,
     #[error("the store's worker stopped before answering")]
     Stopped,
+    #[error("the store's settings are wrong")]
+    Misconfigured(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("opening the store failed")]
     Open(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("starting the store's writer thread failed")]
@@ -39,6 +46,25 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether retrying cannot help: a setting is wrong, or the server's certificate does not
+    /// verify. A database that is merely down is not lasting.
+    pub fn is_lasting(&self) -> bool {
+        if matches!(self, StoreError::Misconfigured(_)) {
+            return true;
+        }
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            let tls = c
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref());
+            if c.is::<rustls::Error>() || tls.is_some_and(|e| e.is::<rustls::Error>()) {
+                return true;
+            }
+            cause = c.source();
+        }
+        false
+    }
+
     /// Whether the failure is only contention, which clears within a second.
     pub fn is_busy(&self) -> bool {
         match self {
@@ -58,12 +84,43 @@ pub struct InstanceRow {
     pub created_at: String,
 }
 
-/// An inbox as the webhook route needs it: its digest, provider and signing secret.
+/// An inbox as the webhook route needs it: its digest, provider and signing secrets.
+#[derive(Clone)]
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
     pub vcs: Vcs,
     pub secret: String,
+    /// The secret the last rotation replaced, if the inbox was ever rotated.
+    pub previous: Option<PreviousSecret>,
+}
+
+/// The secret an inbox had before its last rotation, and how long ago that was.
+#[derive(Clone)]
+pub struct PreviousSecret {
+    pub secret: String,
+    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
+    /// same age, whatever its own clock says.
+    pub age: Duration,
+}
+
+impl InboxRow {
+    /// The previous secret, if it is still inside the grace period `grace`.
+    pub fn previous_secret(&self, grace: Duration) -> Option<&str> {
+        self.previous
+            .as_ref()
+            .filter(|previous| previous.age < grace)
+            .map(|previous| previous.secret.as_str())
+    }
+}
+
+/// The age of a rotation from the milliseconds the database reports, or `None` when the
+/// inbox was never rotated. A negative age (clocks moved back) counts as just rotated.
+fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<PreviousSecret> {
+    Some(PreviousSecret {
+        secret: secret?,
+        age: Duration::from_millis(age_ms?.max(0) as u64),
+    })
 }
 
 /// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
@@ -71,6 +128,29 @@ pub struct StoredCommit {
     pub seq: i64,
     pub inbox_id: String,
     pub commit: Commit,
+}
+
+/// Refused deliveries kept per inbox, newest first; older ones are pruned as new ones come.
+/// Enough for a day of pushes to a busy repository sent with a wrong secret, which is what an
+/// operator looks for after fixing it (GitHub lets a delivery be redelivered for 3 days), and
+/// small enough that a sender hammering one inbox with junk costs a bounded table.
+pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
+
+/// A delivery refused for something the sender must fix, as kept for the operator: never the
+/// body, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The provider's delivery id, when it sent a usable one.
+    pub delivery: Option<String>,
+    pub status: u16,
+    pub code: String,
+}
+
+/// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalRow {
+    pub refusal: Refusal,
+    pub refused_at: String,
 }
 
 /// What became of a delivery.
@@ -90,12 +170,30 @@ pub struct Stats {
     pub commits: i64,
 }
 
+/// How to open a store, beyond its location.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A PEM file of certificates to trust, beside the system's roots, when a PostgreSQL URL
+    /// says `sslmode=verify-full`: a managed database's own CA.
+    pub db_ca: Option<std::path::PathBuf>,
+}
+
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    backend: Backend,
+    /// Set once connected and migrated: at once by [`Store::open`], later by
+    /// [`Store::open_in_background`].
+    backend: Arc<OnceLock<Backend>>,
+    kind: &'static str,
     failing: Arc<AtomicBool>,
 }
+
+/// The first wait between two attempts to open a store that is not reachable, doubled after
+/// each failure up to [`MAX_OPEN_BACKOFF`].
+const MIN_OPEN_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between two attempts: a database back from an outage is found within
+/// seconds, and a database that stays away costs one log line per this much.
+const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 enum Backend {
@@ -109,7 +207,7 @@ macro_rules! dispatch {
         if $self.failing.load(Ordering::Relaxed) {
             return Err(StoreError::Switched);
         }
-        match &$self.backend {
+        match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
         }
@@ -121,27 +219,70 @@ impl Store {
     /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
     /// throwaway SQLite store.
     pub async fn open(location: &str) -> Result<Store, StoreError> {
-        let backend = if is_postgres(location) {
-            Backend::Postgres(postgres::PgStore::open(location).await?)
-        } else {
-            let path = location.to_owned();
-            let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
-                .await
-                .map_err(|_| StoreError::Stopped)?;
-            Backend::Sqlite(opened?)
-        };
-        Ok(Store {
-            backend,
+        Store::open_with(location, &OpenOptions::default()).await
+    }
+
+    /// `open`, with the options only some deployments need.
+    pub async fn open_with(location: &str, options: &OpenOptions) -> Result<Store, StoreError> {
+        let store = Store::unopened(location);
+        let _ = store.backend.set(open_backend(location, options).await?);
+        Ok(store)
+    }
+
+    /// A store that opens `location` in the background: it answers
+    /// [`StoreError::Connecting`] until the database is reached and migrated, which is
+    /// retried with backoff for as long as it takes. So a service starts, and spools, while
+    /// its database is down.
+    pub fn open_in_background(location: &str, options: OpenOptions) -> Store {
+        let store = Store::unopened(location);
+        let (location, backend) = (location.to_owned(), store.backend.clone());
+        tokio::spawn(async move {
+            let mut wait = MIN_OPEN_BACKOFF;
+            loop {
+                match open_backend(&location, &options).await {
+                    Ok(opened) => {
+                        let _ = backend.set(opened);
+                        tracing::info!(db = %redacted(&location), "the store is connected");
+                        return;
+                    }
+                    Err(error) => {
+                        let cause = std::error::Error::source(&error).map(ToString::to_string);
+                        tracing::warn!(
+                            db = %redacted(&location),
+                            %error,
+                            cause = cause.as_deref().unwrap_or(""),
+                            retry_in = ?wait,
+                            "opening the store failed; retrying"
+                        );
+                    }
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(MAX_OPEN_BACKOFF);
+            }
+        });
+        store
+    }
+
+    fn unopened(location: &str) -> Store {
+        Store {
+            backend: Arc::new(OnceLock::new()),
+            kind: if is_postgres(location) {
+                "postgres"
+            } else {
+                "sqlite"
+            },
             failing: Arc::new(AtomicBool::new(false)),
-        })
+        }
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
     pub fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres(_) => "postgres",
-        }
+        self.kind
+    }
+
+    /// Whether the store has been opened (it may still fail, as any database may).
+    pub fn is_open(&self) -> bool {
+        self.backend.get().is_some()
     }
 
     /// Makes every later operation fail with a store error (or work again), so tests and
@@ -194,6 +335,19 @@ impl Store {
         dispatch!(self.inbox(instance, id))
     }
 
+    /// Gives the inbox `id` of `digest` in `instance` the secret `secret`, keeping the one it
+    /// replaces as the previous secret from now (the database's now); `false` when there is no
+    /// such inbox.
+    pub async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.rotate_secret(instance, digest, id, secret))
+    }
+
     /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
     /// has this delivery id.
     pub async fn ingest(
@@ -204,6 +358,28 @@ impl Store {
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
         dispatch!(self.ingest(instance, inbox, delivery_id, commits))
+    }
+
+    /// Keeps a refusal of a delivery to the inbox `inbox` of `instance`, pruning the inbox's
+    /// oldest beyond `REFUSALS_KEPT_PER_INBOX`; nothing when there is no such inbox. Returns
+    /// whether it was kept.
+    pub async fn record_refusal(
+        &self,
+        instance: String,
+        inbox: String,
+        refusal: Refusal,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self.record_refusal(instance, inbox, refusal))
+    }
+
+    /// Up to `limit` kept refusals of the inbox `inbox` of `instance`, newest first.
+    pub async fn refusals(
+        &self,
+        instance: String,
+        inbox: String,
+        limit: u32,
+    ) -> Result<Vec<RefusalRow>, StoreError> {
+        dispatch!(self.refusals(instance, inbox, limit))
     }
 
     /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.
@@ -222,6 +398,20 @@ impl Store {
     }
 }
 
+async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, StoreError> {
+    if is_postgres(location) {
+        let ca = options.db_ca.as_deref();
+        return Ok(Backend::Postgres(
+            postgres::PgStore::open(location, ca).await?,
+        ));
+    }
+    let path = location.to_owned();
+    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+        .await
+        .map_err(|_| StoreError::Stopped)?;
+    Ok(Backend::Sqlite(opened?))
+}
+
 /// An inbox to create.
 pub struct NewInbox {
     pub instance: String,
@@ -232,7 +422,8 @@ pub struct NewInbox {
     pub secret: String,
 }
 
-fn is_postgres(location: &str) -> bool {
+/// Whether `location` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 

@@ -8,6 +8,10 @@
 //! instances at once store it once: the database makes the later ones wait on the first's
 //! row and then see it.
 
+mod refusals;
+pub mod tls;
+
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -17,7 +21,9 @@ use deadpool_postgres::{
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
-use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use super::{
+    previous_secret, InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit,
+};
 use crate::payload::Commit;
 use crate::webhook::Vcs;
 
@@ -35,7 +41,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 3] = [
+    "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
     key_hash BYTEA NOT NULL,
@@ -86,7 +93,27 @@ CREATE TABLE commits (
 );
 CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 CREATE INDEX commits_by_instance ON commits (instance_id);
-"];
+",
+    // Secret rotation keeps the replaced secret, and when it was replaced (Unix milliseconds
+    // by the database's clock, which every instance of a fleet shares).
+    "
+ALTER TABLE inboxes ADD COLUMN previous_secret TEXT, ADD COLUMN secret_rotated_ms BIGINT;
+",
+    // The deliveries refused for something the sender must fix, a bounded number per inbox.
+    "
+CREATE TABLE refusals (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
+    delivery_id TEXT,
+    status INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    refused_at TEXT NOT NULL
+        DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+);
+CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
+",
+];
 
 /// Whether PostgreSQL refused only because of contention that a retry clears.
 pub(super) fn is_busy(error: &tokio_postgres::Error) -> bool {
@@ -108,20 +135,28 @@ pub(super) struct PgStore {
 }
 
 impl PgStore {
-    /// Connects to the database `url` names and runs the migrations it has not had yet.
-    pub(super) async fn open(url: &str) -> Result<PgStore, StoreError> {
-        let mut config =
-            tokio_postgres::Config::from_str(url).map_err(|e| StoreError::Open(e.into()))?;
+    /// Connects to the database `url` names, over TLS as its `sslmode` asks (trusting the
+    /// system's roots and those in the PEM file `ca`), and runs the migrations it has not had
+    /// yet.
+    pub(super) async fn open(url: &str, ca: Option<&Path>) -> Result<PgStore, StoreError> {
+        let (mode, url) =
+            tls::SslMode::from_url(url).map_err(|e| StoreError::Misconfigured(e.into()))?;
+        let mut config = tokio_postgres::Config::from_str(&url)
+            .map_err(|e| StoreError::Misconfigured(e.into()))?;
         config.connect_timeout(CONNECT_TIMEOUT);
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                // A connection that broke is found out by the query that uses it, and the
-                // pool drops it; checking each one before use would cost a round trip.
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        config.ssl_mode(mode.for_config());
+        let manager_config = ManagerConfig {
+            // A connection that broke is found out by the query that uses it, and the pool
+            // drops it; checking each one before use would cost a round trip.
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = if mode == tls::SslMode::Disable {
+            Manager::from_config(config, NoTls, manager_config)
+        } else {
+            let connector =
+                tls::connector(mode, ca).map_err(|e| StoreError::Misconfigured(e.into()))?;
+            Manager::from_config(config, connector, manager_config)
+        };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .wait_timeout(Some(POOL_WAIT))
@@ -268,7 +303,9 @@ impl PgStore {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(
-                "SELECT id, digest_id, vcs, secret FROM inboxes WHERE id = $1 AND instance_id = $2",
+                "SELECT id, digest_id, vcs, secret, previous_secret,
+                        (extract(epoch FROM now()) * 1000)::bigint - secret_rotated_ms
+                 FROM inboxes WHERE id = $1 AND instance_id = $2",
             )
             .await?;
         Ok(client
@@ -280,7 +317,29 @@ impl PgStore {
                 // Written only from `Vcs::as_str`, so always one of the three.
                 vcs: Vcs::parse(row.get(2)).unwrap_or(Vcs::Github),
                 secret: row.get(3),
+                previous: previous_secret(row.get(4), row.get(5)),
             }))
+    }
+
+    pub(super) async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let update = client
+            .prepare_cached(
+                "UPDATE inboxes SET previous_secret = secret, secret = $1,
+                     secret_rotated_ms = (extract(epoch FROM now()) * 1000)::bigint
+                 WHERE id = $2 AND instance_id = $3 AND digest_id = $4",
+            )
+            .await?;
+        let updated = client
+            .execute(&update, &[&secret, &id, &instance, &digest])
+            .await?;
+        Ok(updated == 1)
     }
 
     pub(super) async fn ingest(

@@ -65,14 +65,7 @@ impl Service {
 
     /// On a fresh file, taking webhook bodies up to `body_limit` bytes.
     pub async fn start_on_file_with_limit(name: &str, body_limit: usize) -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let path = std::env::temp_dir().join(format!(
-            "faultline-test-{name}-{}-{nanos}.db",
-            std::process::id()
-        ));
+        let path = temp_path(name, "db");
         let store = Store::open(path.to_str().unwrap()).await.unwrap();
         Self::serve(store, Some(path), body_limit).await
     }
@@ -83,12 +76,38 @@ impl Service {
     }
 
     pub async fn serve(store: Store, db: Option<PathBuf>, body_limit: usize) -> Self {
-        faultline::install_panic_hook();
+        Self::serve_spooled(store, db, body_limit, None).await
+    }
+
+    /// With `spool` taking what the store cannot, drained by the service's drainer.
+    pub async fn serve_spooled(
+        store: Store,
+        db: Option<PathBuf>,
+        body_limit: usize,
+        spool: Option<webhook_ingest::spool::Spool>,
+    ) -> Self {
         let config = webhook_ingest::Config {
+            spool,
+            ..Self::config(body_limit)
+        };
+        Self::serve_with(store, db, config).await
+    }
+
+    /// The configuration the tests serve with unless they say otherwise.
+    pub fn config(body_limit: usize) -> webhook_ingest::Config {
+        webhook_ingest::Config {
             body_limit,
             admin_token: Some(ADMIN_TOKEN.to_owned()),
             ..webhook_ingest::Config::default()
-        };
+        }
+    }
+
+    pub async fn serve_with(
+        store: Store,
+        db: Option<PathBuf>,
+        config: webhook_ingest::Config,
+    ) -> Self {
+        faultline::install_panic_hook();
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -200,6 +219,18 @@ impl Service {
         assert_eq!(answer.status, 200, "{}", answer.text);
         answer.body
     }
+}
+
+/// A fresh path in the temporary directory, unique to this process and moment.
+pub fn temp_path(name: &str, extension: &str) -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::env::temp_dir().join(format!(
+        "faultline-test-{name}-{}-{nanos}.{extension}",
+        std::process::id()
+    ))
 }
 
 impl Drop for Service {

@@ -6,6 +6,7 @@
 //! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
 //! single connection, so its reads queue behind the writer too.
 
+mod refusals;
 mod schema;
 
 use std::panic::{self, AssertUnwindSafe};
@@ -17,7 +18,9 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use super::{
+    previous_secret, InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit,
+};
 use crate::payload::Commit;
 use crate::webhook::Vcs;
 use schema::migrate;
@@ -227,7 +230,9 @@ impl SqliteStore {
     ) -> Result<Option<InboxRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
-                "SELECT id, digest_id, vcs, secret FROM inboxes WHERE id = ?1 AND instance_id = ?2",
+                "SELECT id, digest_id, vcs, secret, previous_secret,
+                        CAST(unixepoch('subsec') * 1000 AS INTEGER) - secret_rotated_ms
+                 FROM inboxes WHERE id = ?1 AND instance_id = ?2",
             )?
             .query_row([id, instance], |row| {
                 let vcs: String = row.get(2)?;
@@ -237,9 +242,29 @@ impl SqliteStore {
                     // Written only from `Vcs::as_str`, so always one of the three.
                     vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
                     secret: row.get(3)?,
+                    previous: previous_secret(row.get(4)?, row.get(5)?),
                 })
             })
             .optional()
+        })
+        .await
+    }
+
+    pub(super) async fn rotate_secret(
+        &self,
+        instance: String,
+        digest: String,
+        id: String,
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            c.execute(
+                "UPDATE inboxes SET previous_secret = secret, secret = ?1,
+                     secret_rotated_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER)
+                 WHERE id = ?2 AND instance_id = ?3 AND digest_id = ?4",
+                params![secret, id, instance, digest],
+            )
+            .map(|updated| updated == 1)
         })
         .await
     }
@@ -400,6 +425,7 @@ mod tests {
             digest_id: "dg".into(),
             vcs: Vcs::Github,
             secret: "s".into(),
+            previous: None,
         };
         let bare = Commit {
             sha: "b2".into(),

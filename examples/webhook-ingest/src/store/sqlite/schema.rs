@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-const MIGRATIONS: [&str; 2] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS];
+const MIGRATIONS: [&str; 4] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS, PREVIOUS_SECRET, REFUSALS];
 
 pub(super) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS instances (
@@ -81,6 +81,28 @@ DROP TABLE commits;
 ALTER TABLE commits_v2 RENAME TO commits;
 CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 CREATE INDEX commits_by_instance ON commits (instance_id);
+";
+
+/// Secret rotation keeps the replaced secret, and when it was replaced (Unix milliseconds),
+/// so that deliveries signed with it pass for a grace period.
+const PREVIOUS_SECRET: &str = "
+ALTER TABLE inboxes ADD COLUMN previous_secret TEXT;
+ALTER TABLE inboxes ADD COLUMN secret_rotated_ms INTEGER;
+";
+
+/// The deliveries refused for something the sender must fix, a bounded number per inbox, so
+/// an operator can tell which to redeliver.
+const REFUSALS: &str = "
+CREATE TABLE refusals (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL REFERENCES inboxes (id),
+    delivery_id TEXT,
+    status INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    refused_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the

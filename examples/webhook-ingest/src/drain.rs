@@ -1,0 +1,210 @@
+//! The drainer: moves spooled deliveries into the store, oldest first, once it answers.
+//!
+//! A delivery leaves the spool only after the store confirmed it (stored, or a duplicate of
+//! one stored before), so a crash between the two drains it again, and the store's
+//! idempotency answers that second time as a duplicate. A delivery spooled unverified is
+//! checked here; one that fails, or that can no longer be stored (its inbox is gone), is
+//! refused through [`refuse_at_drain`], listed among the inbox's refused deliveries, and never
+//! stored.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use faultline::Fault;
+
+use crate::error::IngestError;
+use crate::ignored::IgnoredEvents;
+use crate::payload;
+use crate::refusals::{record_refusal, RefusalCounts};
+use crate::secret_cache::SecretCache;
+use crate::spool::{Entry, Spool};
+use crate::spooled::SpooledDelivery;
+use crate::store::{Ingested, Refusal, Store, StoreError};
+use crate::webhook::{self, Event};
+
+/// The first wait after the store failed a drain, doubled up to [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest wait: a store that is back is found within two seconds.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// Deliveries refused at drain time, counted; cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Refusals {
+    count: Arc<AtomicU64>,
+}
+
+impl Refusals {
+    /// How many were refused since start.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Appends the count to a Prometheus text exposition.
+    pub fn render_prometheus(&self, out: &mut String) {
+        let _ = write!(
+            out,
+            "# HELP webhook_ingest_spool_refused_total Spooled deliveries refused when drained \
+             (a signature that failed its check, an inbox gone); never stored.\n\
+             # TYPE webhook_ingest_spool_refused_total counter\n\
+             webhook_ingest_spool_refused_total {}\n",
+            self.count()
+        );
+    }
+}
+
+/// What became of one spooled delivery.
+enum Drained {
+    Ingested(Ingested),
+    Ignored,
+    Refused,
+}
+
+/// Everything the drainer works with.
+pub(crate) struct Drainer {
+    pub(crate) store: Store,
+    pub(crate) spool: Spool,
+    pub(crate) secrets: SecretCache,
+    pub(crate) ignored: IgnoredEvents,
+    /// The drain-time refusals, counted.
+    pub(crate) refused: Refusals,
+    /// The counts of the refusals list, which drain-time refusals join.
+    pub(crate) listed: Arc<RefusalCounts>,
+    /// How long an inbox's previous secret still passes after a rotation.
+    pub(crate) secret_grace: Duration,
+}
+
+impl Drainer {
+    /// Drains for as long as the service runs.
+    pub(crate) async fn run(self) {
+        let mut store_down = false;
+        loop {
+            let entry = match self.spool.next().await {
+                Ok(entry) => entry,
+                Err(error) => {
+                    tracing::error!(%error, "reading the spool failed; retrying");
+                    tokio::time::sleep(MAX_BACKOFF).await;
+                    continue;
+                }
+            };
+            self.deliver_until_done(&entry, &mut store_down).await;
+            while let Err(error) = self.spool.ack(&entry).await {
+                tracing::error!(%error, "recording a drained delivery in the spool failed");
+                tokio::time::sleep(MAX_BACKOFF).await;
+            }
+        }
+    }
+
+    /// Delivers one entry, waiting out the store for as long as it fails.
+    async fn deliver_until_done(&self, entry: &Entry, store_down: &mut bool) {
+        let mut wait = MIN_BACKOFF;
+        loop {
+            match self.deliver(entry).await {
+                Ok(drained) => {
+                    if std::mem::take(store_down) {
+                        let depth = self.spool.stats().depth;
+                        tracing::info!(depth, "the store answers again; draining the spool");
+                    }
+                    if let Drained::Ingested(Ingested::Stored(stored)) = drained {
+                        tracing::debug!(stored, "spooled delivery stored");
+                    }
+                    return;
+                }
+                Err(error) => {
+                    if !std::mem::replace(store_down, true) {
+                        let depth = self.spool.stats().depth;
+                        tracing::warn!(%error, depth, "the store cannot take spooled deliveries yet");
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// One attempt at one entry; `Err` only for store trouble, which a later attempt outlives.
+    async fn deliver(&self, entry: &Entry) -> Result<Drained, StoreError> {
+        let Some(delivery) = SpooledDelivery::decode(&entry.payload) else {
+            refuse_at_drain(self, None, "unreadable-record", 500).await;
+            return Ok(Drained::Refused);
+        };
+        let inbox = self
+            .store
+            .inbox(delivery.instance.clone(), delivery.inbox.clone())
+            .await?;
+        let Some(inbox) = inbox else {
+            let error = IngestError::InboxNotFound(delivery.inbox.clone());
+            return Ok(self.refuse(&delivery, &error).await);
+        };
+        self.secrets.remember(&delivery.instance, &inbox);
+        if let Some(proof) = &delivery.proof {
+            if inbox.vcs != delivery.vcs {
+                let error = IngestError::WrongProvider {
+                    inbox: inbox.vcs,
+                    sent: delivery.vcs,
+                };
+                return Ok(self.refuse(&delivery, &error).await);
+            }
+            let previous = inbox.previous_secret(self.secret_grace);
+            if let Err(error) = webhook::check(proof, &inbox.secret, previous, &delivery.body) {
+                return Ok(self.refuse(&delivery, &error).await);
+            }
+        }
+        let shape = match webhook::classify(delivery.vcs, &delivery.event) {
+            Event::Push(shape) => shape,
+            Event::Ignored(event) => {
+                self.ignored.count(delivery.vcs, &event);
+                return Ok(Drained::Ignored);
+            }
+            Event::Ping => return Ok(Drained::Ignored),
+        };
+        let commits = match payload::parse_push(shape, &delivery.body) {
+            Ok(commits) => commits,
+            Err(error) => return Ok(self.refuse(&delivery, &error).await),
+        };
+        let ingested = self
+            .store
+            .ingest(delivery.instance, inbox, delivery.delivery, commits)
+            .await?;
+        Ok(Drained::Ingested(ingested))
+    }
+
+    async fn refuse(&self, delivery: &SpooledDelivery, error: &IngestError) -> Drained {
+        refuse_at_drain(self, Some(delivery), error.code(), error.status().as_u16()).await;
+        Drained::Refused
+    }
+}
+
+/// Every spooled delivery refused at drain time goes through here: it is logged (ids, the
+/// code and status the delivery would have been answered, never its body or a secret),
+/// counted, and kept in its inbox's refused deliveries (`GET …/failures`) as a refusal at
+/// receive time would be; it is never stored.
+pub(crate) async fn refuse_at_drain(
+    drainer: &Drainer,
+    delivery: Option<&SpooledDelivery>,
+    code: &'static str,
+    status: u16,
+) {
+    drainer.refused.count.fetch_add(1, Ordering::Relaxed);
+    match delivery {
+        Some(delivery) => {
+            tracing::warn!(
+            instance = %delivery.instance,
+            inbox = %delivery.inbox,
+            delivery = %delivery.delivery,
+            code,
+            status,
+            "a spooled delivery is refused at drain time and dropped"
+            );
+            let refusal = Refusal {
+                delivery: Some(delivery.delivery.clone()),
+                status,
+                code: code.to_owned(),
+            };
+            let (store, listed) = (&drainer.store, &drainer.listed);
+            record_refusal(store, listed, &delivery.instance, &delivery.inbox, refusal).await;
+        }
+        None => tracing::error!(code, status, "a spool record is not a delivery; dropped"),
+    }
+}

@@ -1,0 +1,247 @@
+//! The webhook endpoint: authenticity on the raw bytes first, then the event, then the store,
+//! and the spool when the store cannot take a delivery.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::error::IngestError;
+use crate::spool::SpoolError;
+use crate::spooled::SpooledDelivery;
+use crate::store::{InboxRow, Ingested, StoreError};
+use crate::webhook::{self, Event, Proof, Vcs};
+use crate::{payload, refusals, AppState};
+
+/// Whether the request says its body is JSON (parameters such as `charset` allowed).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Where the inbox's secret came from.
+enum Inbox {
+    /// The store answered: it can take the delivery too.
+    Stored(InboxRow),
+    /// The store did not answer; the inbox as seen before.
+    Remembered(InboxRow),
+    /// The store did not answer and the inbox was not seen since start.
+    Unknown,
+}
+
+/// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
+/// in the inbox's failure list.
+pub(crate) async fn receive(
+    State(state): State<AppState>,
+    Path((instance, inbox)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, IngestError> {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let status = rejection.status();
+            refusals::note_body_refused(&state, &instance, &inbox, &headers, status).await;
+            return Ok(rejection.into_response());
+        }
+    };
+    let answer = accept(&state, &instance, &inbox, &headers, body.clone()).await;
+    if let Err(error) = &answer {
+        refusals::note_error(&state, &instance, &inbox, &headers, &body, error).await;
+    }
+    answer
+}
+
+/// A delivery: authenticity on the raw bytes first, then the event, then the store, else the
+/// spool.
+async fn accept(
+    state: &AppState,
+    instance: &str,
+    inbox: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, IngestError> {
+    if !is_json(headers) {
+        return Err(IngestError::UnsupportedMediaType);
+    }
+    let (sent, event) = webhook::detect(headers)?;
+    let (instance, inbox) = (instance.to_owned(), inbox.to_owned());
+    let (row, from_store) = match look_up(state, &instance, &inbox).await? {
+        Inbox::Stored(row) => (row, true),
+        Inbox::Remembered(row) => (row, false),
+        Inbox::Unknown => {
+            let unverified = Unverified {
+                instance,
+                inbox,
+                vcs: sent,
+            };
+            return unverified.spool(state, event, headers, body).await;
+        }
+    };
+    if row.vcs != sent {
+        return Err(IngestError::WrongProvider {
+            inbox: row.vcs,
+            sent,
+        });
+    }
+    let previous = row.previous_secret(state.secret_grace);
+    webhook::verify(sent, headers, &row.secret, previous, &body)?;
+    let shape = match event {
+        Event::Ping => return Ok(StatusCode::NO_CONTENT.into_response()),
+        Event::Ignored(event) => return Ok(ignored(state, sent, event)),
+        Event::Push(shape) => shape,
+    };
+    let delivery = webhook::delivery_id(sent, headers, &body)?;
+    let commits = payload::parse_push(shape, &body)?;
+    let inbox_id = row.id.clone();
+    if from_store {
+        match state
+            .store
+            .ingest(instance.clone(), row, delivery.clone(), commits)
+            .await
+        {
+            Ok(ingested) => return Ok(answer(ingested, &inbox_id, delivery)),
+            Err(error) if state.spool.is_some() => {
+                tracing::debug!(%error, "the store cannot take the delivery");
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let spooled = SpooledDelivery {
+        instance,
+        inbox: inbox_id,
+        vcs: sent,
+        event: event_name(sent, headers),
+        delivery,
+        proof: None,
+        body: body.to_vec(),
+    };
+    spool(state, spooled).await
+}
+
+/// The inbox from the store, else, when there is a spool to fall back on, as remembered.
+async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Inbox, IngestError> {
+    match state
+        .store
+        .inbox(instance.to_owned(), inbox.to_owned())
+        .await
+    {
+        Ok(Some(row)) => {
+            state.secrets.remember(instance, &row);
+            Ok(Inbox::Stored(row))
+        }
+        Ok(None) => Err(IngestError::InboxNotFound(inbox.to_owned())),
+        Err(error) if state.spool.is_some() => {
+            tracing::debug!(%error, "the store cannot look the inbox up");
+            Ok(state
+                .secrets
+                .get(instance, inbox)
+                .map_or(Inbox::Unknown, Inbox::Remembered))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// 202 ignored, counted.
+pub(crate) fn ignored(state: &AppState, vcs: Vcs, event: String) -> Response {
+    state.ignored.count(vcs, &event);
+    (
+        StatusCode::ACCEPTED,
+        Json(json!({ "status": "ignored", "event": event })),
+    )
+        .into_response()
+}
+
+fn answer(ingested: Ingested, inbox: &str, delivery: String) -> Response {
+    match ingested {
+        Ingested::Stored(stored) => {
+            tracing::debug!(inbox, delivery = %delivery, stored, "push stored");
+            (
+                StatusCode::CREATED,
+                Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
+            )
+                .into_response()
+        }
+        Ingested::Duplicate => (
+            StatusCode::OK,
+            Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
+        )
+            .into_response(),
+    }
+}
+
+fn event_name(vcs: Vcs, headers: &HeaderMap) -> String {
+    let header = match vcs {
+        Vcs::Github => "x-github-event",
+        Vcs::Gitlab => "x-gitlab-event",
+        Vcs::Bitbucket => "x-event-key",
+    };
+    headers
+        .get(header)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A delivery to an inbox whose secret is not at hand.
+struct Unverified {
+    instance: String,
+    inbox: String,
+    vcs: Vcs,
+}
+
+impl Unverified {
+    /// Everything that can be checked without the secret is checked now (a proof that is
+    /// there and well formed, a delivery id, a push that parses); the signature itself when
+    /// drained. A ping stores nothing, so it is answered as always.
+    async fn spool(
+        self,
+        state: &AppState,
+        event: Event,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, IngestError> {
+        let proof = Proof::read(self.vcs, headers)?;
+        if let Event::Ping = event {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let delivery = webhook::delivery_id(self.vcs, headers, &body)?;
+        if let Event::Push(shape) = event {
+            payload::parse_push(shape, &body)?;
+        }
+        let spooled = SpooledDelivery {
+            instance: self.instance,
+            inbox: self.inbox,
+            vcs: self.vcs,
+            event: event_name(self.vcs, headers),
+            delivery,
+            proof: Some(proof),
+            body: body.to_vec(),
+        };
+        spool(state, spooled).await
+    }
+}
+
+/// Appends the delivery to the spool and answers 202 queued once it is on disk.
+async fn spool(state: &AppState, delivery: SpooledDelivery) -> Result<Response, IngestError> {
+    let spool = state
+        .spool
+        .as_ref()
+        .ok_or(IngestError::StoreUnavailable(StoreError::Connecting))?;
+    let id = delivery.delivery.clone();
+    match spool.append(delivery.encode()).await {
+        Ok(()) => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({ "status": "queued", "delivery": id })),
+        )
+            .into_response()),
+        Err(SpoolError::Full) => Err(IngestError::SpoolFull),
+        Err(error) => Err(IngestError::SpoolUnavailable(error)),
+    }
+}

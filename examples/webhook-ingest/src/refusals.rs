@@ -1,0 +1,212 @@
+//! The deliveries an inbox refused, kept so that an operator who fixes the cause (most often a
+//! wrong secret) can tell which ones to redeliver: none of the three providers redelivers a
+//! 4xx by itself.
+//!
+//! A refusal is kept only for an inbox that exists, and only for what the sender must fix: a
+//! bad signature, a malformed push or delivery id, the wrong provider, a body too large or not
+//! JSON. Keeping one is best effort: a failure is logged and counted
+//! (`webhook_ingest_refusals_unrecorded_total` in `/metrics`) and never changes the answer.
+//! The store keeps the newest `REFUSALS_KEPT_PER_INBOX` per inbox; what is kept is the delivery
+//! id, the time, the status and the code, never the body or a header's value.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::Json;
+use faultline::Fault;
+use serde_json::json;
+
+use crate::error::IngestError;
+use crate::store::{Refusal, Store, REFUSALS_KEPT_PER_INBOX};
+use crate::webhook;
+use crate::{authorize, AppState};
+
+/// Refusals listed when the client names no limit.
+const DEFAULT_LISTED: u32 = 100;
+
+/// How many refusals were kept, and how many could not be.
+#[derive(Debug, Default)]
+pub struct RefusalCounts {
+    recorded: AtomicU64,
+    unrecorded: AtomicU64,
+}
+
+impl RefusalCounts {
+    /// Refusals kept in the store.
+    pub fn recorded(&self) -> u64 {
+        self.recorded.load(Ordering::Relaxed)
+    }
+
+    /// Refusals of a known inbox that the store could not keep.
+    pub fn unrecorded(&self) -> u64 {
+        self.unrecorded.load(Ordering::Relaxed)
+    }
+
+    /// Appends both counts in Prometheus's text format.
+    pub fn render_prometheus(&self, out: &mut String) {
+        for (name, help, value) in [
+            (
+                "webhook_ingest_refusals_recorded_total",
+                "Refused deliveries kept for the inbox's failure list.",
+                self.recorded(),
+            ),
+            (
+                "webhook_ingest_refusals_unrecorded_total",
+                "Refused deliveries the store could not keep.",
+                self.unrecorded(),
+            ),
+        ] {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            );
+        }
+    }
+}
+
+/// Keeps `refusal` of a delivery to the inbox `inbox` of `instance`, best effort: a store
+/// failure is logged and counted, never returned. Nothing is kept for an inbox that does not
+/// exist.
+pub async fn record_refusal(
+    store: &Store,
+    counts: &RefusalCounts,
+    instance: &str,
+    inbox: &str,
+    refusal: Refusal,
+) {
+    let code = refusal.code.clone();
+    match store
+        .record_refusal(instance.to_owned(), inbox.to_owned(), refusal)
+        .await
+    {
+        Ok(true) => {
+            counts.recorded.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(false) => {}
+        Err(error) => {
+            counts.unrecorded.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(inbox = %inbox, code = %code, error = %error, "refusal not recorded");
+        }
+    }
+}
+
+/// Whether an answer refuses a delivery for something its sender must fix, so that it is
+/// worth redelivering once fixed.
+fn is_refusal(error: &IngestError) -> bool {
+    matches!(
+        error,
+        IngestError::BadSignature { .. }
+            | IngestError::BadDeliveryId { .. }
+            | IngestError::Malformed(_)
+            | IngestError::WrongProvider { .. }
+            | IngestError::UnknownProvider
+            | IngestError::UnsupportedMediaType
+    )
+}
+
+/// The delivery id the sender put in its headers, if usable (a body the service did not read
+/// in full gives no derived id).
+fn sent_delivery(headers: &HeaderMap) -> Option<String> {
+    let (vcs, _) = webhook::detect(headers).ok()?;
+    webhook::sent_delivery_id(vcs, headers)?.ok()
+}
+
+/// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
+/// beside the writer, so junk sent to inboxes that do not exist never queues for the store's
+/// writer. A failed read says maybe: the write then fails too, and is counted.
+async fn may_exist(state: &AppState, instance: &str, inbox: &str) -> bool {
+    !matches!(
+        state
+            .store
+            .inbox(instance.to_owned(), inbox.to_owned())
+            .await,
+        Ok(None)
+    )
+}
+
+/// Keeps the refusal the webhook route answered with `error`, if it is one worth keeping.
+pub(crate) async fn note_error(
+    state: &AppState,
+    instance: &str,
+    inbox: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+    error: &IngestError,
+) {
+    if !is_refusal(error) || !may_exist(state, instance, inbox).await {
+        return;
+    }
+    let delivery = webhook::detect(headers)
+        .ok()
+        .and_then(|(vcs, _)| webhook::delivery_id(vcs, headers, body).ok());
+    let refusal = Refusal {
+        delivery,
+        status: error.status().as_u16(),
+        code: error.code().to_owned(),
+    };
+    record_refusal(&state.store, &state.refusals, instance, inbox, refusal).await;
+}
+
+/// Keeps the refusal of a body the service would not read: too large.
+pub(crate) async fn note_body_refused(
+    state: &AppState,
+    instance: &str,
+    inbox: &str,
+    headers: &HeaderMap,
+    status: StatusCode,
+) {
+    // Anything but too large (a client that went away mid-body) is no delivery to redeliver.
+    if status != StatusCode::PAYLOAD_TOO_LARGE || !may_exist(state, instance, inbox).await {
+        return;
+    }
+    let refusal = Refusal {
+        delivery: sent_delivery(headers),
+        status: status.as_u16(),
+        code: "payload-too-large".to_owned(),
+    };
+    record_refusal(&state.store, &state.refusals, instance, inbox, refusal).await;
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct Listed {
+    limit: Option<u32>,
+}
+
+/// `GET /api/{instance}/inboxes/{inbox}/failures`: the inbox's refused deliveries, newest
+/// first, at most `?limit=` (default 100, never more than are kept).
+pub(crate) async fn list_failures(
+    State(state): State<AppState>,
+    Path((instance, inbox)): Path<(String, String)>,
+    Query(listed): Query<Listed>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    if state
+        .store
+        .inbox(row.id.clone(), inbox.clone())
+        .await?
+        .is_none()
+    {
+        return Err(IngestError::InboxNotFound(inbox));
+    }
+    let limit = listed
+        .limit
+        .unwrap_or(DEFAULT_LISTED)
+        .clamp(1, REFUSALS_KEPT_PER_INBOX as u32);
+    let rows = state.store.refusals(row.id, inbox, limit).await?;
+    let failures: Vec<_> = rows
+        .into_iter()
+        .map(|row| {
+            json!({
+                "delivery": row.refusal.delivery,
+                "refused_at": row.refused_at,
+                "status": row.refusal.status,
+                "code": row.refusal.code,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "failures": failures })))
+}

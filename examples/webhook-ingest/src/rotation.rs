@@ -1,0 +1,58 @@
+//! Rotating an inbox's secret without losing a push: the new secret is answered once, and
+//! the one it replaces stays valid for a grace period while the provider is updated.
+//!
+//! A provider signs with the one secret it holds, and none of the three retries a 401. So a
+//! rotation that switched at once would refuse every push sent between the rotation and the
+//! moment someone pastes the new secret into the provider's settings. The previous secret
+//! passes for `--secret-grace` after the rotation (one day by default: time to update the
+//! hook in the provider's settings, on a working day). The age of a rotation is measured by
+//! the database's clock and read with the inbox, so every instance of a fleet decides the
+//! same. An inbox keeps one previous secret: rotating again within the grace ends the older
+//! one's grace at once.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::json;
+
+use crate::error::IngestError;
+use crate::{authorize, token, AppState, SECRET_BYTES};
+
+/// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
+/// day to change the provider's settings, which nobody does at the minute of the rotation.
+pub const DEFAULT_SECRET_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`: a new secret for the
+/// inbox, answered once; the previous one passes for the grace period.
+pub(crate) async fn rotate_secret(
+    State(state): State<AppState>,
+    Path((instance, digest, inbox)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    if !state
+        .store
+        .digest_exists(row.id.clone(), digest.clone())
+        .await?
+    {
+        return Err(IngestError::DigestNotFound(digest));
+    }
+    let secret = token("whs_", SECRET_BYTES);
+    let rotated = state
+        .store
+        .rotate_secret(row.id, digest, inbox.clone(), secret.clone())
+        .await?;
+    if !rotated {
+        return Err(IngestError::InboxNotFound(inbox));
+    }
+    // The inbox, never either secret: logs are read by more people than the secret is for.
+    tracing::info!(inbox = %inbox, "inbox secret rotated");
+    Ok(Json(json!({
+        "id": inbox,
+        "secret": secret,
+        "previous_secret_valid_for_secs": state.secret_grace.as_secs(),
+    })))
+}

@@ -1,0 +1,62 @@
+//! The inboxes already seen, kept in memory so that a delivery can be verified while the
+//! store cannot be asked.
+//!
+//! Every inbox the store answers for is remembered (its provider, digest, secret, and the
+//! previous secret of its last rotation with the time of that rotation); when
+//! the store is unreachable, a delivery to a remembered inbox is checked against the
+//! remembered secrets, by the same grace rule as with the store, and spooled as verified. The
+//! store stays the authority: it is asked
+//! first, every time, and its answer replaces what was remembered.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::store::InboxRow;
+
+/// Inboxes remembered at most: at a few hundred bytes each, tens of megabytes at worst. Past
+/// it a new inbox is not remembered, and its deliveries during an outage are spooled
+/// unverified and checked when drained.
+pub const MAX_CACHED_INBOXES: usize = 100_000;
+
+/// An inbox as the store answered for it, and when.
+type Seen = (InboxRow, Instant);
+
+/// The inboxes already seen, by instance and inbox id; cheap to clone.
+#[derive(Clone, Default)]
+pub struct SecretCache {
+    /// Each inbox with the moment it was read: a previous secret's age, which the database
+    /// reported then, keeps growing from there.
+    inboxes: Arc<Mutex<HashMap<(String, String), Seen>>>,
+}
+
+impl SecretCache {
+    /// Remembers what the store answered for `inbox` of `instance`.
+    pub fn remember(&self, instance: &str, inbox: &InboxRow) {
+        let mut inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (instance.to_owned(), inbox.id.clone());
+        if inboxes.len() < MAX_CACHED_INBOXES || inboxes.contains_key(&key) {
+            inboxes.insert(key, (inbox.clone(), Instant::now()));
+        }
+    }
+
+    /// The inbox as last seen, if it was, with its previous secret's age brought up to now.
+    pub fn get(&self, instance: &str, inbox: &str) -> Option<InboxRow> {
+        let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let (row, seen) = inboxes.get(&(instance.to_owned(), inbox.to_owned()))?;
+        let mut row = row.clone();
+        if let Some(previous) = &mut row.previous {
+            previous.age += seen.elapsed();
+        }
+        Some(row)
+    }
+}
+
+impl std::fmt::Debug for SecretCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("SecretCache")
+            .field("inboxes", &inboxes.len())
+            .finish()
+    }
+}

@@ -1,0 +1,239 @@
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::segment::{self, HEADER_BYTES};
+use super::{Spool, SpoolConfig, SpoolError};
+
+/// A fresh directory per test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "webhook-ingest-spool-{name}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+
+    fn config(&self) -> SpoolConfig {
+        SpoolConfig::new(&self.0)
+    }
+
+    fn segments(&self) -> Vec<u64> {
+        segment::segment_ids(&self.0).unwrap()
+    }
+
+    fn segment(&self, id: u64) -> PathBuf {
+        segment::segment_path(&self.0, id)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn drain(spool: &Spool, n: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let entry = spool.next().await.unwrap();
+        spool.ack(&entry).await.unwrap();
+        out.push(entry.payload);
+    }
+    out
+}
+
+#[tokio::test]
+async fn what_is_appended_comes_back_byte_for_byte_in_order() {
+    let dir = TempDir::new("round-trip");
+    let spool = Spool::open(dir.config()).unwrap();
+    let payloads: Vec<Vec<u8>> = (0..50u8)
+        .map(|n| (0..n).map(|i| i.wrapping_mul(31)).collect())
+        .collect();
+    for payload in &payloads {
+        spool.append(payload.clone()).await.unwrap();
+    }
+    assert_eq!(spool.stats().depth, 50);
+    assert_eq!(drain(&spool, 50).await, payloads);
+    let stats = spool.stats();
+    assert_eq!((stats.depth, stats.depth_bytes), (0, 0));
+    assert_eq!((stats.spooled, stats.drained), (50, 50));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn its_files_are_readable_by_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("modes");
+    let spool = Spool::open(dir.config()).unwrap();
+    spool.append(b"body".to_vec()).await.unwrap();
+    let mode = |path: &PathBuf| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir.0), 0o700);
+    assert_eq!(mode(&dir.segment(1)), 0o600);
+    assert_eq!(mode(&dir.0.join(segment::ACK_FILE)), 0o600);
+}
+
+#[tokio::test]
+async fn a_torn_last_record_is_cut_off_on_open_and_counted() {
+    let dir = TempDir::new("torn");
+    {
+        let spool = Spool::open(dir.config()).unwrap();
+        spool.append(b"whole-1".to_vec()).await.unwrap();
+        spool.append(b"whole-2".to_vec()).await.unwrap();
+    }
+    let whole_len = fs::metadata(dir.segment(1)).unwrap().len();
+    // A record whose header promises 100 bytes, of which a crash let 10 reach the disk.
+    let mut torn = Vec::new();
+    segment::encode(1, &[7; 100], &mut torn);
+    torn.truncate(HEADER_BYTES as usize + 10);
+    fs::OpenOptions::new()
+        .append(true)
+        .open(dir.segment(1))
+        .unwrap()
+        .write_all(&torn)
+        .unwrap();
+
+    let spool = Spool::open(dir.config()).unwrap();
+    let stats = spool.stats();
+    assert_eq!((stats.cut, stats.cut_bytes), (1, torn.len() as u64));
+    assert_eq!(stats.depth, 2);
+    assert_eq!(fs::metadata(dir.segment(1)).unwrap().len(), whole_len);
+    spool.append(b"after".to_vec()).await.unwrap();
+    assert_eq!(
+        drain(&spool, 3).await,
+        [b"whole-1".to_vec(), b"whole-2".to_vec(), b"after".to_vec()]
+    );
+}
+
+#[tokio::test]
+async fn a_record_whose_checksum_fails_is_cut_with_what_follows() {
+    let dir = TempDir::new("corrupt");
+    {
+        let spool = Spool::open(dir.config()).unwrap();
+        for payload in [&b"first"[..], b"second", b"third"] {
+            spool.append(payload.to_vec()).await.unwrap();
+        }
+    }
+    // Flip one payload byte of the second record.
+    let mut bytes = fs::read(dir.segment(1)).unwrap();
+    let second = (HEADER_BYTES + 5) as usize;
+    bytes[second + HEADER_BYTES as usize] ^= 0x20;
+    fs::write(dir.segment(1), &bytes).unwrap();
+
+    let spool = Spool::open(dir.config()).unwrap();
+    let stats = spool.stats();
+    assert_eq!(stats.cut, 1);
+    assert_eq!(stats.cut_bytes, bytes.len() as u64 - second as u64);
+    assert_eq!(stats.depth, 1);
+    assert_eq!(drain(&spool, 1).await, [b"first".to_vec()]);
+}
+
+#[tokio::test]
+async fn concurrent_appends_each_come_back_once_in_the_order_they_were_flushed() {
+    const TASKS: u64 = 32;
+    const EACH: u64 = 25;
+    let dir = TempDir::new("ordering");
+    let spool = Spool::open(dir.config()).unwrap();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let spool = spool.clone();
+            tokio::spawn(async move {
+                for n in 0..EACH {
+                    spool
+                        .append(format!("{task}:{n}").into_bytes())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let drained = drain(&spool, (TASKS * EACH) as usize).await;
+    let mut last_of_task = vec![None; TASKS as usize];
+    for payload in &drained {
+        let text = String::from_utf8(payload.clone()).unwrap();
+        let (task, n) = text.split_once(':').unwrap();
+        let (task, n): (usize, u64) = (task.parse().unwrap(), n.parse().unwrap());
+        // Each task appended its records one after another: they come back in that order.
+        assert_eq!(last_of_task[task].map_or(0, |last: u64| last + 1), n);
+        last_of_task[task] = Some(n);
+    }
+    assert!(last_of_task.iter().all(|last| *last == Some(EACH - 1)));
+    assert_eq!(spool.stats().spooled, TASKS * EACH);
+}
+
+#[tokio::test]
+async fn past_its_bound_an_append_is_refused_and_counted_until_a_drain_makes_room() {
+    let dir = TempDir::new("bounds");
+    let record = HEADER_BYTES + 100;
+    let config = SpoolConfig {
+        max_bytes: 3 * record,
+        ..dir.config()
+    };
+    let spool = Spool::open(config).unwrap();
+    for _ in 0..3 {
+        spool.append(vec![1; 100]).await.unwrap();
+    }
+    assert_eq!(spool.append(vec![2; 100]).await, Err(SpoolError::Full));
+    assert_eq!(spool.append(vec![2; 1]).await, Err(SpoolError::Full));
+    let stats = spool.stats();
+    assert_eq!(
+        (stats.depth, stats.depth_bytes, stats.full),
+        (3, 3 * record, 2)
+    );
+    drain(&spool, 1).await;
+    spool.append(vec![3; 100]).await.unwrap();
+    assert_eq!(spool.stats().depth, 3);
+}
+
+#[tokio::test]
+async fn a_reopened_spool_hands_out_only_what_was_not_drained_and_deletes_drained_segments() {
+    let dir = TempDir::new("reopen");
+    let config = SpoolConfig {
+        segment_bytes: 3 * (HEADER_BYTES + 4),
+        ..dir.config()
+    };
+    {
+        let spool = Spool::open(config.clone()).unwrap();
+        for n in 0..10u32 {
+            spool.append(n.to_le_bytes().to_vec()).await.unwrap();
+        }
+        assert!(dir.segments().len() >= 3, "{:?}", dir.segments());
+        let drained = drain(&spool, 7).await;
+        assert_eq!(drained[6], 6u32.to_le_bytes());
+        // Taken, not acknowledged: a crash now hands it out again.
+        let taken = spool.next().await.unwrap();
+        assert_eq!(taken.payload, 7u32.to_le_bytes());
+    }
+    let before = dir.segments();
+    let spool = Spool::open(config).unwrap();
+    assert_eq!(spool.stats().depth, 3);
+    let rest = drain(&spool, 3).await;
+    let rest: Vec<u32> = rest
+        .iter()
+        .map(|p| u32::from_le_bytes(p[..].try_into().unwrap()))
+        .collect();
+    assert_eq!(rest, [7, 8, 9]);
+    let after = dir.segments();
+    assert!(after.len() < before.len(), "{before:?} then {after:?}");
+    assert_eq!(spool.stats().depth, 0);
+}
+
+#[tokio::test]
+async fn an_empty_spool_reopens_empty() {
+    let dir = TempDir::new("empty");
+    drop(Spool::open(dir.config()).unwrap());
+    let spool = Spool::open(dir.config()).unwrap();
+    assert_eq!(spool.stats(), Default::default());
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(50), spool.next()).await;
+    assert!(waited.is_err(), "an empty spool handed something out");
+}

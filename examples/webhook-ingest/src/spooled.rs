@@ -1,0 +1,109 @@
+//! A delivery as the spool keeps it: where it goes, what it is, its proof when it could not
+//! be checked yet, and its body.
+//!
+//! Fields are length-prefixed (`u32`, little-endian) after a version byte; the spool's own
+//! record checksum covers them. A delivery whose signature was checked before spooling has
+//! no proof; one that could not be checked (the store unreachable, its inbox not seen since
+//! start) keeps the proof from its headers, and is checked when drained. The proof of a
+//! GitLab delivery is the digest of its token, never the token.
+
+use crate::webhook::{Proof, Vcs};
+
+const VERSION: u8 = 1;
+
+/// One spooled delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpooledDelivery {
+    pub instance: String,
+    pub inbox: String,
+    pub vcs: Vcs,
+    /// The event header's value, as sent.
+    pub event: String,
+    pub delivery: String,
+    /// `None` when the signature was checked before spooling.
+    pub proof: Option<Proof>,
+    pub body: Vec<u8>,
+}
+
+impl SpooledDelivery {
+    /// The record's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let proof = self.proof.as_ref().map(Proof::to_bytes).unwrap_or_default();
+        let fields: [&[u8]; 6] = [
+            self.instance.as_bytes(),
+            self.inbox.as_bytes(),
+            self.vcs.as_str().as_bytes(),
+            self.event.as_bytes(),
+            self.delivery.as_bytes(),
+            &proof,
+        ];
+        let size = fields.iter().map(|f| 4 + f.len()).sum::<usize>() + 1 + self.body.len();
+        let mut out = Vec::with_capacity(size);
+        out.push(VERSION);
+        for field in fields {
+            out.extend_from_slice(&(field.len() as u32).to_le_bytes());
+            out.extend_from_slice(field);
+        }
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// A delivery from [`encode`](Self::encode)'s bytes, or `None` if they are not one.
+    pub fn decode(bytes: &[u8]) -> Option<SpooledDelivery> {
+        let (&version, mut rest) = bytes.split_first()?;
+        if version != VERSION {
+            return None;
+        }
+        let mut field = || -> Option<&[u8]> {
+            let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let value = rest.get(4..4 + len)?;
+            rest = &rest[4 + len..];
+            Some(value)
+        };
+        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).ok();
+        let instance = text(field()?)?;
+        let inbox = text(field()?)?;
+        let vcs = Vcs::parse(std::str::from_utf8(field()?).ok()?)?;
+        let event = text(field()?)?;
+        let delivery = text(field()?)?;
+        let proof = match field()? {
+            [] => None,
+            bytes => Some(Proof::from_bytes(vcs, bytes)?),
+        };
+        Some(SpooledDelivery {
+            instance,
+            inbox,
+            vcs,
+            event,
+            delivery,
+            proof,
+            body: rest.to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
+        let delivery = SpooledDelivery {
+            instance: "in_1".into(),
+            inbox: "ib_2".into(),
+            vcs: Vcs::Gitlab,
+            event: "Push Hook".into(),
+            delivery: "d-3".into(),
+            proof: Some(Proof::Token { digest: [9; 32] }),
+            body: br#"{"ref":"refs/heads/main"}"#.to_vec(),
+        };
+        let bytes = delivery.encode();
+        assert_eq!(SpooledDelivery::decode(&bytes), Some(delivery.clone()));
+        let verified = SpooledDelivery {
+            proof: None,
+            ..delivery
+        };
+        assert_eq!(SpooledDelivery::decode(&verified.encode()), Some(verified));
+        assert_eq!(SpooledDelivery::decode(&bytes[..20]), None);
+    }
+}

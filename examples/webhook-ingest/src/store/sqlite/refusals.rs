@@ -1,0 +1,69 @@
+//! Refused deliveries in SQLite: kept per inbox, pruned to the newest, listed newest first.
+
+use rusqlite::{params, TransactionBehavior};
+
+use super::SqliteStore;
+use crate::store::{Refusal, RefusalRow, StoreError, REFUSALS_KEPT_PER_INBOX};
+
+impl SqliteStore {
+    pub(in crate::store) async fn record_refusal(
+        &self,
+        instance: String,
+        inbox: String,
+        refusal: Refusal,
+    ) -> Result<bool, StoreError> {
+        self.write(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Only for an inbox of this instance: a refusal of anything else is not kept.
+            let kept =
+                tx.prepare_cached(
+                    "INSERT INTO refusals (instance_id, inbox_id, delivery_id, status, code)
+                     SELECT ?1, id, ?3, ?4, ?5 FROM inboxes WHERE id = ?2 AND instance_id = ?1",
+                )?
+                .execute(params![
+                    instance,
+                    inbox,
+                    refusal.delivery,
+                    refusal.status,
+                    refusal.code
+                ])? == 1;
+            if kept {
+                tx.prepare_cached(
+                    "DELETE FROM refusals WHERE inbox_id = ?1 AND seq <= (
+                         SELECT seq FROM refusals WHERE inbox_id = ?1
+                         ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+                )?
+                .execute(params![inbox, REFUSALS_KEPT_PER_INBOX])?;
+            }
+            tx.commit()?;
+            Ok(kept)
+        })
+        .await
+    }
+
+    pub(in crate::store) async fn refusals(
+        &self,
+        instance: String,
+        inbox: String,
+        limit: u32,
+    ) -> Result<Vec<RefusalRow>, StoreError> {
+        self.read(move |c| {
+            let mut query = c.prepare_cached(
+                "SELECT delivery_id, status, code, refused_at FROM refusals
+                 WHERE inbox_id = ?1 AND instance_id = ?2 ORDER BY seq DESC LIMIT ?3",
+            )?;
+            let rows = query.query_map(params![inbox, instance, limit], |row| {
+                Ok(RefusalRow {
+                    refusal: Refusal {
+                        delivery: row.get(0)?,
+                        status: row.get(1)?,
+                        code: row.get(2)?,
+                    },
+                    refused_at: row.get(3)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+}

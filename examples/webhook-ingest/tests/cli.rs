@@ -1,0 +1,102 @@
+//! The binary's command line as an operator meets it: settings from the environment, a bad
+//! flag named in its error, and `--help` showing the defaults.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn service() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"));
+    command.env_remove("WEBHOOK_INGEST_LISTEN");
+    command
+}
+
+#[test]
+fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
+    let mut child = service()
+        .args(["--db", ":memory:"])
+        .env("WEBHOOK_INGEST_LISTEN", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{first}"));
+    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    assert!(addr.ip().is_loopback(), "{addr}");
+    assert_ne!(addr.port(), 0);
+}
+
+/// A flag wins over its variable: `--port` serves loopback even when the environment names
+/// another address.
+#[test]
+fn port_on_the_command_line_wins_over_the_environments_address() {
+    let mut child = service()
+        .args(["--port", "0", "--db", ":memory:"])
+        .env("WEBHOOK_INGEST_LISTEN", "0.0.0.0:1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
+}
+
+#[test]
+fn a_bad_flag_stops_the_service_with_the_flag_named() {
+    for (args, flag) in [
+        (&["--idle-timeout", "forever"][..], "--idle-timeout"),
+        (&["--listen", "3000"][..], "--listen"),
+        (
+            &["--port", "0", "--request-timeout", "1s"][..],
+            "--body-timeout",
+        ),
+    ] {
+        let output = service().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn help_shows_every_default_and_hides_secret_values() {
+    let output = service()
+        .arg("--help")
+        .env("WEBHOOK_INGEST_ADMIN_TOKEN", "token-never-shown")
+        .env("WEBHOOK_INGEST_DB", "postgres://u:pw-never-shown@db/hooks")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for shown in [
+        "[default: 127.0.0.1:3000]",
+        "[default: webhook-ingest.db]",
+        "[default: 26214400]",
+        "[default: 60s]",
+        "[default: 8s]",
+        "[default: 100]",
+        "[default: 24h]",
+        "WEBHOOK_INGEST_SECRET_GRACE",
+        "WEBHOOK_INGEST_DB_CA",
+        "WEBHOOK_INGEST_LISTEN",
+        "WEBHOOK_INGEST_DB",
+        "WEBHOOK_INGEST_ADMIN_TOKEN",
+    ] {
+        assert!(help.contains(shown), "{shown} not in {help}");
+    }
+    assert!(!help.contains("never-shown"), "{help}");
+}

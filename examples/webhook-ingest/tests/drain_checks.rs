@@ -1,0 +1,173 @@
+//! What the drainer checks, over TCP: a spooled delivery is held to the webhook route's rule
+//! (the current secret, or the previous one within the grace period), and one refused when
+//! drained is listed among the inbox's refused deliveries and never stored.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+use webhook_ingest::spool::{Spool, SpoolConfig};
+use webhook_ingest::store::Store;
+use webhook_ingest::webhook::Vcs;
+
+const DRAIN_WAIT: Duration = Duration::from_secs(20);
+
+/// A service on a SQLite file with a spool, and the spool's directory, removed when done.
+struct Spooled {
+    service: Service,
+    dir: PathBuf,
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn spooled(name: &str, secret_grace: Duration) -> Spooled {
+    let dir = temp_path(name, "spool");
+    let db = temp_path(name, "db");
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let config = webhook_ingest::Config {
+        spool: Some(Spool::open(SpoolConfig::new(&dir)).unwrap()),
+        secret_grace,
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let service = Service::serve_with(store, Some(db), config).await;
+    Spooled { service, dir }
+}
+
+async fn drained(service: &Service) -> Value {
+    let start = Instant::now();
+    loop {
+        let health = service
+            .send(service.client.get(service.url("/health")))
+            .await
+            .body;
+        if health["store"] == "up" && health["spool"]["depth"] == 0 {
+            return health;
+        }
+        assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn failures(service: &Service, fixture: &Fixture, vcs: Vcs) -> Value {
+    let path = format!(
+        "/api/{}/inboxes/{}/failures",
+        fixture.instance,
+        fixture.inbox(vcs).0
+    );
+    let answer = service
+        .send(
+            service
+                .client
+                .get(service.url(&path))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.body["failures"].clone()
+}
+
+/// Rotates `vcs`'s inbox secret and answers the fixture still signing with the old one.
+async fn rotate(service: &Service, fixture: &Fixture, vcs: Vcs) -> String {
+    let path = format!(
+        "/api/{}/digests/{}/inboxes/{}/secret",
+        fixture.instance,
+        fixture.digest,
+        fixture.inbox(vcs).0
+    );
+    let answer = service
+        .send(
+            service
+                .client
+                .post(service.url(&path))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    answer.str("secret")
+}
+
+#[tokio::test]
+async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never_stored() {
+    let spooled = spooled("drain-forged", Duration::from_secs(3600)).await;
+    let service = &spooled.service;
+    let fixture = service.setup().await;
+    // Down from the start: the inbox was never seen, so the delivery cannot be checked now.
+    service.store.set_failing(true);
+    let body = gitlab_push();
+    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
+        .set("x-gitlab-token", "not-the-secret");
+    let forged = post_to(service, &fixture.hook_path(Vcs::Gitlab), forged, &body);
+    let answer = service.send(forged).await;
+    assert_eq!(
+        (answer.status, answer.str("status")),
+        (202, "queued".into())
+    );
+
+    service.store.set_failing(false);
+    let health = drained(service).await;
+    assert_eq!(health["spool"]["refused"], 1, "{health}");
+    let listed = failures(service, &fixture, Vcs::Gitlab).await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["delivery"], "gl-forged");
+    assert_eq!(listed[0]["status"], 401);
+    assert_eq!(listed[0]["code"], "bad-signature");
+    assert_eq!(
+        service.stats(&fixture).await,
+        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+    );
+}
+
+#[tokio::test]
+async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the_grace() {
+    let spooled = spooled("drain-rotated", Duration::from_secs(3600)).await;
+    let service = &spooled.service;
+    let old = service.setup().await;
+    rotate(service, &old, Vcs::Github).await;
+    // Unseen inbox: spooled unverified, checked when drained.
+    service.store.set_failing(true);
+    let body = github_push(&["unseen"]);
+    let unseen = delivery(service, &old, Vcs::Github, "push", "old-unseen", &body);
+    assert_eq!(service.send(unseen).await.str("status"), "queued");
+    service.store.set_failing(false);
+    let health = drained(service).await;
+    assert_eq!(health["spool"]["refused"], 0, "{health}");
+    // Seen inbox: checked at once against the remembered secrets, previous one included.
+    service.store.set_failing(true);
+    let body = github_push(&["seen"]);
+    let seen = delivery(service, &old, Vcs::Github, "push", "old-seen", &body);
+    assert_eq!(service.send(seen).await.str("status"), "queued");
+    service.store.set_failing(false);
+    drained(service).await;
+    assert_eq!(
+        service.stats(&old).await,
+        json!({ "digests": 1, "inboxes": 3, "deliveries": 2, "redeliveries": 0, "commits": 2 })
+    );
+    assert_eq!(failures(service, &old, Vcs::Github).await, json!([]));
+}
+
+#[tokio::test]
+async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_refused() {
+    let spooled = spooled("drain-expired", Duration::from_millis(200)).await;
+    let service = &spooled.service;
+    let old = service.setup().await;
+    rotate(service, &old, Vcs::Github).await;
+    service.store.set_failing(true);
+    let body = github_push(&["late"]);
+    let late = delivery(service, &old, Vcs::Github, "push", "old-late", &body);
+    assert_eq!(service.send(late).await.str("status"), "queued");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    service.store.set_failing(false);
+    let health = drained(service).await;
+    assert_eq!(health["spool"]["refused"], 1, "{health}");
+    let listed = failures(service, &old, Vcs::Github).await;
+    assert_eq!(listed[0]["delivery"], "old-late", "{listed}");
+    assert_eq!(listed[0]["code"], "bad-signature");
+    assert_eq!(service.stats(&old).await["deliveries"], 0);
+}

@@ -1,0 +1,280 @@
+//! Rotating an inbox's secret over TCP: the new secret passes at once, the previous one for
+//! the grace period and not after it, only the instance's key may rotate, and neither secret
+//! reaches a log line.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use webhook_ingest::store::Store;
+use webhook_ingest::webhook::Vcs;
+
+/// Short enough to wait out in a test, long enough that the checks made within it finish
+/// first on a loaded machine.
+const GRACE: Duration = Duration::from_secs(2);
+
+impl Service {
+    async fn rotate(&self, fixture: &Fixture, vcs: Vcs, key: &str) -> Answer {
+        let path = format!(
+            "/api/{}/digests/{}/inboxes/{}/secret",
+            fixture.instance,
+            fixture.digest,
+            fixture.inbox(vcs).0
+        );
+        self.send(self.client.post(self.url(&path)).bearer_auth(key))
+            .await
+    }
+}
+
+/// The fixture with `vcs`'s inbox secret replaced, so deliveries are signed with `secret`.
+fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
+    let inboxes = fixture
+        .inboxes
+        .iter()
+        .map(|(v, id, s)| {
+            (
+                *v,
+                id.clone(),
+                if *v == vcs { secret } else { s }.to_owned(),
+            )
+        })
+        .collect();
+    Fixture {
+        instance: fixture.instance.clone(),
+        key: fixture.key.clone(),
+        digest: fixture.digest.clone(),
+        inboxes,
+    }
+}
+
+async fn push(service: &Service, fixture: &Fixture, vcs: Vcs, id: &str) -> Answer {
+    let (event, body) = match vcs {
+        Vcs::Github => ("push", github_push(&[id])),
+        Vcs::Gitlab => ("Push Hook", gitlab_push()),
+        Vcs::Bitbucket => ("repo:push", bitbucket_push()),
+    };
+    service
+        .send(delivery(service, fixture, vcs, event, id, &body))
+        .await
+}
+
+#[tokio::test]
+async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
+    let config = webhook_ingest::Config {
+        secret_grace: GRACE,
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let store = Store::open(":memory:").await.unwrap();
+    let service = Service::serve_with(store, None, config).await;
+    let old = service.setup().await;
+    let mut rotated = Vec::new();
+    for vcs in Vcs::ALL {
+        let answer = service.rotate(&old, vcs, &old.key).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.body["id"], old.inbox(vcs).0);
+        assert_eq!(answer.body["previous_secret_valid_for_secs"], 2);
+        let secret = answer.str("secret");
+        assert!(secret.starts_with("whs_") && secret != old.inbox(vcs).1);
+        rotated.push((vcs, secret));
+    }
+    for (vcs, secret) in &rotated {
+        let new = signing_with(&old, *vcs, secret);
+        let within = push(&service, &old, *vcs, &format!("{vcs}-old-within")).await;
+        assert_eq!(within.status, 201, "{vcs}: {}", within.text);
+        let fresh = push(&service, &new, *vcs, &format!("{vcs}-new-within")).await;
+        assert_eq!(fresh.status, 201, "{vcs}: {}", fresh.text);
+    }
+    tokio::time::sleep(GRACE + Duration::from_millis(200)).await;
+    for (vcs, secret) in &rotated {
+        let new = signing_with(&old, *vcs, secret);
+        let after = push(&service, &old, *vcs, &format!("{vcs}-old-after")).await;
+        after.assert_problem(401, "bad-signature");
+        let fresh = push(&service, &new, *vcs, &format!("{vcs}-new-after")).await;
+        assert_eq!(fresh.status, 201, "{vcs}: {}", fresh.text);
+    }
+    let stats = service.stats(&old).await;
+    assert_eq!(stats["deliveries"], 9, "{stats}");
+    let snapshot = service.quiescent().await;
+    assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    // Setup (5), rotations (3), pushes (12) and the stats (1); the 3 refusals are handled 4xx.
+    assert_eq!((snapshot.ok, snapshot.handled), (18, 3), "{snapshot:#?}");
+}
+
+/// Two instances on one PostgreSQL database: a rotation made at one holds at the other, grace
+/// included, since the grace is measured from the rotation's time in the database. Runs when
+/// `WEBHOOK_INGEST_TEST_POSTGRES` names a database.
+#[tokio::test]
+async fn a_rotation_at_one_instance_of_a_fleet_holds_at_another() {
+    let Some(url) = test_postgres("a_rotation_at_one_instance_of_a_fleet_holds_at_another") else {
+        return;
+    };
+    let config = || webhook_ingest::Config {
+        secret_grace: GRACE,
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let fleet = [
+        Service::serve_with(Store::open(&url).await.unwrap(), None, config()).await,
+        Service::serve_with(Store::open(&url).await.unwrap(), None, config()).await,
+    ];
+    let old = fleet[0].setup().await;
+    let answer = fleet[0].rotate(&old, Vcs::Github, &old.key).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let new = signing_with(&old, Vcs::Github, &answer.str("secret"));
+    let within = push(&fleet[1], &old, Vcs::Github, "fleet-old-within").await;
+    assert_eq!(within.status, 201, "{}", within.text);
+    tokio::time::sleep(GRACE + Duration::from_millis(200)).await;
+    push(&fleet[1], &old, Vcs::Github, "fleet-old-after")
+        .await
+        .assert_problem(401, "bad-signature");
+    let fresh = push(&fleet[1], &new, Vcs::Github, "fleet-new-after").await;
+    assert_eq!(fresh.status, 201, "{}", fresh.text);
+    for service in &fleet {
+        let snapshot = service.quiescent().await;
+        assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    }
+}
+
+#[tokio::test]
+async fn only_the_instances_key_rotates_and_only_its_own_inboxes() {
+    let service = Service::start().await;
+    let fixture = service.setup().await;
+    let other = service.setup().await;
+    service
+        .rotate(&fixture, Vcs::Github, "key_wrong")
+        .await
+        .assert_problem(401, "bad-api-key");
+    service
+        .rotate(&fixture, Vcs::Github, &other.key)
+        .await
+        .assert_problem(401, "bad-api-key");
+    let foreign_inbox = Fixture {
+        inboxes: other.inboxes.clone(),
+        ..signing_with(&fixture, Vcs::Github, "unused")
+    };
+    service
+        .rotate(&foreign_inbox, Vcs::Github, &fixture.key)
+        .await
+        .assert_problem(404, "inbox-not-found");
+    let foreign_digest = Fixture {
+        digest: other.digest.clone(),
+        ..signing_with(&fixture, Vcs::Github, "unused")
+    };
+    service
+        .rotate(&foreign_digest, Vcs::Github, &fixture.key)
+        .await
+        .assert_problem(404, "digest-not-found");
+    // Nothing was rotated: the original secret still passes with no grace involved.
+    let answer = push(&service, &fixture, Vcs::Github, "after-refusals").await;
+    assert_eq!(answer.status, 201, "{}", answer.text);
+}
+
+/// The binary at trace level: neither secret nor the API key is in its output.
+#[test]
+fn no_secret_reaches_the_log() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"))
+        .args(["--port", "0", "--db", ":memory:"])
+        .env_remove("WEBHOOK_INGEST_LISTEN")
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_owned();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let secrets = runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let url = |path: &str| format!("http://{addr}{path}");
+        let json = |r: reqwest::Response| async {
+            serde_json::from_slice::<serde_json::Value>(&r.bytes().await.unwrap()).unwrap()
+        };
+        let created = json(client.post(url("/api/instances")).send().await.unwrap()).await;
+        let (instance, key) = (
+            created["id"].as_str().unwrap(),
+            created["api_key"].as_str().unwrap(),
+        );
+        let post = |path: String, body: serde_json::Value| {
+            client
+                .post(url(&path))
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+        };
+        let digest = json(
+            post(
+                format!("/api/{instance}/digests"),
+                json!({"description": "d"}),
+            )
+            .await
+            .unwrap(),
+        )
+        .await;
+        let digest = digest["id"].as_str().unwrap();
+        let inbox = json(
+            post(
+                format!("/api/{instance}/digests/{digest}/inboxes"),
+                json!({"vcs": "gitlab", "name": "n"}),
+            )
+            .await
+            .unwrap(),
+        )
+        .await;
+        let (inbox_id, old) = (
+            inbox["id"].as_str().unwrap(),
+            inbox["secret"].as_str().unwrap(),
+        );
+        let rotated = json(
+            post(
+                format!("/api/{instance}/digests/{digest}/inboxes/{inbox_id}/secret"),
+                json!({}),
+            )
+            .await
+            .unwrap(),
+        )
+        .await;
+        let new = rotated["secret"].as_str().unwrap();
+        for token in [old, new, "whs_wrong"] {
+            client
+                .post(url(&format!("/api/{instance}/inboxes/{inbox_id}/commits")))
+                .header("content-type", "application/json")
+                .header("x-gitlab-event", "Push Hook")
+                .header("x-gitlab-token", token)
+                .body(gitlab_push())
+                .send()
+                .await
+                .unwrap();
+        }
+        [key.to_owned(), old.to_owned(), new.to_owned()]
+    });
+    // SIGTERM, so the log writer flushes before the process ends.
+    let stopped = Command::new("kill")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    child.wait().unwrap();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(log.contains("inbox secret rotated"), "{log}");
+    assert!(log.contains("final ledger"), "{log}");
+    for secret in secrets {
+        assert!(!log.contains(&secret), "{secret} in {log}");
+    }
+}
