@@ -87,6 +87,7 @@ impl Future for Quiescent {
 mod tests {
     use std::time::Duration;
 
+    use crate::count::ledger::loom_models::LOOM_ROUTES;
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
     use crate::request::RouteKey;
@@ -129,6 +130,7 @@ mod tests {
 
 #[cfg(all(test, loom))]
 mod loom_models {
+    use crate::count::ledger::loom_models::LOOM_ROUTES;
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
     use crate::request::RouteKey;
@@ -143,7 +145,7 @@ mod loom_models {
     #[test]
     fn loom_quiescent_wakes_once_nothing_is_in_flight_and_not_before() {
         crate::count::stripe::model(|| {
-            let ledger = Ledger::new();
+            let ledger = Ledger::builder().max_routes(LOOM_ROUTES).build();
             ledger.start();
             ledger.start();
             let finishers: Vec<_> = (0..2)
