@@ -87,7 +87,6 @@ impl Future for Quiescent {
 mod tests {
     use std::time::Duration;
 
-    use crate::count::ledger::loom_models::LOOM_ROUTES;
     use crate::count::ledger::Ledger;
     use crate::outcome::Outcome;
     use crate::request::RouteKey;
