@@ -32,12 +32,10 @@ fn githubs_published_signature_test_vector() {
 }
 
 #[tokio::test]
-async fn the_management_routes_and_their_failures() {
-    let service = Service::start().await;
-    let fixture = service.setup().await;
+async fn an_instance_is_looked_up_by_header_or_query_key() {
+    let (service, fixture) = Service::with_fixture().await;
     let before = service.ledger.snapshot();
     let instance_path = format!("/api/instances/{}", fixture.instance);
-
     let by_header = service
         .send(
             service
@@ -58,7 +56,18 @@ async fn the_management_routes_and_their_failures() {
         )
         .await;
     assert_eq!(by_query.status, 200, "{}", by_query.text);
+    let health = service
+        .send(service.client.get(service.url("/health")))
+        .await;
+    assert_eq!(health.status, 200);
+    service.assert_counted(&before, 3, 0, 0).await;
+}
 
+#[tokio::test]
+async fn wrong_or_missing_keys_are_refused_and_shown_only_to_the_admin() {
+    let (service, fixture) = Service::with_fixture().await;
+    let before = service.ledger.snapshot();
+    let instance_path = format!("/api/instances/{}", fixture.instance);
     let wrong_key = "key_wrong_and_secret";
     let bad_key = service
         .send(
@@ -74,81 +83,11 @@ async fn the_management_routes_and_their_failures() {
         .send(service.client.get(service.url(&instance_path)))
         .await;
     no_key.assert_problem(401, "bad-api-key");
-    let unknown = service
-        .send(
-            service
-                .client
-                .get(service.url("/api/instances/in_nobody"))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
-    unknown.assert_problem(404, "instance-not-found");
-
     let digests = format!("/api/{}/digests", fixture.instance);
-    let empty = service
-        .post_json(&digests, &fixture.key, json!({ "description": " " }))
-        .await;
-    empty.assert_problem(422, "invalid-field");
-    let missing = service
-        .post_json(&digests, &fixture.key, json!({ "name": "x" }))
-        .await;
-    assert_eq!(missing.status, 422, "{}", missing.text);
-    let not_json = service
-        .send(
-            service
-                .client
-                .post(service.url(&digests))
-                .bearer_auth(&fixture.key)
-                .body("description=x"),
-        )
-        .await;
-    not_json.assert_problem(415, "unsupported-media-type");
     let foreign = service
         .post_json(&digests, "key_someone_else", json!({ "description": "x" }))
         .await;
     foreign.assert_problem(401, "bad-api-key");
-
-    let inboxes = format!(
-        "/api/{}/digests/{}/inboxes",
-        fixture.instance, fixture.digest
-    );
-    let svn = service
-        .post_json(
-            &inboxes,
-            &fixture.key,
-            json!({ "vcs": "svn", "name": "old" }),
-        )
-        .await;
-    svn.assert_problem(422, "invalid-field");
-    let no_digest = service
-        .post_json(
-            &format!("/api/{}/digests/dg_nothing/inboxes", fixture.instance),
-            &fixture.key,
-            json!({ "vcs": "github", "name": "x" }),
-        )
-        .await;
-    no_digest.assert_problem(404, "digest-not-found");
-    let commits = service
-        .send(
-            service
-                .client
-                .get(service.url(&format!(
-                    "/api/{}/digests/dg_nothing/commits",
-                    fixture.instance
-                )))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
-    commits.assert_problem(404, "digest-not-found");
-
-    assert_eq!(
-        service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
-    );
-    let health = service
-        .send(service.client.get(service.url("/health")))
-        .await;
-    assert_eq!(health.status, 200);
     // The error groups and the inbox page: the same groups, behind the same token.
     let mut pages = Vec::new();
     for path in ["/errors", "/errors/inbox"] {
@@ -171,28 +110,101 @@ async fn the_management_routes_and_their_failures() {
     assert!(inbox.text.starts_with("<!DOCTYPE html>"));
     assert!(inbox.text.contains("<td class=\"code\">bad-api-key</td>"));
     assert!(!inbox.text.contains(wrong_key));
+    // The two pages succeeded; three wrong instance keys, and the two pages asked for
+    // without the admin token, are the handlers' own.
+    let after = service.assert_counted(&before, 2, 0, 5).await;
+    assert_eq!(series_count(&after, "bad-api-key", None), 5);
+    assert!(after
+        .series
+        .iter()
+        .all(|s| !s.route.contains(&fixture.instance)));
+}
 
-    let after = service.quiescent().await;
-    assert!(after.is_balanced(), "{after:#?}");
-    // Two look-ups, the stats, the health check, the error groups and the inbox page
-    // succeeded; the missing member and the form body are axum's rejections; the other ten
-    // (the error groups and the inbox asked for without the admin token among them) are the
-    // handlers' own.
-    assert_eq!(after.ok - before.ok, 6);
-    assert_eq!(after.rejected - before.rejected, 2);
-    assert_eq!(after.handled - before.handled, 10);
-    let series = |code: &str| {
-        after
-            .series
-            .iter()
-            .filter(|s| s.code == code)
-            .map(|s| s.count)
-            .sum::<u64>()
-    };
-    // Three wrong instance keys, and the error groups and the inbox asked for without the
-    // admin token.
-    assert_eq!(series("bad-api-key"), 5);
-    assert_eq!(series("digest-not-found"), 2);
+#[tokio::test]
+async fn unknown_instances_and_digests_are_404() {
+    let (service, fixture) = Service::with_fixture().await;
+    let before = service.ledger.snapshot();
+    let unknown = service
+        .send(
+            service
+                .client
+                .get(service.url("/api/instances/in_nobody"))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    unknown.assert_problem(404, "instance-not-found");
+    let no_digest = service
+        .post_json(
+            &format!("/api/{}/digests/dg_nothing/inboxes", fixture.instance),
+            &fixture.key,
+            json!({ "vcs": "github", "name": "x" }),
+        )
+        .await;
+    no_digest.assert_problem(404, "digest-not-found");
+    let commits = service
+        .send(
+            service
+                .client
+                .get(service.url(&format!(
+                    "/api/{}/digests/dg_nothing/commits",
+                    fixture.instance
+                )))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    commits.assert_problem(404, "digest-not-found");
+    let after = service.assert_counted(&before, 0, 0, 3).await;
+    assert_eq!(series_count(&after, "instance-not-found", None), 1);
+    assert_eq!(series_count(&after, "digest-not-found", None), 2);
+    assert!(after
+        .series
+        .iter()
+        .all(|s| !s.route.contains(&fixture.instance)));
+}
+
+#[tokio::test]
+async fn bad_management_bodies_are_refused_and_create_nothing() {
+    let (service, fixture) = Service::with_fixture().await;
+    let before = service.ledger.snapshot();
+    let digests = format!("/api/{}/digests", fixture.instance);
+    let empty = service
+        .post_json(&digests, &fixture.key, json!({ "description": " " }))
+        .await;
+    empty.assert_problem(422, "invalid-field");
+    let missing = service
+        .post_json(&digests, &fixture.key, json!({ "name": "x" }))
+        .await;
+    assert_eq!(missing.status, 422, "{}", missing.text);
+    let not_json = service
+        .send(
+            service
+                .client
+                .post(service.url(&digests))
+                .bearer_auth(&fixture.key)
+                .body("description=x"),
+        )
+        .await;
+    not_json.assert_problem(415, "unsupported-media-type");
+    let inboxes = format!(
+        "/api/{}/digests/{}/inboxes",
+        fixture.instance, fixture.digest
+    );
+    let svn = service
+        .post_json(
+            &inboxes,
+            &fixture.key,
+            json!({ "vcs": "svn", "name": "old" }),
+        )
+        .await;
+    svn.assert_problem(422, "invalid-field");
+    assert_eq!(
+        service.stats(&fixture).await,
+        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+    );
+    // The stats succeeded; the missing member and the form body are axum's rejections, the
+    // two invalid fields the handlers' own.
+    let after = service.assert_counted(&before, 1, 2, 2).await;
+    assert_eq!(series_count(&after, "invalid-field", None), 2);
     assert!(after
         .series
         .iter()
@@ -302,47 +314,28 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
 }
 
 #[tokio::test]
-async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
-    use webhook::Vcs::{Bitbucket, Github, Gitlab};
+async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
+    use webhook::Vcs::Github;
 
-    let service = Service::start().await;
-    let fixture = service.setup().await;
+    let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
-    let secrets: Vec<String> = fixture.inboxes.iter().map(|(_, _, s)| s.clone()).collect();
     let h = |vcs, event, body: &[u8]| provider_headers(&fixture, vcs, event, "d-1", body);
     let send =
         |vcs, headers, body: &[u8]| post_to(&service, &fixture.hook_path(vcs), headers, body);
     let wrong_signature = format!("sha256={}", webhook::sign(b"not the secret", &push));
-    let no_commit_id = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},
-        "commits":[{"message":"m","timestamp":"t","author":{"name":"n"}}]}"#;
-    let no_branch = br#"{"repository":{"full_name":"a/b"},
-        "push":{"changes":[{"new":{"type":"branch"},"commits":[]}]}}"#;
-    let no_project = br#"{"ref":"x","commits":[]}"#;
-    let too_big = vec![b' '; TEST_BODY_LIMIT + 1];
-
-    let cases: Vec<(&str, reqwest::RequestBuilder, u16, &str, &str)> = vec![
+    let github = |name, value: &str, detail| {
+        let headers = h(Github, "push", &push).set("x-hub-signature-256", value);
         (
-            "wrong github signature",
-            send(
-                Github,
-                h(Github, "push", &push).set("x-hub-signature-256", &wrong_signature),
-                &push,
-            ),
+            name,
+            send(Github, headers, &push),
             401,
             "bad-signature",
-            "does not match",
-        ),
-        (
-            "signature that is not hex",
-            send(
-                Github,
-                h(Github, "push", &push).set("x-hub-signature-256", "sha256=zz"),
-                &push,
-            ),
-            401,
-            "bad-signature",
-            "64 hex digits",
-        ),
+            detail,
+        )
+    };
+    let cases = vec![
+        github("wrong github signature", &wrong_signature, "does not match"),
+        github("signature that is not hex", "sha256=zz", "64 hex digits"),
         (
             "missing github signature",
             send(
@@ -354,6 +347,33 @@ async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
             "bad-signature",
             "is missing",
         ),
+        (
+            "ignored event with a wrong signature",
+            send(
+                Github,
+                h(Github, "issues", b"{}").set("x-hub-signature-256", &wrong_signature),
+                b"{}",
+            ),
+            401,
+            "bad-signature",
+            "does not match the body",
+        ),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 0).await;
+    assert_eq!(series_count(&after, "bad-signature", Some(HOOK_ROUTE)), 4);
+}
+
+#[tokio::test]
+async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
+    use webhook::Vcs::{Bitbucket, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let h = |vcs, event, body: &[u8]| provider_headers(&fixture, vcs, event, "d-1", body);
+    let send =
+        |vcs, headers, body: &[u8]| post_to(&service, &fixture.hook_path(vcs), headers, body);
+    let wrong_signature = format!("sha256={}", webhook::sign(b"not the secret", &push));
+    let cases = vec![
         (
             "wrong bitbucket signature",
             send(
@@ -376,81 +396,87 @@ async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
             "bad-signature",
             "X-Gitlab-Token",
         ),
-        (
-            "ignored event with a wrong signature",
-            send(
-                Github,
-                h(Github, "issues", b"{}").set("x-hub-signature-256", &wrong_signature),
-                b"{}",
-            ),
-            401,
-            "bad-signature",
-            "does not match the body",
-        ),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 0).await;
+    assert_eq!(series_count(&after, "bad-signature", Some(HOOK_ROUTE)), 2);
+}
+
+#[tokio::test]
+async fn malformed_pushes_are_refused_naming_the_missing_field() {
+    use webhook::Vcs::{Bitbucket, Github, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let send = |vcs, event, body: &[u8]| {
+        let headers = provider_headers(&fixture, vcs, event, "d-1", body);
+        post_to(&service, &fixture.hook_path(vcs), headers, body)
+    };
+    let no_commit_id = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},
+        "commits":[{"message":"m","timestamp":"t","author":{"name":"n"}}]}"#;
+    let no_branch = br#"{"repository":{"full_name":"a/b"},
+        "push":{"changes":[{"new":{"type":"branch"},"commits":[]}]}}"#;
+    let no_project = br#"{"ref":"x","commits":[]}"#;
+    let malformed = "malformed-payload";
+    let cases = vec![
         (
             "github push without a commit id",
-            send(Github, h(Github, "push", no_commit_id), no_commit_id),
+            send(Github, "push", no_commit_id),
             400,
-            "malformed-payload",
+            malformed,
             "`commits[0].id`",
         ),
         (
             "bitbucket push without a branch name",
-            send(Bitbucket, h(Bitbucket, "repo:push", no_branch), no_branch),
+            send(Bitbucket, "repo:push", no_branch),
             400,
-            "malformed-payload",
+            malformed,
             "`push.changes[0].new.name`",
         ),
         (
             "gitlab push without a project",
-            send(Gitlab, h(Gitlab, "Push Hook", no_project), no_project),
+            send(Gitlab, "Push Hook", no_project),
             400,
-            "malformed-payload",
+            malformed,
             "`project.path_with_namespace`",
         ),
         (
             "push that is not JSON",
-            send(Github, h(Github, "push", b"{not json"), b"{not json"),
+            send(Github, "push", b"{not json"),
             400,
-            "malformed-payload",
+            malformed,
             "not valid JSON",
         ),
-        (
-            "form-encoded push",
-            send(
-                Github,
-                h(Github, "push", &push).set("content-type", "application/x-www-form-urlencoded"),
-                &push,
-            ),
-            415,
-            "unsupported-media-type",
-            "application/json",
-        ),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 0).await;
+    assert_eq!(series_count(&after, malformed, Some(HOOK_ROUTE)), 4);
+}
+
+#[tokio::test]
+async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
+    use webhook::Vcs::{Github, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let h = || provider_headers(&fixture, Github, "push", "d-1", &push);
+    let send =
+        |vcs, headers, body: &[u8]| post_to(&service, &fixture.hook_path(vcs), headers, body);
+    let cases = vec![
         (
             "no provider header",
-            send(
-                Github,
-                h(Github, "push", &push).without("x-github-event"),
-                &push,
-            ),
+            send(Github, h().without("x-github-event"), &push),
             400,
             "unknown-provider",
             "X-GitHub-Event",
         ),
         (
             "github event to the gitlab inbox",
-            send(Gitlab, h(Github, "push", &push), &push),
+            send(Gitlab, h(), &push),
             400,
             "wrong-provider",
             "receives gitlab webhooks, not github",
         ),
         (
             "delivery id far too long",
-            send(
-                Github,
-                h(Github, "push", &push).set("x-github-delivery", "x".repeat(500)),
-                &push,
-            ),
+            send(Github, h().set("x-github-delivery", "x".repeat(500)), &push),
             400,
             "bad-delivery-id",
             "X-GitHub-Delivery",
@@ -460,59 +486,48 @@ async fn every_bad_delivery_is_refused_stores_nothing_and_is_counted() {
             post_to(
                 &service,
                 &format!("/api/{}/inboxes/ib_nothing/commits", fixture.instance),
-                h(Github, "push", &push),
+                h(),
                 &push,
             ),
             404,
             "inbox-not-found",
             "ib_nothing",
         ),
+    ];
+    assert_refused(&service, &fixture, cases, 0).await;
+}
+
+#[tokio::test]
+async fn deliveries_over_the_size_limit_or_not_json_are_refused() {
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let too_big = vec![b' '; TEST_BODY_LIMIT + 1];
+    let github = webhook::Vcs::Github;
+    let form = provider_headers(&fixture, github, "push", "d-1", &push)
+        .set("content-type", "application/x-www-form-urlencoded");
+    let big = provider_headers(&fixture, github, "push", "d-1", &too_big);
+    let cases = vec![
+        (
+            "form-encoded push",
+            post_to(&service, &fixture.hook_path(github), form, &push),
+            415,
+            "unsupported-media-type",
+            "application/json",
+        ),
         (
             "over the body limit",
-            send(Github, h(Github, "push", &too_big), &too_big),
+            post_to(&service, &fixture.hook_path(github), big, &too_big),
             413,
             "payload-too-large",
             "",
         ),
     ];
-    let count = cases.len() as u64;
-    let before = service.quiescent().await;
-    for (name, request, status, code, detail_has) in cases {
-        let answer = service.send(request).await;
-        assert_eq!(answer.status, status, "{name}: {}", answer.text);
-        answer.assert_problem(status, code);
-        let detail = answer.body["detail"].as_str().unwrap();
-        assert!(detail.contains(detail_has), "{name}: {detail}");
-        for secret in &secrets {
-            assert!(
-                !answer.text.contains(secret.as_str()),
-                "{name} leaks a secret"
-            );
-        }
-    }
+    // Only the 413 is axum's.
+    let after = assert_refused(&service, &fixture, cases, 1).await;
     assert_eq!(
-        service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+        series_count(&after, "payload-too-large", Some(HOOK_ROUTE)),
+        1
     );
-    let after = service.quiescent().await;
-    assert!(after.is_balanced(), "{after:#?}");
-    assert_eq!(after.failures() - before.failures(), count);
-    assert_eq!(
-        after.rejected - before.rejected,
-        1,
-        "only the 413 is axum's"
-    );
-    let route = "/api/{instance}/inboxes/{inbox}/commits";
-    let on_route = |code: &str| {
-        after
-            .series
-            .iter()
-            .find(|s| s.route == route && s.code == code)
-            .map_or(0, |s| s.count)
-    };
-    assert_eq!(on_route("bad-signature"), 6);
-    assert_eq!(on_route("malformed-payload"), 4);
-    assert_eq!(on_route("payload-too-large"), 1);
 }
 
 #[tokio::test]

@@ -424,3 +424,77 @@ pub fn bitbucket_push() -> Vec<u8> {
     .to_string()
     .into_bytes()
 }
+
+impl Service {
+    /// A service on an in-memory store with an instance, a digest and an inbox per provider.
+    pub async fn with_fixture() -> (Self, Fixture) {
+        let service = Self::start().await;
+        let fixture = service.setup().await;
+        (service, fixture)
+    }
+
+    /// Waits for quiet, checks the ledger balances and that the requests since `before`
+    /// ended as exactly `ok`, `rejected` (axum's) and `handled` (the handlers' own).
+    pub async fn assert_counted(
+        &self,
+        before: &Snapshot,
+        ok: u64,
+        rejected: u64,
+        handled: u64,
+    ) -> Snapshot {
+        let after = self.quiescent().await;
+        assert!(after.is_balanced(), "{after:#?}");
+        assert_eq!(after.ok - before.ok, ok, "{after:#?}");
+        assert_eq!(after.rejected - before.rejected, rejected, "{after:#?}");
+        assert_eq!(after.handled - before.handled, handled, "{after:#?}");
+        after
+    }
+}
+
+/// How many failures with `code` the snapshot counts, over every route, or on `route` only.
+pub fn series_count(snapshot: &Snapshot, code: &str, route: Option<&str>) -> u64 {
+    snapshot
+        .series
+        .iter()
+        .filter(|s| s.code == code && route.is_none_or(|r| s.route == r))
+        .map(|s| s.count)
+        .sum()
+}
+
+/// The route every webhook delivery is counted under.
+pub const HOOK_ROUTE: &str = "/api/{instance}/inboxes/{inbox}/commits";
+
+/// Sends deliveries that must each be refused with `(status, code, detail fragment)`,
+/// checks that none leaks an inbox secret and none stored anything, and returns the
+/// snapshot after them, every one counted as a failure and `rejected` of them as axum's.
+pub async fn assert_refused(
+    service: &Service,
+    fixture: &Fixture,
+    cases: Vec<(&str, reqwest::RequestBuilder, u16, &str, &str)>,
+    rejected: u64,
+) -> Snapshot {
+    let count = cases.len() as u64;
+    let before = service.quiescent().await;
+    for (name, request, status, code, detail_has) in cases {
+        let answer = service.send(request).await;
+        assert_eq!(answer.status, status, "{name}: {}", answer.text);
+        answer.assert_problem(status, code);
+        let detail = answer.body["detail"].as_str().unwrap();
+        assert!(detail.contains(detail_has), "{name}: {detail}");
+        for (_, _, secret) in &fixture.inboxes {
+            assert!(
+                !answer.text.contains(secret.as_str()),
+                "{name} leaks a secret"
+            );
+        }
+    }
+    assert_eq!(
+        service.stats(fixture).await,
+        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+    );
+    let after = service.quiescent().await;
+    assert!(after.is_balanced(), "{after:#?}");
+    assert_eq!(after.failures() - before.failures(), count, "{after:#?}");
+    assert_eq!(after.rejected - before.rejected, rejected, "{after:#?}");
+    after
+}
