@@ -7,9 +7,6 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
 use axum::routing::get;
 use faultline::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 use faultline::FaultLayer;
@@ -90,24 +87,5 @@ async fn the_prometheus_exposition_passes_promtool() {
     }
     assert!(exposition.contains("http_server_request_duration_bucket{"));
 
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package `prometheus`; .ci/run installs it)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(exposition.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool check metrics: {}{}\n{exposition}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    common::promtool_check_metrics(&exposition);
 }

@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
 use axum::routing::get;
 use faultline::ledger::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use faultline::{FaultLayer, Ledger, Outcome};
@@ -112,28 +109,5 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
             "{line} missing from\n{exposition}"
         );
     }
-    promtool_check_metrics(&exposition);
-}
-
-fn promtool_check_metrics(exposition: &str) {
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package `prometheus`; .ci/run installs it)");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(exposition.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool check metrics: {}{}\n{exposition}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    common::promtool_check_metrics(&exposition);
 }

@@ -6,7 +6,9 @@
 pub mod oneshot;
 pub mod threads;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use faultline::ledger::Snapshot;
@@ -111,4 +113,28 @@ pub fn problem(
         value["request_id"].as_str().unwrap()
     );
     value
+}
+
+/// Fails unless `promtool check metrics` accepts `exposition` as Prometheus text.
+pub fn promtool_check_metrics(exposition: &str) {
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package `prometheus`; .ci/run installs it)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}\n{exposition}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
 }
