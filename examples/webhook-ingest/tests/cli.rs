@@ -10,11 +10,9 @@ fn service() -> Command {
     command
 }
 
-#[test]
-fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
-    let mut child = service()
-        .args(["--db", ":memory:"])
-        .env("WEBHOOK_INGEST_LISTEN", "127.0.0.1:0")
+/// Starts the service as `command` says, reads the first line it prints, and stops it.
+fn first_line(mut command: Command) -> String {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -25,6 +23,16 @@ fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
         .unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
+    first
+}
+
+#[test]
+fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
+    let mut command = service();
+    command
+        .args(["--db", ":memory:"])
+        .env("WEBHOOK_INGEST_LISTEN", "127.0.0.1:0");
+    let first = first_line(command);
     let addr = first
         .trim()
         .strip_prefix("listening on ")
@@ -38,19 +46,11 @@ fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
 /// another address.
 #[test]
 fn port_on_the_command_line_wins_over_the_environments_address() {
-    let mut child = service()
+    let mut command = service();
+    command
         .args(["--port", "0", "--db", ":memory:"])
-        .env("WEBHOOK_INGEST_LISTEN", "0.0.0.0:1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
+        .env("WEBHOOK_INGEST_LISTEN", "0.0.0.0:1");
+    let first = first_line(command);
     assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
 }
 
