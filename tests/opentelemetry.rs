@@ -23,14 +23,20 @@ fn attribute<'a>(attributes: impl Iterator<Item = &'a KeyValue>, key: &str) -> O
 /// A histogram point: route, status, error type, count.
 type Point = (Option<Value>, Option<Value>, Option<Value>, u64);
 
-#[tokio::test]
-async fn requests_are_recorded_with_semantic_convention_names() {
+/// The `/ok` and `/handled` router behind a layer that records into an in-memory exporter.
+fn recorded_app() -> (InMemoryMetricExporter, SdkMeterProvider, axum::Router) {
     let exporter = InMemoryMetricExporter::default();
     let provider = SdkMeterProvider::builder()
         .with_reader(PeriodicReader::builder(exporter.clone()).build())
         .build();
     let layer = FaultLayer::new().record_opentelemetry(&provider.meter("test"));
     let app = common::ok_and_handled("nope").layer(layer);
+    (exporter, provider, app)
+}
+
+#[tokio::test]
+async fn requests_are_recorded_with_semantic_convention_names() {
+    let (exporter, provider, app) = recorded_app();
     for path in ["/ok", "/ok", "/handled", "/nowhere"] {
         common::oneshot::send(&app, common::oneshot::get_request(path)).await;
     }
@@ -99,12 +105,7 @@ async fn requests_are_recorded_with_semantic_convention_names() {
 /// make one attribute set each.
 #[tokio::test]
 async fn methods_a_client_makes_up_share_one_attribute() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    let layer = FaultLayer::new().record_opentelemetry(&provider.meter("test"));
-    let app = common::ok_and_handled("nope").layer(layer);
+    let (exporter, provider, app) = recorded_app();
     for method in ["GET", "PURGE", "BREW", "get"] {
         let request = Request::builder()
             .method(method)
