@@ -130,9 +130,9 @@ mod export;
 mod middleware;
 
 pub use crate::config::ReportLevels;
-pub use crate::count::ledger::Ledger;
+pub use crate::count::Ledger;
 pub use crate::error::{Error, Fault};
-pub use crate::middleware::layer::FaultLayer;
+pub use crate::middleware::FaultLayer;
 pub use crate::outcome::Outcome;
 pub use crate::panic::install_panic_hook;
 #[cfg(feature = "derive")]
@@ -144,10 +144,10 @@ pub mod service {
     //! [`ResponseFuture`], and every response it gives has a [`FaultBody`]; a problem body
     //! has the content type [`PROBLEM_JSON`].
 
-    pub use crate::middleware::body::FaultBody;
-    pub use crate::middleware::future::ResponseFuture;
-    pub use crate::middleware::service::FaultService;
-    pub use crate::render::problem::PROBLEM_JSON;
+    pub use crate::middleware::FaultBody;
+    pub use crate::middleware::FaultService;
+    pub use crate::middleware::ResponseFuture;
+    pub use crate::render::PROBLEM_JSON;
 }
 
 pub mod ledger {
@@ -157,8 +157,8 @@ pub mod ledger {
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
     //! error budget per route ([`RouteBudget`]).
 
-    pub use crate::count::ledger::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
-    pub use crate::export::prometheus::PROMETHEUS_TEXT;
+    pub use crate::count::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+    pub use crate::export::PROMETHEUS_TEXT;
     pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
     pub use crate::report::{Group, TREND_MINUTES};
 }
@@ -176,7 +176,7 @@ pub mod metrics {
     //! and bucketed so that a Prometheus exporter can be set up for it; see
     //! [`FaultLayer::record_metrics`](crate::FaultLayer::record_metrics).
 
-    pub use crate::export::metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+    pub use crate::export::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 }
 
 #[cfg(feature = "utoipa")]

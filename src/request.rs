@@ -14,7 +14,7 @@ use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashMap;
 
 use crate::outcome::UNMATCHED_ROUTE;
-use crate::text::arena;
+use crate::text::freeze;
 
 /// The longest request id taken from a client: it is echoed in a header, the problem body and
 /// every report, so a client must not be able to make it large. UUIDs and the ids of common
@@ -271,7 +271,7 @@ fn generate_request_id() -> HeaderValue {
     let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
     id[..PREFIX_DIGITS].copy_from_slice(prefix);
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
-    HeaderValue::from_maybe_shared(arena::freeze(&id))
+    HeaderValue::from_maybe_shared(freeze(&id))
         .expect("hex digits and a dash are a valid header value")
 }
 

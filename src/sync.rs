@@ -6,7 +6,7 @@
 //! Only what a protocol synchronizes through goes through here. State that is process-wide
 //! (`static`s, which loom cannot reset between the runs of a model) or not shared between
 //! threads keeps std's types; thread-locals keep std's too, and the stripes, the one protocol
-//! built on them, stand in for them under loom (see [`stripe`](crate::count::stripe)).
+//! built on them, stand in for them under loom (see `count/stripe.rs`).
 
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};

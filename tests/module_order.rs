@@ -6,6 +6,9 @@
 //! climbs out of its top-level module is an edge. Comments, doc comments and string literals
 //! are skipped, so a doc link is not a dependency, and so are unit-test modules (`tests.rs`). A new import against the order fails here
 //! with the edge that broke it, the file and the line.
+//!
+//! Inside a layer, privacy keeps the order: each folder's modules are private, and its
+//! `mod.rs` re-exports what the rest of the crate may use.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -400,4 +403,58 @@ fn the_root_re_exports_are_traced_to_their_modules() {
     assert_eq!(exports["Y"], "a");
     assert_eq!(exports["Z"], "c");
     assert_eq!(declared_order(lib), ["a", "c"]);
+}
+
+/// The `mod` declarations of a folder's `mod.rs` that are more than private, each as
+/// `(folder, visibility, name)`.
+fn wider_than_private(folder: &str, text: &str) -> Vec<(String, String, String)> {
+    code_only(text)
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (visibility, rest) = line.split_once(" mod ")?;
+            let name = rest.strip_suffix(';')?;
+            Some((folder.to_owned(), visibility.to_owned(), name.to_owned()))
+        })
+        .collect()
+}
+
+/// A folder shows the rest of the crate only what its `mod.rs` re-exports: its modules are
+/// private, so a `pub(crate)` item deep inside cannot be reached past the folder's interface.
+/// The exceptions, each for a reason: `error::codes` is a namespace of constants, read as
+/// `codes::PANIC`; `render::openapi` is public API (feature `utoipa`).
+#[test]
+fn a_folder_keeps_its_modules_private_and_names_its_interface_in_mod_rs() {
+    const ALLOWED: [(&str, &str, &str); 2] = [
+        ("error", "pub(crate)", "codes"),
+        ("render", "pub", "openapi"),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wider = Vec::new();
+    let mut folders = 0;
+    for entry in fs::read_dir(&src).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(text) = fs::read_to_string(dir.join("mod.rs")) else {
+            continue;
+        };
+        folders += 1;
+        let folder = dir.file_name().unwrap().to_string_lossy();
+        wider.extend(
+            wider_than_private(&folder, &text)
+                .into_iter()
+                .filter(|(f, v, n)| !ALLOWED.contains(&(f.as_str(), v.as_str(), n.as_str()))),
+        );
+    }
+    assert!(folders >= 8, "{folders} folders with a mod.rs under src/");
+    assert!(wider.is_empty(), "modules wider than private: {wider:?}");
+}
+
+#[test]
+fn the_privacy_reader_sees_every_visibility_and_skips_comments() {
+    let text = "mod a;\npub(crate) mod b;\n// pub mod c;\n#[cfg(x)]\npub mod d;\npub(super) mod e;";
+    let found: Vec<String> = wider_than_private("f", text)
+        .into_iter()
+        .map(|(_, v, n)| format!("{v} {n}"))
+        .collect();
+    assert_eq!(found, ["pub(crate) b", "pub d", "pub(super) e"]);
 }

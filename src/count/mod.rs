@@ -2,6 +2,11 @@
 //! (and the service's shared state) are split into, so that no cache line is written by
 //! every request.
 
-pub(crate) mod ledger;
-pub(crate) mod stripe;
-pub(crate) mod striped_arc;
+mod ledger;
+mod stripe;
+mod striped_arc;
+
+pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+#[cfg(all(test, not(loom)))]
+pub(crate) use stripe::this_thread;
+pub(crate) use striped_arc::{Handles as StripedHandles, StripedArc};

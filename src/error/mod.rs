@@ -4,15 +4,16 @@
 //! layer.
 
 mod catalog;
+// A namespace of constants, read as `codes::PANIC` where a code is chosen.
 pub(crate) mod codes;
 // The folder is named for the concept, the file for the type it holds.
 #[allow(clippy::module_inception)]
 mod error;
 mod fault;
-pub(crate) mod marker;
+mod marker;
 mod rejection;
 
 pub use catalog::{Catalog, CatalogEntry};
 pub use error::Error;
 pub use fault::Fault;
-pub(crate) use marker::FaultMarker;
+pub(crate) use marker::{mark, marked, FaultMarker};

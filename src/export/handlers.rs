@@ -4,7 +4,7 @@
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
-use crate::count::ledger::Ledger;
+use crate::count::Ledger;
 use crate::export::inbox;
 use crate::export::prometheus::PROMETHEUS_TEXT;
 

@@ -19,7 +19,7 @@ use http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
 };
 
-use crate::count::ledger::Snapshot;
+use crate::count::Snapshot;
 use crate::outcome::Outcome;
 use crate::report::Group;
 

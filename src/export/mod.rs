@@ -5,9 +5,19 @@
 mod handlers;
 mod inbox;
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
-pub(crate) mod labels;
+mod labels;
 #[cfg(feature = "metrics")]
-pub(crate) mod metrics;
+mod metrics;
 #[cfg(feature = "opentelemetry")]
-pub(crate) mod opentelemetry;
-pub(crate) mod prometheus;
+mod opentelemetry;
+mod prometheus;
+
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
+pub(crate) use labels::Finished;
+#[cfg(feature = "metrics")]
+pub(crate) use metrics::MetricsBridge;
+#[cfg(feature = "metrics")]
+pub use metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
+#[cfg(feature = "opentelemetry")]
+pub(crate) use opentelemetry::OpenTelemetryBridge;
+pub use prometheus::PROMETHEUS_TEXT;

@@ -5,7 +5,7 @@
 use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::KeyValue;
 
-use crate::count::ledger::Ledger;
+use crate::count::Ledger;
 use crate::export::labels::Finished;
 use crate::outcome::Outcome;
 

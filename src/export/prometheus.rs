@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::count::ledger::Snapshot;
+use crate::count::Snapshot;
 use crate::outcome::{Outcome, OVERFLOW_LABEL};
 
 /// The media type of the Prometheus text exposition, version 0.0.4.

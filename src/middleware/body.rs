@@ -15,7 +15,7 @@ use tower::BoxError;
 use crate::middleware::guard::RequestGuard;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::summary::Summary;
+use crate::render::Summary;
 
 pin_project! {
     /// The body of every response that passed a [`FaultLayer`](crate::FaultLayer).

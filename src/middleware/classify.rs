@@ -12,11 +12,11 @@ use http_body::Body;
 use tower::BoxError;
 
 use crate::config::Config;
-use crate::error::{marker, FaultMarker};
+use crate::error::{marked, FaultMarker};
 use crate::middleware::guard::HandedOver;
 use crate::outcome::Outcome;
 use crate::panic::{catch, Caught};
-use crate::render::summary::Summary;
+use crate::render::Summary;
 
 /// Whether a response without a fault is a failure to re-render and count as rejected.
 pub(crate) fn is_error_status(status: StatusCode) -> bool {
@@ -124,8 +124,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
         }
         None => {
             // An error status: a plain success went on without coming here.
-            if let Some((outcome, code)) = marker::marked(response.extensions(), response.status())
-            {
+            if let Some((outcome, code)) = marked(response.extensions(), response.status()) {
                 let summary = Summary::already_answered(outcome, response.status(), code);
                 return Step::Forward(response, summary);
             }

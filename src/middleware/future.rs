@@ -29,15 +29,15 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use crate::error::marker;
+use crate::error::mark;
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
 use crate::middleware::guard::{HandedOver, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
 use crate::panic::catch;
-use crate::render::problem::{self, PROBLEM_JSON};
-use crate::render::summary::Summary;
+use crate::render::Summary;
+use crate::render::{problem_body, PROBLEM_JSON};
 use crate::request::request_id_text;
 
 pin_project! {
@@ -233,11 +233,11 @@ fn answer<B>(
         .request_id_or(|| head.headers.get(&config.request_id_header));
     // Checked once: the header value is printable, as `request_id` makes it.
     let id_text = request_id_text(&request_id);
-    let body = problem::body(&summary, id_text, guard.meta().path(), config);
+    let body = problem_body(&summary, id_text, guard.meta().path(), config);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
     // it again.
-    marker::mark(
+    mark(
         &mut head.extensions,
         summary.outcome,
         summary.status,

@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::summary::Summary;
+use crate::render::Summary;
 use crate::request::{request_id_text, InternedRoute, RequestMeta};
 
 thread_local! {
@@ -189,9 +189,8 @@ impl Record {
         let Some(started_at) = self.started_at else {
             return;
         };
-        let finished = crate::export::labels::Finished::new(
-            started_at, &self.meta, outcome, status, error_type,
-        );
+        let finished =
+            crate::export::Finished::new(started_at, &self.meta, outcome, status, error_type);
         #[cfg(feature = "opentelemetry")]
         if let Some(opentelemetry) = &self.shared.bridges.opentelemetry {
             opentelemetry.record(&finished);
@@ -317,7 +316,7 @@ impl Drop for RequestGuard {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::count::ledger::Ledger;
+    use crate::count::Ledger;
     use crate::middleware::shared::{Bridges, Shared};
 
     fn guard(handle: &Arc<StripeHandle>) -> RequestGuard {

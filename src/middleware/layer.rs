@@ -9,7 +9,7 @@ use http::HeaderName;
 use tower::Layer;
 
 use crate::config::{Config, ReportLevels};
-use crate::count::ledger::Ledger;
+use crate::count::Ledger;
 use crate::limits::{
     MAX_BODY_BYTES, MAX_CHAIN_LINKS, MAX_MESSAGE_BYTES, MIN_BODY_BYTES, MIN_MESSAGE_BYTES,
 };
@@ -163,7 +163,7 @@ impl FaultLayer {
     pub fn record_opentelemetry(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         let ledger = self.ledger();
         self.builder_mut().bridges.opentelemetry = Some(Arc::new(
-            crate::export::opentelemetry::OpenTelemetryBridge::new(meter, ledger),
+            crate::export::OpenTelemetryBridge::new(meter, ledger),
         ));
         self
     }
@@ -194,9 +194,8 @@ impl FaultLayer {
     #[cfg(feature = "metrics")]
     pub fn record_metrics(mut self) -> Self {
         let max_series = self.builder.ledger.max_series();
-        self.builder_mut().bridges.metrics = Some(Arc::new(
-            crate::export::metrics::MetricsBridge::new(max_series),
-        ));
+        self.builder_mut().bridges.metrics =
+            Some(Arc::new(crate::export::MetricsBridge::new(max_series)));
         self
     }
 

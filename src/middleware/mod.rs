@@ -8,11 +8,16 @@
 //! Only what the crate root names is visible outside this folder; the guard, the
 //! classification, the head helpers and the shared state are the middleware's own.
 
-pub(crate) mod body;
+mod body;
 mod classify;
-pub(crate) mod future;
+mod future;
 mod guard;
 mod head;
-pub(crate) mod layer;
-pub(crate) mod service;
+mod layer;
+mod service;
 mod shared;
+
+pub use body::FaultBody;
+pub use future::ResponseFuture;
+pub use layer::FaultLayer;
+pub use service::FaultService;

@@ -17,7 +17,7 @@ use crate::middleware::layer::FaultLayer;
 use crate::middleware::shared::{StripeHandle, StripeHandles};
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::summary::Summary;
+use crate::render::Summary;
 use crate::request::interned_route;
 
 /// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the

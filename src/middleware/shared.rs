@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::count::ledger::Ledger;
-use crate::count::striped_arc::{self, StripedArc};
+use crate::count::Ledger;
+use crate::count::{StripedArc, StripedHandles};
 
 /// The state one [`FaultService`](crate::service::FaultService) and its clones share.
 #[derive(Debug)]
@@ -31,9 +31,9 @@ pub(crate) struct Shared {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Bridges {
     #[cfg(feature = "opentelemetry")]
-    pub(crate) opentelemetry: Option<Arc<crate::export::opentelemetry::OpenTelemetryBridge>>,
+    pub(crate) opentelemetry: Option<Arc<crate::export::OpenTelemetryBridge>>,
     #[cfg(feature = "metrics")]
-    pub(crate) metrics: Option<Arc<crate::export::metrics::MetricsBridge>>,
+    pub(crate) metrics: Option<Arc<crate::export::MetricsBridge>>,
 }
 
 impl Bridges {
@@ -60,7 +60,7 @@ pub(crate) type StripeHandle = StripedArc<Shared>;
 
 /// Every handle of one shared state. The services a layer builds hold it, so the handles live
 /// as long as those do; the per-request clones hold one handle each.
-pub(crate) type StripeHandles = striped_arc::Handles<Shared>;
+pub(crate) type StripeHandles = StripedHandles<Shared>;
 
 impl Shared {
     pub(crate) fn new(config: Config, ledger: Ledger, bridges: Bridges) -> Self {
@@ -82,7 +82,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::count::stripe;
+    use crate::count::this_thread;
 
     #[test]
     fn a_thread_gets_its_own_handle_and_handles_end_with_the_services() {
@@ -90,7 +90,7 @@ mod tests {
             Shared::new(Config::default(), Ledger::new(), Bridges::default()).into_handles();
         let first = handles[0].clone();
         let here = first.here();
-        assert!(Arc::ptr_eq(&here, &handles[stripe::this_thread().index]));
+        assert!(Arc::ptr_eq(&here, &handles[this_thread().index]));
         drop((handles, here));
         // Only a per-request clone is left: it still works, on its own handle.
         assert!(Arc::ptr_eq(&first.here(), &first));

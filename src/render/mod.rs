@@ -4,5 +4,11 @@
 
 #[cfg(feature = "utoipa")]
 pub mod openapi;
-pub(crate) mod problem;
-pub(crate) mod summary;
+mod problem;
+mod summary;
+
+pub(crate) use problem::problem_body;
+#[cfg(feature = "utoipa")]
+use problem::GENERIC_SERVER_DETAIL;
+pub use problem::PROBLEM_JSON;
+pub(crate) use summary::Summary;

@@ -57,7 +57,7 @@ use utoipa::{IntoResponses, PartialSchema, ToSchema};
 
 use crate::error::codes;
 use crate::error::{Catalog, CatalogEntry};
-use crate::render::problem::{GENERIC_SERVER_DETAIL, PROBLEM_JSON};
+use crate::render::{GENERIC_SERVER_DETAIL, PROBLEM_JSON};
 
 /// The body of every problem response faultline writes (RFC 9457, with `code` and
 /// `request_id`), as the schema component `ProblemDetails`.

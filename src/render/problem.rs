@@ -11,9 +11,9 @@ use http::StatusCode;
 
 use crate::config::Config;
 use crate::limits::TRUNCATION_MARKER;
-use crate::render::summary::Summary;
+use crate::render::Summary;
 use crate::request::MAX_REQUEST_ID_BYTES;
-use crate::text::arena;
+use crate::text::freeze_written;
 
 /// The media type of every body faultline renders.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -55,9 +55,14 @@ const USUAL_BODY_BYTES: usize = 1024;
 
 /// The problem body of `summary` for the request at `path`, rendered straight into this
 /// thread's scratch chunk: no buffer of its own and no copy.
-pub(crate) fn body(summary: &Summary, request_id: &str, path: &str, config: &Config) -> Bytes {
+pub(crate) fn problem_body(
+    summary: &Summary,
+    request_id: &str,
+    path: &str,
+    config: &Config,
+) -> Bytes {
     let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
-    arena::freeze_written(room, |out| render(out, summary, request_id, path, config))
+    freeze_written(room, |out| render(out, summary, request_id, path, config))
 }
 
 /// Renders the problem body of `summary` for the request at `path` into `out`.

@@ -10,7 +10,7 @@ use crate::error::codes;
 use crate::error::Fault;
 use crate::outcome::Outcome;
 use crate::panic::{Caught, PanicSite};
-use crate::text::bounded::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARATOR};
+use crate::text::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARATOR};
 
 /// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
 const MESSAGE_CAPACITY: usize = 128;

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::FxHasher;
 use tracing::Level;
 
-use crate::render::summary::Summary;
+use crate::render::Summary;
 use crate::request::RequestMeta;
 
 /// Outcome, code, route template and panic location: what makes two failures the same.

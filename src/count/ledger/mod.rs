@@ -34,7 +34,7 @@ use crate::config::{LedgerLimits, ReportLevels};
 use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
-use crate::render::summary::Summary;
+use crate::render::Summary;
 use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::{RequestMeta, RouteKey};
 use crate::sync::{AtomicU64, Mutex};

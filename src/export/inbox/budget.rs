@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::escape_into;
-use crate::count::ledger::{Ledger, RouteBudget};
+use crate::count::{Ledger, RouteBudget};
 
 /// The objective the page judges by: the default of the Prometheus rules
 /// (`deploy/prometheus/generate.py`), so that the page and the alerts agree.
