@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The alert rules of deploy/prometheus/ in a real Prometheus, end to end.
+#
+# Starts three failure-lab instances and a Prometheus on 127.0.0.1 that scrapes them and
+# evaluates deploy/prometheus/rules/faultline.yml itself (not a copy), both every second. Then
+# alerts.py sends a burst of failures to one route and checks through Prometheus's alerts API
+# that FaultlineFastBurn is pending or firing for that route and no other: not for a route
+# failing completely under the traffic guard, nor for one with only 404s, nor for the healthy
+# one; that FaultlinePanics is active for the panics; and that the annotations name the route
+# and the failure code. `for: 2m` keeps the fast burn pending for the first two minutes,
+# which is as far as this check waits.
+#
+# usage: load-scripts/fleet/alerts.sh [--release]
+# needs: cargo, curl, python3, prometheus and promtool (Debian package 'prometheus'). It
+# installs nothing: it says what is missing and how to install it.
+set -euo pipefail
+FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$FLEET_DIR/../.."
+source "$FLEET_DIR/lab.sh"
+
+INSTANCES=3
+RULES=$PWD/deploy/prometheus/rules/faultline.yml
+
+lab_check_tools alerts
+promtool check rules "$RULES" >/dev/null
+lab_build "$@"
+
+work=$(mktemp -d)
+LAB_WORK=$work
+cleanup() {
+    local status=$?
+    if ((status != 0)) && [[ -s $work/prom.log ]]; then
+        echo "alerts: Prometheus's log ends:" >&2
+        tail -n 5 "$work/prom.log" >&2
+    fi
+    lab_stop_all
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+lab_start "$INSTANCES"
+PROM_RULES=("$RULES")
+prom_start
+echo "alerts: instances on ports ${LAB_PORTS[*]}; Prometheus on $PROM_URL evaluates $RULES"
+python3 "$FLEET_DIR/alerts.py" "$PROM_URL" "$RULES" "${LAB_PORTS[@]/#/127.0.0.1:}"
