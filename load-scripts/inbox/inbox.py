@@ -2,8 +2,10 @@
 """Drives the inbox page check: the lab, a bounded load, headless Chromium, the DOM checks.
 
 Standard library only. Chromium runs as `--headless --dump-dom` (the DOM after the page's
-script ran) and `--screenshot`; the page keeps its filters in the URL fragment, so a filtered
-view is one more dump.
+script ran); the page keeps its filters in the URL fragment, so a filtered view is one more
+dump. The budget section is checked against what was sent (`budget.py`), and the fit of the
+page at a laptop's width by measuring it in the browser over the DevTools protocol
+(`cdp.py`), which also takes the screenshots.
 """
 
 import argparse
@@ -21,24 +23,37 @@ import time
 import urllib.error
 import urllib.request
 
+import budget
+import cdp
+
 # Requests per failure kind: enough for distinct counts, few enough for seconds in a debug
-# build. Distinct numbers, so a row showing another group's count cannot pass.
+# build. Distinct numbers, so a row showing another group's count cannot pass. Each with the
+# route template it is counted under and the outcome it should have: what the budget section
+# is checked against. /slow mixes ok, rejected and cancelled, so that its ratio shows which
+# of them count.
 LOAD = [
-    ("GET", "/ok", 20, None),
-    ("GET", "/handled", 15, None),
-    ("GET", "/hostile", 6, None),
-    ("GET", "/internal", 5, None),
-    ("GET", "/panic", 4, None),
-    ("GET", "/panic-body", 3, None),
-    ("GET", "/small", 8, None),
-    ("GET", "/huge", 2, None),
-    ("GET", "/timeout", 2, None),
-    ("GET", "/missing/route", 9, None),
-    ("POST", "/json", 7, b"{not json"),
-    ("GET", "/slow?ms=not-a-number", 3, None),
+    ("GET", "/ok", 20, None, "/ok", "ok"),
+    ("GET", "/handled", 15, None, "/handled", "handled"),
+    ("GET", "/hostile", 6, None, "/hostile", "handled"),
+    ("GET", "/internal", 5, None, "/internal", "handled"),
+    ("GET", "/panic", 4, None, "/panic", "panicked"),
+    ("GET", "/panic-body", 3, None, "/panic-body", "aborted"),
+    ("GET", "/small", 8, None, "/small", "handled"),
+    ("GET", "/huge", 2, None, "/huge", "handled"),
+    ("GET", "/timeout", 2, None, "/timeout", "service_error"),
+    ("GET", "/missing/route", 9, None, "~unmatched", "rejected"),
+    ("POST", "/json", 7, b"{not json", "/json", "rejected"),
+    ("POST", "/json", 4, b'{"valid": true}', "/json", "ok"),
+    ("GET", "/slow?ms=not-a-number", 3, None, "/slow", "rejected"),
+    ("GET", "/slow?ms=1", 10, None, "/slow", "ok"),
 ]
 # Requests dropped by the client before the answer: cancelled.
 CANCELLED = 2
+CANCELLED_PATH, CANCELLED_ROUTE = "/slow?ms=5000", "/slow"
+# The width of a laptop's screen, in CSS pixels, at which the page must not scroll sideways.
+FIT_WIDTH, FIT_HEIGHT = 1300, 900
+# Where /hostile's unbroken token starts (`hostile_message` in the lab).
+UNBROKEN_TOKEN = "https://git.example.com/"
 CLIENTS = 8
 TIMEOUT_S = 10
 CHROMIUM_TIMEOUT_S = 60
@@ -77,19 +92,44 @@ def send(base, method, path, body):
 
 
 def load(base):
-    jobs = [(m, p, b) for (m, p, n, b) in LOAD for _ in range(n)]
+    jobs = [(m, p, b) for (m, p, n, b, *_) in LOAD for _ in range(n)]
     with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
         list(pool.map(lambda job: send(base, *job), jobs))
     for _ in range(CANCELLED):
         try:
-            urllib.request.urlopen(base + "/slow?ms=5000", timeout=0.2)
+            urllib.request.urlopen(base + CANCELLED_PATH, timeout=0.2)
         except OSError:
             pass
 
 
-def get_json(url):
-    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
-        return json.load(response)
+# Requests of this script to the lab's own routes so far: the budget counts them, all ok.
+reads = {"/errors": 0, "/metrics": 0}
+
+
+def get(base, path):
+    reads[path] += 1
+    with urllib.request.urlopen(base + path, timeout=TIMEOUT_S) as response:
+        return response.read()
+
+
+def get_errors(base):
+    return json.loads(get(base, "/errors"))
+
+
+def settle(base):
+    """Waits until every request of the load has finished in the server, the cancelled ones
+    included (the server learns that a client went away after it did): until the in-flight
+    gauge of /metrics counts its own request only."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        exposition = get(base, "/metrics").decode().splitlines()
+        in_flight = next(int(line.split()[1]) for line in exposition
+                         if line.startswith("faultline_in_flight "))
+        if in_flight == 1:
+            return
+        if time.monotonic() > deadline:
+            fail(f"{in_flight - 1} requests still in flight {TIMEOUT_S} s after the load")
+        time.sleep(0.05)
 
 
 def chromium(*args):
@@ -113,7 +153,10 @@ class Dom(html.parser.HTMLParser):
         super().__init__()
         self.html_attrs = {}
         self.scripts = 0
-        self.rows = []  # dicts: attributes, hidden, cells
+        self.rows = []  # the groups' rows: dicts of attributes, hidden, cells by class
+        self.budget_rows = []  # dicts of attributes, cells in order
+        self.budget_heading = ""
+        self.in_heading = False
         self.cell = None
         self.text = []
 
@@ -123,8 +166,15 @@ class Dom(html.parser.HTMLParser):
             self.html_attrs = attrs
         elif tag == "script":
             self.scripts += 1
+        elif tag == "h2":
+            self.in_heading = True
         elif tag == "tr" and "data-outcome" in attrs:
             self.rows.append({"attrs": attrs, "hidden": "hidden" in attrs, "cells": {}})
+        elif tag == "tr" and "data-route" in attrs:
+            self.budget_rows.append({"attrs": attrs, "cells": []})
+        elif tag == "td" and self.budget_rows and not self.rows:
+            self.cell = len(self.budget_rows[-1]["cells"])
+            self.budget_rows[-1]["cells"].append("")
         elif tag == "td" and self.rows and attrs.get("class"):
             self.cell = attrs["class"].split()[0]
             self.rows[-1]["cells"][self.cell] = ""
@@ -132,11 +182,19 @@ class Dom(html.parser.HTMLParser):
     def handle_endtag(self, tag):
         if tag == "td":
             self.cell = None
+        elif tag == "h2":
+            self.in_heading = False
 
     def handle_data(self, data):
         self.text.append(data)
-        if self.cell and self.rows:
+        if self.in_heading:
+            self.budget_heading += data
+        if self.cell is None:
+            return
+        if self.rows:
             self.rows[-1]["cells"][self.cell] += data
+        elif self.budget_rows:
+            self.budget_rows[-1]["cells"][self.cell] += data
 
 
 def dom_of(url):
@@ -195,6 +253,65 @@ def check_filter(url, fragment, keep, groups):
     print(f"   #{fragment}: {len(visible)} of {len(dom.rows)} rows shown, as expected")
 
 
+def check_budget(dom):
+    """The budget section against the load: exact counts, ratios and burn rates as sent,
+    the fastest burning first. The script's reads of /errors and /metrics so far count under
+    their routes; the page's own request is still in flight while it is drawn, so it does
+    not."""
+    sent = [(route, outcome, n) for (_, _, n, _, route, outcome) in LOAD]
+    sent += [(CANCELLED_ROUTE, "cancelled", CANCELLED)]
+    sent += [(path, "ok", n) for path, n in reads.items()]
+    problems = budget.check(dom.budget_rows, dom.budget_heading, sent)
+    if problems:
+        fail("the budget section: " + "; ".join(problems))
+    listed, cut = budget.expected(sent)
+    zero = [r["route"] for r in listed if r["failures"] == 0]
+    left_out = sorted({route for route, *_ in sent} - {r["route"] for r in listed + cut})
+    print(f"== budget: {len(listed)} routes match the load, fastest burning first; "
+          f"listed with 0: {zero}; cut past {budget.MAX_ROUTES_SHOWN}: "
+          f"{[r['route'] for r in cut]}; only rejected, left out: {left_out}")
+
+
+# Measured in the page: how wide the document is against the viewport, and how wide the
+# summary holding /hostile's unbroken token would be against the box it is cut to.
+MEASURE = """(() => {
+  const root = document.documentElement;
+  const token = [...document.querySelectorAll("td.latest summary")]
+    .find((s) => s.textContent.includes(%s));
+  const pre = token && token.parentElement.querySelector("pre.message");
+  return {ready: root.dataset.ready, scroll: root.scrollWidth, client: root.clientWidth,
+          token: token ? [token.scrollWidth, token.clientWidth] : null,
+          pre: pre && pre.offsetParent ? [pre.scrollWidth, pre.clientWidth] : null};
+})()"""
+OPEN_ALL = "document.querySelectorAll('details').forEach((d) => { d.open = true; })"
+
+
+def check_fit(url, out):
+    """At a laptop's width the page does not scroll sideways, with every disclosure closed
+    and then open, although /hostile's message holds a token wider than the screen."""
+    with cdp.Browser(FIT_WIDTH, FIT_HEIGHT, CHROMIUM_TIMEOUT_S) as browser:
+        browser.open(url)
+        closed = browser.evaluate(MEASURE % json.dumps(UNBROKEN_TOKEN))
+        if closed["ready"] != "1":
+            fail(f"the page's script did not run at {FIT_WIDTH} px")
+        if not closed["token"] or closed["token"][0] <= FIT_WIDTH:
+            fail(f"no latest message wider than {FIT_WIDTH} px reached the page: "
+                 f"{closed['token']}")
+        browser.screenshot(os.path.join(out, "inbox.png"))
+        browser.evaluate(OPEN_ALL)
+        opened = browser.evaluate(MEASURE % json.dumps(UNBROKEN_TOKEN))
+        browser.screenshot(os.path.join(out, "inbox-open.png"))
+    for state, seen in (("closed", closed), ("open", opened)):
+        if seen["scroll"] > seen["client"]:
+            fail(f"at {FIT_WIDTH} px with the messages {state} the page is "
+                 f"{seen['scroll']} px wide: it scrolls sideways")
+    if not opened["pre"] or opened["pre"][0] > opened["pre"][1]:
+        fail(f"the open message does not wrap in its box: {opened['pre']}")
+    print(f"== fit at {FIT_WIDTH} px: the page is {closed['scroll']} px wide closed, "
+          f"{opened['scroll']} px open, with a message of {closed['token'][0]} px cut to "
+          f"{closed['token'][1]} px and wrapped when open; screenshots in {out}/")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lab", required=True)
@@ -204,12 +321,15 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     lab, base = start_lab(args.lab)
     try:
-        print(f"== load: {sum(n for *_, n, _ in LOAD) + CANCELLED} requests, every failure kind")
+        print(f"== load: {sum(n for _, _, n, *_ in LOAD) + CANCELLED} requests, "
+              "every failure kind")
         load(base)
         url = base + "/errors/inbox"
-        before = get_json(base + "/errors")
+        settle(base)
+        before = get_errors(base)
         dom = dom_of(url)
-        after = get_json(base + "/errors")
+        check_budget(dom)
+        after = get_errors(base)
         rows = check_rows(dom, before, after)
         print(f"== {rows} rows match /errors: fingerprints, order, codes, statuses, counts")
         outcomes = {g["outcome"] for g in after["groups"]}
@@ -225,10 +345,7 @@ def main():
         check_filter(url, "outcome=panicked", lambda g: g["outcome"] == "panicked", groups)
         check_filter(url, "status=5xx", lambda g: 500 <= g["status"] <= 599, groups)
         check_filter(url, "q=hostile", lambda g: "hostile" in g["code"] + g["route"], groups)
-        shot = os.path.join(args.out, "inbox.png")
-        chromium(f"--screenshot={shot}", "--window-size=1400,900",
-                 "--hide-scrollbars", url)
-        print(f"== screenshot: {shot}")
+        check_fit(url, args.out)
     finally:
         lab.send_signal(signal.SIGTERM)
         try:

@@ -158,18 +158,34 @@ impl StdError for Wrapped {
     }
 }
 
-/// What `/hostile`'s error says: markup and quotes, as an attacker would put into a field
-/// that an error message echoes. The inbox page must show it, never run it.
+/// What `/hostile`'s error says first: markup and quotes, as an attacker would put into a
+/// field that an error message echoes. The inbox page must show it, never run it.
 pub const HOSTILE_MESSAGE: &str =
     "unknown repository <script>document.documentElement.dataset.pwned='1'</script> \"quoted\" & 'single' <img src=x>";
 
-/// `/hostile`: a 400 whose message is [`HOSTILE_MESSAGE`]. Not in the OpenAPI document: it
+/// How long the unbroken token after [`HOSTILE_MESSAGE`] is: wider than a laptop screen in
+/// any font (over 2,000 px at 14 px), and short enough that the whole message stays within
+/// the summary's default cap of 512 bytes.
+pub const UNBROKEN_TOKEN_CHARS: usize = 300;
+
+/// `/hostile`'s whole message: [`HOSTILE_MESSAGE`], then a URL of [`UNBROKEN_TOKEN_CHARS`]
+/// characters with nowhere to break a line, as a webhook's repository URL or a base64 blob
+/// echoed back would be. The inbox page must fit the screen all the same.
+pub fn hostile_message() -> String {
+    const URL: &str = "https://git.example.com/";
+    format!(
+        "{HOSTILE_MESSAGE} at {URL}{}",
+        "x".repeat(UNBROKEN_TOKEN_CHARS - URL.len())
+    )
+}
+
+/// `/hostile`: a 400 whose message is [`hostile_message`]. Not in the OpenAPI document: it
 /// exists for the inbox page's browser check.
 async fn hostile() -> Result<&'static str, faultline::Error> {
     Err(faultline::Error::new(
         StatusCode::BAD_REQUEST,
         "hostile-input",
-        HOSTILE_MESSAGE,
+        hostile_message(),
     ))
 }
 

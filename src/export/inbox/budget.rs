@@ -59,10 +59,12 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
     for Line { hour, recent } in lines {
         page.push_str("<tr data-route=\"");
         escape_into(page, &hour.route);
+        // The exact figures, for scripts and the browser check; the cells round them.
         let _ = write!(
             page,
-            "\" data-requests=\"{}\" data-failures=\"{}\"><td class=\"route\">",
-            hour.requests, hour.failures
+            "\" data-requests=\"{}\" data-failures=\"{}\" data-ratio=\"{}\" data-burn=\"{}\" \
+             data-recent=\"{recent}\"><td class=\"route\">",
+            hour.requests, hour.failures, hour.ratio, hour.burn_rate
         );
         escape_into(page, &hour.route);
         let arrow = match recent.partial_cmp(&hour.burn_rate) {

@@ -151,11 +151,20 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
     let budget = page.find("<section id=\"budget\">").unwrap();
     let groups = page.find("<table id=\"inbox\">").unwrap();
     assert!(budget < groups, "the budget comes above the groups");
-    let hostile = page
-        .find("<tr data-route=\"/hostile\" data-requests=\"1\" data-failures=\"1\">")
+    let hostile_row = "<tr data-route=\"/hostile\" data-requests=\"1\" data-failures=\"1\" \
+                       data-ratio=\"1\" data-burn=\"";
+    let hostile = page.find(hostile_row).unwrap();
+    let burn: f64 = page[hostile + hostile_row.len()..]
+        .split('"')
+        .next()
+        .and_then(|exact| exact.parse().ok())
         .unwrap();
+    assert!((burn - 1000.0).abs() < 1e-9, "{burn}");
     let fine = page
-        .find("<tr data-route=\"/fine\" data-requests=\"7\" data-failures=\"0\">")
+        .find(
+            "<tr data-route=\"/fine\" data-requests=\"7\" data-failures=\"0\" \
+             data-ratio=\"0\" data-burn=\"0\" data-recent=\"0\">",
+        )
         .unwrap();
     assert!(hostile < fine, "the fastest burning first");
     assert!(!page.contains("data-route=\"~unmatched\""));

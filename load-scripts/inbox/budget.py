@@ -1,0 +1,82 @@
+"""The inbox page's error budget section, checked against what the load sent.
+
+The expectation is computed here from the load alone, by the definition of the Prometheus
+rules (`deploy/prometheus/generate.py`): a failure is every outcome but `ok`, and `rejected`
+(client mistakes) is left out of the failures and the requests alike. A route with requests
+is listed, with 0 if none failed; a route with only rejected requests has none and is left
+out. The page shows the fastest burning first, ties by route, at most MAX_ROUTES_SHOWN.
+"""
+
+# The page's objective: the rules' default of 99.9% (`INBOX_SLO` in
+# `src/export/inbox/budget.rs`).
+SLO = 0.999
+# The page's cut (`MAX_ROUTES_SHOWN` there).
+MAX_ROUTES_SHOWN = 10
+
+
+def expected(sent):
+    """The budget rows the page should show for `sent`, a list of (route, outcome, count):
+    dicts of route, requests, failures, ratio and burn, in the page's order."""
+    totals = {}
+    for route, outcome, count in sent:
+        requests, failures = totals.get(route, (0, 0))
+        if outcome != "rejected":
+            requests += count
+            failures += count if outcome != "ok" else 0
+        totals[route] = (requests, failures)
+    rows = []
+    for route, (requests, failures) in totals.items():
+        if requests == 0:
+            continue
+        ratio = failures / requests
+        rows.append({"route": route, "requests": requests, "failures": failures,
+                     "ratio": ratio, "burn": ratio / (1.0 - SLO)})
+    rows.sort(key=lambda row: (-row["burn"], row["route"]))
+    return rows[:MAX_ROUTES_SHOWN], rows[MAX_ROUTES_SHOWN:]
+
+
+def shown(row):
+    """What the page's cells should read for `row`: route, requests, failures, ratio, burn
+    rate, and the last five minutes, which for a run younger than five minutes are the
+    hour's figures, steady."""
+    burn = f"{row['burn']:.1f}×"
+    return [row["route"], str(row["requests"]), str(row["failures"]),
+            f"{row['ratio'] * 100:.3f}%", burn, f"{burn} steady"]
+
+
+def check(rows, heading, sent):
+    """Compares the page's budget rows (dicts of attrs and cells) with the expectation from
+    `sent`; returns a message per difference, none when they agree."""
+    want, cut = expected(sent)
+    problems = []
+    if f"against {SLO * 100:g}%" not in heading:
+        problems.append(f"the heading {heading!r} names another objective than {SLO}")
+    got = [r["attrs"].get("data-route") for r in rows]
+    if got != [w["route"] for w in want]:
+        problems.append(f"routes {got}, expected {[w['route'] for w in want]} "
+                        f"(cut: {[c['route'] for c in cut]})")
+    burns = [float(r["attrs"].get("data-burn", "nan")) for r in rows]
+    if burns != sorted(burns, reverse=True):
+        problems.append(f"burn rates not fastest first: {burns}")
+    by_route = {w["route"]: w for w in want + cut}
+    for row in rows:
+        attrs = row["attrs"]
+        want_row = by_route.get(attrs.get("data-route"))
+        if want_row is None:
+            problems.append(f"{attrs.get('data-route')}: listed, but the load has no "
+                            "requests counted there")
+            continue
+        figures = {"requests": int(attrs["data-requests"]),
+                   "failures": int(attrs["data-failures"]),
+                   "ratio": float(attrs["data-ratio"]), "burn": float(attrs["data-burn"])}
+        for name, value in figures.items():
+            if value != want_row[name]:
+                problems.append(f"{want_row['route']}: {name} {value}, expected "
+                                f"{want_row[name]}")
+        if float(attrs["data-recent"]) != want_row["burn"]:
+            problems.append(f"{want_row['route']}: last 5 min {attrs['data-recent']}, "
+                            f"expected the hour's {want_row['burn']}")
+        if row["cells"] != shown(want_row):
+            problems.append(f"{want_row['route']}: cells {row['cells']}, expected "
+                            f"{shown(want_row)}")
+    return problems
