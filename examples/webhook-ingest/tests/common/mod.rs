@@ -1,11 +1,12 @@
 //! What the service's integration tests share: a service on a real TCP port ([`server`]),
 //! its setup and the pushes each provider sends ([`fixtures`]), deliveries signed as each
-//! provider signs them and the refusals they must get ([`requests`]), and the service's
-//! binary started for its first line ([`binary`]).
+//! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), and the
+//! service's binary started for its first line ([`binary`]).
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
 mod fixtures;
+mod refusals;
 mod requests;
 mod server;
 
@@ -14,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use binary::*;
 pub use fixtures::*;
+pub use refusals::*;
 pub use requests::*;
 pub use server::*;
 

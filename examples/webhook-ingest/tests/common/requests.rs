@@ -1,7 +1,6 @@
-//! Deliveries signed as each provider signs them, and the refusals they must get.
+//! Deliveries signed as each provider signs them, and what the ledger counted of them.
 
 use faultline::ledger::Snapshot;
-use serde_json::json;
 use webhook_ingest::webhook;
 
 use super::{Fixture, Service};
@@ -92,38 +91,3 @@ pub fn series_count(snapshot: &Snapshot, code: &str, route: Option<&str>) -> u64
 
 /// The route every webhook delivery is counted under.
 pub const HOOK_ROUTE: &str = "/api/{instance}/inboxes/{inbox}/commits";
-
-/// Sends deliveries that must each be refused with `(status, code, detail fragment)`,
-/// checks that none leaks an inbox secret and none stored anything, and returns the
-/// snapshot after them, every one counted as a failure and `rejected` of them as axum's.
-pub async fn assert_refused(
-    service: &Service,
-    fixture: &Fixture,
-    cases: Vec<(&str, reqwest::RequestBuilder, u16, &str, &str)>,
-    rejected: u64,
-) -> Snapshot {
-    let count = cases.len() as u64;
-    let before = service.quiescent().await;
-    for (name, request, status, code, detail_has) in cases {
-        let answer = service.send(request).await;
-        assert_eq!(answer.status, status, "{name}: {}", answer.text);
-        answer.assert_problem(status, code);
-        let detail = answer.body["detail"].as_str().unwrap();
-        assert!(detail.contains(detail_has), "{name}: {detail}");
-        for (_, _, secret) in &fixture.inboxes {
-            assert!(
-                !answer.text.contains(secret.as_str()),
-                "{name} leaks a secret"
-            );
-        }
-    }
-    assert_eq!(
-        service.stats(fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
-    );
-    let after = service.quiescent().await;
-    assert!(after.is_balanced(), "{after:#?}");
-    assert_eq!(after.failures() - before.failures(), count, "{after:#?}");
-    assert_eq!(after.rejected - before.rejected, rejected, "{after:#?}");
-    after
-}
