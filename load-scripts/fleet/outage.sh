@@ -30,14 +30,8 @@ work=$FLEET_WORK
 now() { date +%s.%N; }
 
 pg_start "$work"
-for name in "${INSTANCES[@]}"; do
-    ingest_launch "$name" "$PG_URL"
-done
-urls=()
-for name in "${INSTANCES[@]}"; do
-    ingest_wait "$name"
-    urls+=("$(ingest_url "$name")")
-done
+ingest_start_all "$PG_URL" "${INSTANCES[@]}"
+urls=("${INGEST_URLS[@]}")
 echo "outage: instances ${urls[*]} on postgres :$PG_PORT, each with its own spool"
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
 

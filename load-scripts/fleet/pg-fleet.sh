@@ -45,13 +45,9 @@ fi
 names=()
 for i in $(seq 1 "$INSTANCES"); do
     names+=("i$i")
-    ingest_launch "i$i" "$PG_URL"
 done
-urls=()
-for name in "${names[@]}"; do
-    ingest_wait "$name"
-    urls+=("$(ingest_url "$name")")
-done
+ingest_start_all "$PG_URL" "${names[@]}"
+urls=("${INGEST_URLS[@]}")
 echo "pg-fleet: instances ${urls[*]}, migrations applied: $(pg_sql 'SELECT count(*) FROM schema_migrations')"
 
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
