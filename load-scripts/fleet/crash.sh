@@ -12,12 +12,8 @@
 # usage: load-scripts/fleet/crash.sh [--release] [sqlite|postgres ...]
 # needs: cargo, python3, Debian's postgresql package for the PostgreSQL run.
 set -euo pipefail
-FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$FLEET_DIR/../.."
-source "$FLEET_DIR/pg.sh"
-source "$FLEET_DIR/ingest.sh"
+source "$(dirname "$0")/lib.sh"
 
-HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
 # The storm: enough deliveries that the kill lands with many in flight, few enough for CI.
 STORM_DELIVERIES=1500
 STORM_SENDERS=16
@@ -26,35 +22,10 @@ KILL_AFTER=400
 # How long the storm may take to reach KILL_AFTER answers before the run is called stuck.
 KILL_WAIT_SECS=120
 
-build_flags=()
-stores=()
-for arg in "$@"; do
-    case $arg in
-        --release) build_flags=(--release) ;;
-        sqlite | postgres) stores+=("$arg") ;;
-        *) echo "usage: crash.sh [--release] [sqlite|postgres ...]" >&2; exit 1 ;;
-    esac
-done
-((${#stores[@]})) || stores=(sqlite postgres)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-crash.XXXXXX")
-INGEST_WORK=$work
-storm_pid=
-cleanup() {
-    local status=$?
-    [[ -n $storm_pid ]] && kill "$storm_pid" 2>/dev/null
-    ingest_stop_all
-    pg_stop
-    if ((status != 0)); then
-        echo "crash: failed; the instance's log ends:" >&2
-        tail -n 10 "$work"/*.log >&2 2>/dev/null || true
-        echo "crash: the errors the instances logged:" >&2
-        grep -h ' ERROR ' "$work"/*.log | tail -n 5 >&2 || true
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
+fleet_begin '[--release] [sqlite|postgres ...]' 'sqlite|postgres' "$@"
+work=$FLEET_WORK
+stores=(sqlite postgres)
+((${#FLEET_ARGS[@]} == 0)) || stores=("${FLEET_ARGS[@]}")
 
 # The store's delivery rows, as hookload.py reads them.
 rows() { # store db out
@@ -81,7 +52,8 @@ crash_run() {
     : >"$log"
     "${HOOKLOAD[@]}" storm "$work/$store.env" "$log" "storm-$store" "$STORM_DELIVERIES" \
         "$STORM_SENDERS" "$url" &
-    storm_pid=$!
+    local storm_pid=$!
+    fleet_watch "$storm_pid"
     local waited=0
     until (($(wc -l <"$log") >= KILL_AFTER)); do
         ((waited++ < KILL_WAIT_SECS * 20)) || { echo "crash: the storm is stuck" >&2; return 1; }
@@ -90,8 +62,7 @@ crash_run() {
     ingest_kill "$name" KILL
     echo "crash: $store: SIGKILL after $(wc -l <"$log") answers; restarting on port $port"
     ingest_start "$name" "$db" "$port"
-    wait "$storm_pid"
-    storm_pid=
+    fleet_wait "$storm_pid"
     # What the store could not take at once was spooled (202 queued): drained first.
     "${HOOKLOAD[@]}" drained "$url"
     rows "$store" "$db" "$work/$store.rows"
@@ -103,7 +74,6 @@ crash_run() {
     echo "crash: $store: OK"
 }
 
-ingest_build "${build_flags[@]}"
 for store in "${stores[@]}"; do
     crash_run "$store"
 done

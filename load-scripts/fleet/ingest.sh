@@ -10,6 +10,8 @@
 #                                  INGEST_PORT[NAME] and INGEST_PID[NAME]. Its log is appended
 #                                  to $INGEST_WORK/NAME.log
 #   ingest_launch, ingest_wait     the two halves of ingest_start
+#   ingest_start_all DB NAME...    launches every instance NAME on DB at the same moment, then
+#                                  waits for each; sets INGEST_URLS to their URLs, in order
 #   ingest_url NAME                http://127.0.0.1:PORT of instance NAME
 #   ingest_kill NAME SIGNAL        signals instance NAME by its PID and waits for it to exit
 #   ingest_stop_all                SIGTERM to every instance still running, by PID
@@ -51,6 +53,19 @@ ingest_launch() {
         --spool "$INGEST_WORK/$name.spool" "$@" \
         >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
     INGEST_PID[$name]=$!
+}
+
+ingest_start_all() {
+    local db=$1 name
+    shift
+    for name in "$@"; do
+        ingest_launch "$name" "$db"
+    done
+    INGEST_URLS=()
+    for name in "$@"; do
+        ingest_wait "$name"
+        INGEST_URLS+=("$(ingest_url "$name")")
+    done
 }
 
 ingest_wait() {

@@ -11,12 +11,8 @@
 # usage: load-scripts/fleet/outage.sh [--release]
 # needs: cargo, python3, Debian's postgresql package (CI installs it), runuser when root.
 set -euo pipefail
-FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$FLEET_DIR/../.."
-source "$FLEET_DIR/pg.sh"
-source "$FLEET_DIR/ingest.sh"
+source "$(dirname "$0")/lib.sh"
 
-HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
 OUTAGE=(python3 "$FLEET_DIR/outage.py")
 INSTANCES=(o1 o2 o3)
 # The storm: long enough to hold the outage with seconds to spare on both sides.
@@ -28,42 +24,14 @@ DOWN_SECS=5
 # How long the storm may take to reach DOWN_AFTER answers before the run is called stuck.
 WAIT_SECS=60
 
-build_flags=()
-case ${1:-} in
-    --release) build_flags=(--release) ;;
-    '') ;;
-    *) echo "usage: outage.sh [--release]" >&2; exit 1 ;;
-esac
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-outage.XXXXXX")
-INGEST_WORK=$work
-storm_pid=
-cleanup() {
-    local status=$?
-    [[ -n $storm_pid ]] && kill "$storm_pid" 2>/dev/null
-    ingest_stop_all
-    pg_stop
-    if ((status != 0)); then
-        echo "outage: failed; the instances' errors:" >&2
-        grep -h -E ' (ERROR|WARN) ' "$work"/*.log | tail -n 10 >&2 || true
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
+fleet_begin '[--release]' '' "$@"
+work=$FLEET_WORK
 
 now() { date +%s.%N; }
 
-ingest_build "${build_flags[@]}"
 pg_start "$work"
-for name in "${INSTANCES[@]}"; do
-    ingest_launch "$name" "$PG_URL"
-done
-urls=()
-for name in "${INSTANCES[@]}"; do
-    ingest_wait "$name"
-    urls+=("$(ingest_url "$name")")
-done
+ingest_start_all "$PG_URL" "${INSTANCES[@]}"
+urls=("${INGEST_URLS[@]}")
 echo "outage: instances ${urls[*]} on postgres :$PG_PORT, each with its own spool"
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
 
@@ -71,6 +39,7 @@ log=$work/storm.log
 : >"$log"
 "${OUTAGE[@]}" storm "$work/env.json" "$log" "$STORM_SECS" "$STORM_SENDERS" "${urls[@]}" &
 storm_pid=$!
+fleet_watch "$storm_pid"
 waited=0
 until (($(wc -l <"$log") >= DOWN_AFTER)); do
     ((waited++ < WAIT_SECS * 20)) || { echo "outage: the storm is stuck" >&2; exit 1; }
@@ -91,8 +60,7 @@ sleep $((DOWN_SECS - DOWN_SECS / 2))
 pg_restart
 down_to=$(now)
 echo "outage: postgres back after $(python3 -c "print(f'{$down_to - $down_from:.1f}')")s"
-wait "$storm_pid"
-storm_pid=
+fleet_wait "$storm_pid"
 printf '{"down_from": %s, "down_to": %s, "killed": 1, "killed_at": %s}\n' \
     "$down_from" "$down_to" "$killed_at" >"$work/meta.json"
 

@@ -17,37 +17,15 @@
 # usage: load-scripts/fleet/pg-fleet.sh [--release]
 # needs: cargo, python3, Debian's postgresql package (CI installs it), runuser when root.
 set -euo pipefail
-FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$FLEET_DIR/../.."
-source "$FLEET_DIR/pg.sh"
-source "$FLEET_DIR/ingest.sh"
+source "$(dirname "$0")/lib.sh"
 
 INSTANCES=3
-HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
 # The bearer token of /errors for this run, so the error groups can be searched for secrets.
 export WEBHOOK_INGEST_ADMIN_TOKEN=fleet-admin-$$
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-pg-fleet.XXXXXX")
-INGEST_WORK=$work
-cleanup() {
-    local status=$?
-    ingest_stop_all
-    pg_stop
-    if ((status != 0)); then
-        echo "pg-fleet: failed; the logs end:" >&2
-        tail -n 5 "$work"/*.log "$work/pg/server.log" >&2 2>/dev/null || true
-        echo "pg-fleet: the errors the instances logged:" >&2
-        grep -h ' ERROR ' "$work"/*.log | tail -n 5 >&2 || true
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-
-command -v python3 >/dev/null || { echo "pg-fleet: python3 is required" >&2; exit 1; }
-test_flags=()
-[[ ${1:-} == --release ]] && test_flags=(--release)
-ingest_build "$@"
+fleet_require python3
+fleet_begin '[--release]' '' "$@"
+work=$FLEET_WORK
 pg_start "$work"
 echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (pid $PG_PID)"
 
@@ -57,7 +35,7 @@ echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (
 echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres --test rotation --test failures"
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
 pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
-WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${test_flags[@]}" \
+WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
     --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
 if ((PIPESTATUS[0] != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
@@ -67,13 +45,9 @@ fi
 names=()
 for i in $(seq 1 "$INSTANCES"); do
     names+=("i$i")
-    ingest_launch "i$i" "$PG_URL"
 done
-urls=()
-for name in "${names[@]}"; do
-    ingest_wait "$name"
-    urls+=("$(ingest_url "$name")")
-done
+ingest_start_all "$PG_URL" "${names[@]}"
+urls=("${INGEST_URLS[@]}")
 echo "pg-fleet: instances ${urls[*]}, migrations applied: $(pg_sql 'SELECT count(*) FROM schema_migrations')"
 
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"

@@ -17,30 +17,11 @@
 # usage: load-scripts/fleet/pg-tls.sh [--release]
 # needs: cargo, python3, openssl, Debian's postgresql package (CI installs it), runuser when root.
 set -euo pipefail
-FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$FLEET_DIR/../.."
-source "$FLEET_DIR/pg.sh"
-source "$FLEET_DIR/ingest.sh"
+source "$(dirname "$0")/lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-pg-tls.XXXXXX")
-INGEST_WORK=$work
-cleanup() {
-    local status=$?
-    ingest_stop_all
-    pg_stop
-    if ((status != 0)); then
-        echo "pg-tls: failed; the logs end:" >&2
-        tail -n 5 "$work"/*.log "$work/pg/server.log" >&2 2>/dev/null || true
-    fi
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-
-for tool in openssl python3; do
-    command -v "$tool" >/dev/null || { echo "pg-tls: $tool is required" >&2; exit 1; }
-done
-ingest_build "$@"
+fleet_require openssl python3
+fleet_begin '[--release]' '' "$@"
+work=$FLEET_WORK
 
 # A CA, a server certificate it signs for 127.0.0.1 only, and a CA that signed nothing.
 certs=$work/certs

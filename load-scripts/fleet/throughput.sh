@@ -13,35 +13,13 @@
 # usage: load-scripts/fleet/throughput.sh [--release] [DELIVERIES]   (default 300 per level)
 # needs: cargo, python3, Debian's postgresql package.
 set -euo pipefail
-FLEET_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$FLEET_DIR/../.."
-source "$FLEET_DIR/pg.sh"
-source "$FLEET_DIR/ingest.sh"
+source "$(dirname "$0")/lib.sh"
 
-HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
 SENDERS=(1 8 64)
+fleet_begin '[--release] [DELIVERIES]' '[0-9]+' "$@"
+work=$FLEET_WORK
 deliveries=300
-build_flags=()
-for arg in "$@"; do
-    case $arg in
-        --release) build_flags=(--release) ;;
-        *[!0-9]* | '') echo "usage: throughput.sh [--release] [DELIVERIES]" >&2; exit 1 ;;
-        *) deliveries=$arg ;;
-    esac
-done
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-throughput.XXXXXX")
-INGEST_WORK=$work
-cleanup() {
-    local status=$?
-    ingest_stop_all
-    pg_stop
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
-
-ingest_build "${build_flags[@]}"
+((${#FLEET_ARGS[@]} == 0)) || deliveries=${FLEET_ARGS[-1]}
 pg_start "$work"
 declare -A rate=()
 for store in sqlite postgres; do

@@ -1,43 +1,17 @@
 //! The binary's command line as an operator meets it: settings from the environment, a bad
 //! flag named in its error, and `--help` showing the defaults.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
 
-fn service() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"));
-    command.env_remove("WEBHOOK_INGEST_LISTEN");
-    command
-}
-
-/// Starts the service as `command` says, reads the first line it prints, and stops it.
-fn first_line(mut command: Command) -> String {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    first
-}
+use common::{binary, Running};
 
 #[test]
 fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
-    let mut command = service();
+    let mut command = binary();
     command
         .args(["--db", ":memory:"])
         .env("WEBHOOK_INGEST_LISTEN", "127.0.0.1:0");
-    let first = first_line(command);
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{first}"));
-    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    let addr: std::net::SocketAddr = Running::start(command).addr().parse().unwrap();
     assert!(addr.ip().is_loopback(), "{addr}");
     assert_ne!(addr.port(), 0);
 }
@@ -46,11 +20,11 @@ fn the_listen_address_comes_from_the_environment_and_is_the_first_line() {
 /// another address.
 #[test]
 fn port_on_the_command_line_wins_over_the_environments_address() {
-    let mut command = service();
+    let mut command = binary();
     command
         .args(["--port", "0", "--db", ":memory:"])
         .env("WEBHOOK_INGEST_LISTEN", "0.0.0.0:1");
-    let first = first_line(command);
+    let first = Running::start(command).first_line.clone();
     assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
 }
 
@@ -64,7 +38,7 @@ fn a_bad_flag_stops_the_service_with_the_flag_named() {
             "--body-timeout",
         ),
     ] {
-        let output = service().args(args).output().unwrap();
+        let output = binary().args(args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?}");
         assert!(output.stdout.is_empty(), "{args:?}");
@@ -74,7 +48,7 @@ fn a_bad_flag_stops_the_service_with_the_flag_named() {
 
 #[test]
 fn help_shows_every_default_and_hides_secret_values() {
-    let output = service()
+    let output = binary()
         .arg("--help")
         .env("WEBHOOK_INGEST_ADMIN_TOKEN", "token-never-shown")
         .env("WEBHOOK_INGEST_DB", "postgres://u:pw-never-shown@db/hooks")

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -175,23 +173,12 @@ async fn only_the_instances_key_rotates_and_only_its_own_inboxes() {
 /// The binary at trace level: neither secret nor the API key is in its output.
 #[test]
 fn no_secret_reaches_the_log() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"))
+    let mut command = binary();
+    command
         .args(["--port", "0", "--db", ":memory:"])
-        .env_remove("WEBHOOK_INGEST_LISTEN")
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
+        .env("RUST_LOG", "trace");
+    let running = Running::start(command);
+    let addr = running.addr();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let secrets = runtime.block_on(async {
         let client = reqwest::Client::new();
@@ -259,19 +246,7 @@ fn no_secret_reaches_the_log() {
         [key.to_owned(), old.to_owned(), new.to_owned()]
     });
     // SIGTERM, so the log writer flushes before the process ends.
-    let stopped = Command::new("kill")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(stopped.success());
-    child.wait().unwrap();
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let log = running.terminate().stderr;
     assert!(log.contains("inbox secret rotated"), "{log}");
     assert!(log.contains("final ledger"), "{log}");
     for secret in secrets {

@@ -2,9 +2,12 @@
 //! database cannot be reached at start-up: the service starts, says why the store is down,
 //! and retries in the background.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::io::{Read, Write};
 use std::time::Duration;
+
+use common::{binary, Running};
 
 /// A password no other text of the output could contain by chance.
 const PASSWORD: &str = "pw-d41d8cd98f00b204";
@@ -21,34 +24,18 @@ fn an_unreachable_postgres_is_reported_without_its_password() {
         .port();
     let url = format!("postgres://ingest:{PASSWORD}@127.0.0.1:{port}/hooks");
     let spool = std::env::temp_dir().join(format!("faultline-secrets-{}", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"))
+    let mut command = binary();
+    command
         .args(["--port", "0", "--db", &url, "--spool"])
         .arg(&spool)
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .expect(&first)
-        .to_owned();
+        .env("RUST_LOG", "trace");
+    let running = Running::start(command);
+    let first = running.first_line.clone();
     std::thread::sleep(RETRYING_FOR);
-    let health = get(&addr, "/health");
-    // SIGTERM: a graceful shutdown, which flushes the log.
-    Command::new("kill")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let health = get(&running.addr(), "/health");
+    let stopped = running.terminate();
     let _ = std::fs::remove_dir_all(&spool);
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (rest, stderr) = (stopped.stdout, stopped.stderr);
     assert!(health.contains(r#""store":"down""#), "{health}");
     assert!(
         stderr.contains(&format!("postgres://ingest:***@127.0.0.1:{port}/hooks")),

@@ -105,6 +105,26 @@ pub struct PreviousSecret {
 }
 
 impl InboxRow {
+    /// An inbox from its columns as both stores select them: `id, digest_id, vcs, secret,
+    /// previous_secret` and the milliseconds since the last rotation by the database's clock.
+    fn from_columns(
+        id: String,
+        digest_id: String,
+        vcs: String,
+        secret: String,
+        previous: Option<String>,
+        rotated_ms_ago: Option<i64>,
+    ) -> Self {
+        Self {
+            id,
+            digest_id,
+            // Written only from `Vcs::as_str`, so always one of the three.
+            vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
+            secret,
+            previous: previous_secret(previous, rotated_ms_ago),
+        }
+    }
+
     /// The previous secret, if it is still inside the grace period `grace`.
     pub fn previous_secret(&self, grace: Duration) -> Option<&str> {
         self.previous

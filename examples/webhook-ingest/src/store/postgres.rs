@@ -21,11 +21,8 @@ use deadpool_postgres::{
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
-use super::{
-    previous_secret, InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit,
-};
+use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
 use crate::payload::Commit;
-use crate::webhook::Vcs;
 
 /// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
 /// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.
@@ -311,13 +308,15 @@ impl PgStore {
         Ok(client
             .query_opt(&select, &[&id, &instance])
             .await?
-            .map(|row| InboxRow {
-                id: row.get(0),
-                digest_id: row.get(1),
-                // Written only from `Vcs::as_str`, so always one of the three.
-                vcs: Vcs::parse(row.get(2)).unwrap_or(Vcs::Github),
-                secret: row.get(3),
-                previous: previous_secret(row.get(4), row.get(5)),
+            .map(|row| {
+                InboxRow::from_columns(
+                    row.get(0),
+                    row.get(1),
+                    row.get(2),
+                    row.get(3),
+                    row.get(4),
+                    row.get(5),
+                )
             }))
     }
 

@@ -18,11 +18,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::{
-    previous_secret, InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit,
-};
+use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
 use crate::payload::Commit;
-use crate::webhook::Vcs;
 use schema::migrate;
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
@@ -235,15 +232,14 @@ impl SqliteStore {
                  FROM inboxes WHERE id = ?1 AND instance_id = ?2",
             )?
             .query_row([id, instance], |row| {
-                let vcs: String = row.get(2)?;
-                Ok(InboxRow {
-                    id: row.get(0)?,
-                    digest_id: row.get(1)?,
-                    // Written only from `Vcs::as_str`, so always one of the three.
-                    vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
-                    secret: row.get(3)?,
-                    previous: previous_secret(row.get(4)?, row.get(5)?),
-                })
+                Ok(InboxRow::from_columns(
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                ))
             })
             .optional()
         })
@@ -392,6 +388,7 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 mod tests {
     use super::schema::SCHEMA_V1;
     use super::*;
+    use crate::webhook::Vcs;
 
     /// A database made before migrations were versioned keeps its rows, and takes commits
     /// without the optional fields afterwards.

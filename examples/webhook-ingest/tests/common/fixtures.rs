@@ -1,0 +1,148 @@
+//! What a test service is set up with: an instance, a digest, an inbox per provider, and
+//! the pushes each provider sends.
+
+use serde_json::{json, Value};
+use webhook_ingest::webhook;
+
+use super::Service;
+
+pub struct Fixture {
+    pub instance: String,
+    pub key: String,
+    pub digest: String,
+    pub inboxes: Vec<(webhook::Vcs, String, String)>,
+}
+
+impl Fixture {
+    pub fn inbox(&self, vcs: webhook::Vcs) -> (&str, &str) {
+        let (_, id, secret) = self.inboxes.iter().find(|(v, _, _)| *v == vcs).unwrap();
+        (id, secret)
+    }
+
+    pub fn hook_path(&self, vcs: webhook::Vcs) -> String {
+        format!(
+            "/api/{}/inboxes/{}/commits",
+            self.instance,
+            self.inbox(vcs).0
+        )
+    }
+}
+
+impl Service {
+    /// A service on an in-memory store with an instance, a digest and an inbox per provider.
+    pub async fn with_fixture() -> (Self, Fixture) {
+        let service = Self::start().await;
+        let fixture = service.setup().await;
+        (service, fixture)
+    }
+
+    /// An instance, one digest, and one inbox per provider.
+    pub async fn setup(&self) -> Fixture {
+        let created = self
+            .send(self.client.post(self.url("/api/instances")))
+            .await;
+        assert_eq!(created.status, 201, "{}", created.text);
+        let instance = created.str("id");
+        let key = created.str("api_key");
+        let digest = self
+            .post_json(
+                &format!("/api/{instance}/digests"),
+                &key,
+                json!({ "description": "platform team" }),
+            )
+            .await;
+        assert_eq!(digest.status, 201, "{}", digest.text);
+        let digest = digest.str("id");
+        let mut inboxes = Vec::new();
+        for vcs in webhook::Vcs::ALL {
+            let inbox = self
+                .post_json(
+                    &format!("/api/{instance}/digests/{digest}/inboxes"),
+                    &key,
+                    json!({ "vcs": vcs.as_str(), "name": format!("{vcs} hooks") }),
+                )
+                .await;
+            assert_eq!(inbox.status, 201, "{}", inbox.text);
+            assert_eq!(
+                inbox.str("url"),
+                self.url(&format!(
+                    "/api/{instance}/inboxes/{}/commits",
+                    inbox.str("id")
+                ))
+            );
+            inboxes.push((vcs, inbox.str("id"), inbox.str("secret")));
+        }
+        Fixture {
+            instance,
+            key,
+            digest,
+            inboxes,
+        }
+    }
+
+    /// The instance's stats, which must be answered 200.
+    pub async fn stats(&self, fixture: &Fixture) -> Value {
+        let answer = self
+            .send(
+                self.client
+                    .get(self.url(&format!("/api/{}/stats", fixture.instance)))
+                    .bearer_auth(&fixture.key),
+            )
+            .await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        answer.body
+    }
+}
+
+pub fn github_push(shas: &[&str]) -> Vec<u8> {
+    let commits: Vec<Value> = shas
+        .iter()
+        .map(|sha| {
+            json!({
+                "id": sha,
+                "message": format!("commit {sha}"),
+                "timestamp": "2026-11-29T10:00:00Z",
+                "author": { "name": "Ada" },
+            })
+        })
+        .collect();
+    json!({
+        "ref": "refs/heads/main",
+        "repository": { "full_name": "acme/widgets" },
+        "commits": commits,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+pub fn gitlab_push() -> Vec<u8> {
+    json!({
+        "object_kind": "push",
+        "ref": "refs/heads/develop",
+        "project": { "path_with_namespace": "acme/gadgets" },
+        "commits": [
+            { "id": "gl1", "message": "first", "timestamp": "2026-11-29T10:00:00+01:00",
+              "author": { "name": "Grace", "email": "grace@example.com" } },
+        ],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+pub fn bitbucket_push() -> Vec<u8> {
+    json!({
+        "repository": { "full_name": "acme/gizmos" },
+        "push": { "changes": [
+            { "new": { "type": "branch", "name": "feature" },
+              "commits": [
+                { "hash": "bb2", "message": "second", "date": "2026-11-29T10:01:00+00:00",
+                  "author": { "raw": "Linus <linus@example.com>" } },
+                { "hash": "bb1", "message": "first", "date": "2026-11-29T10:00:00+00:00",
+                  "author": { "raw": "Linus <linus@example.com>" } },
+              ] },
+            { "new": null, "commits": [] },
+        ] },
+    })
+    .to_string()
+    .into_bytes()
+}

@@ -1,0 +1,204 @@
+//! Deliveries refused, one test per failure family: each case is a correctly signed delivery
+//! with one thing changed, and none of them stores anything or leaks a secret.
+
+use webhook_ingest::webhook::{self, Vcs};
+
+use crate::common::*;
+
+/// The signature of `body` under a secret no inbox has.
+fn wrong_signature(body: &[u8]) -> String {
+    format!("sha256={}", webhook::sign(b"not the secret", body))
+}
+
+#[tokio::test]
+async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
+    use Vcs::Github;
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let wrong = wrong_signature(&push);
+    let push_with = |signature: &str| {
+        service
+            .signed(&fixture, Github, "push", &push)
+            .set("x-hub-signature-256", signature)
+    };
+    let cases = vec![
+        push_with(&wrong).refused(
+            "wrong github signature",
+            401,
+            "bad-signature",
+            "does not match",
+        ),
+        push_with("sha256=zz").refused(
+            "signature that is not hex",
+            401,
+            "bad-signature",
+            "64 hex digits",
+        ),
+        service
+            .signed(&fixture, Github, "push", &push)
+            .without("x-hub-signature-256")
+            .refused(
+                "missing github signature",
+                401,
+                "bad-signature",
+                "is missing",
+            ),
+        service
+            .signed(&fixture, Github, "issues", b"{}")
+            .set("x-hub-signature-256", &wrong)
+            .refused(
+                "ignored event with a wrong signature",
+                401,
+                "bad-signature",
+                "does not match the body",
+            ),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 0).await;
+    assert_eq!(series_count(&after, "bad-signature", Some(HOOK_ROUTE)), 4);
+}
+
+#[tokio::test]
+async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
+    use Vcs::{Bitbucket, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let cases = vec![
+        service
+            .signed(&fixture, Bitbucket, "repo:push", &push)
+            .set("x-hub-signature", wrong_signature(&push))
+            .refused(
+                "wrong bitbucket signature",
+                401,
+                "bad-signature",
+                "X-Hub-Signature",
+            ),
+        service
+            .signed(&fixture, Gitlab, "Push Hook", &push)
+            .set("x-gitlab-token", "guess")
+            .refused("wrong gitlab token", 401, "bad-signature", "X-Gitlab-Token"),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 0).await;
+    assert_eq!(series_count(&after, "bad-signature", Some(HOOK_ROUTE)), 2);
+}
+
+#[tokio::test]
+async fn malformed_pushes_are_refused_naming_the_missing_field() {
+    use Vcs::{Bitbucket, Github, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let no_commit_id = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},
+        "commits":[{"message":"m","timestamp":"t","author":{"name":"n"}}]}"#;
+    let no_branch = br#"{"repository":{"full_name":"a/b"},
+        "push":{"changes":[{"new":{"type":"branch"},"commits":[]}]}}"#;
+    let no_project = br#"{"ref":"x","commits":[]}"#;
+    let malformed = "malformed-payload";
+    let cases = [
+        (
+            "github push without a commit id",
+            Github,
+            "push",
+            &no_commit_id[..],
+            "`commits[0].id`",
+        ),
+        (
+            "bitbucket push without a branch name",
+            Bitbucket,
+            "repo:push",
+            no_branch,
+            "`push.changes[0].new.name`",
+        ),
+        (
+            "gitlab push without a project",
+            Gitlab,
+            "Push Hook",
+            no_project,
+            "`project.path_with_namespace`",
+        ),
+        (
+            "push that is not JSON",
+            Github,
+            "push",
+            b"{not json",
+            "not valid JSON",
+        ),
+    ]
+    .map(|(name, vcs, event, body, detail_has)| {
+        service
+            .signed(&fixture, vcs, event, body)
+            .refused(name, 400, malformed, detail_has)
+    });
+    let after = assert_refused(&service, &fixture, cases.into(), 0).await;
+    assert_eq!(series_count(&after, malformed, Some(HOOK_ROUTE)), 4);
+}
+
+#[tokio::test]
+async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
+    use Vcs::{Github, Gitlab};
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let github_push = || service.signed(&fixture, Github, "push", &push);
+    let cases = vec![
+        github_push().without("x-github-event").refused(
+            "no provider header",
+            400,
+            "unknown-provider",
+            "X-GitHub-Event",
+        ),
+        github_push().to(fixture.hook_path(Gitlab)).refused(
+            "github event to the gitlab inbox",
+            400,
+            "wrong-provider",
+            "receives gitlab webhooks, not github",
+        ),
+        github_push()
+            .set("x-github-delivery", "x".repeat(500))
+            .refused(
+                "delivery id far too long",
+                400,
+                "bad-delivery-id",
+                "X-GitHub-Delivery",
+            ),
+        github_push()
+            .to(format!(
+                "/api/{}/inboxes/ib_nothing/commits",
+                fixture.instance
+            ))
+            .refused("unknown inbox", 404, "inbox-not-found", "ib_nothing"),
+    ];
+    assert_refused(&service, &fixture, cases, 0).await;
+}
+
+#[tokio::test]
+async fn deliveries_over_the_size_limit_or_not_json_are_refused() {
+    use Vcs::Github;
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let too_big = vec![b' '; TEST_BODY_LIMIT + 1];
+    let cases = vec![
+        service
+            .signed(&fixture, Github, "push", &push)
+            .set("content-type", "application/x-www-form-urlencoded")
+            .refused(
+                "form-encoded push",
+                415,
+                "unsupported-media-type",
+                "application/json",
+            ),
+        service.signed(&fixture, Github, "push", &too_big).refused(
+            "over the body limit",
+            413,
+            "payload-too-large",
+            "",
+        ),
+    ];
+    // Only the 413 is axum's.
+    let after = assert_refused(&service, &fixture, cases, 1).await;
+    assert_eq!(
+        series_count(&after, "payload-too-large", Some(HOOK_ROUTE)),
+        1
+    );
+}
