@@ -29,6 +29,29 @@ for alert in $alerts; do
     }
 done
 
+# The inbox page judges routes as the rules do: its objective, fast-burn factor and traffic
+# guard (src/export/inbox/budget.rs) are the rules' defaults.
+python3 - ../../src/export/inbox/budget.rs <<'PY'
+import re
+import sys
+
+import generate
+
+page = open(sys.argv[1]).read()
+def constant(name):
+    return float(re.search(rf"const {name}: \w+ = ([0-9.]+);", page).group(1))
+fast = next(a for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
+pairs = [
+    ("INBOX_SLO", constant("INBOX_SLO") * 100, generate.SETTINGS["slo"]),
+    ("FAST_BURN", constant("FAST_BURN"), fast[2]),
+    ("MIN_REQUESTS", constant("MIN_REQUESTS"), generate.SETTINGS["min_requests"]),
+]
+wrong = [f"{name} {got:g} != the rules' {want:g}" for name, got, want in pairs
+         if abs(got - want) > 1e-9]
+if wrong:
+    sys.exit("check: the inbox page judges otherwise than the rules: " + "; ".join(wrong))
+PY
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Each variant: the test file's name, then the generator's flags it was written for.
@@ -45,4 +68,4 @@ for variant in "${variants[@]}"; do
     promtool test rules "$work/$name/$name.yml"
 done
 echo "check: rules current, promtool check and test pass, $(wc -w <<<"$alerts") runbooks found," \
-    "${#variants[@]} variants pass"
+    "the inbox page judges as they do, ${#variants[@]} variants pass"

@@ -4,12 +4,21 @@ The expectation is computed here from the load alone, by the definition of the P
 rules (`deploy/prometheus/generate.py`): a failure is every outcome but `ok`, and `rejected`
 (client mistakes) is left out of the failures and the requests alike. A route with requests
 is listed, with 0 if none failed; a route with only rejected requests has none and is left
-out. The page shows the fastest burning first, ties by route, at most MAX_ROUTES_SHOWN.
+out. The page shows the fastest burning first, ties by route, at most MAX_ROUTES_SHOWN, and
+judges each route as the rules' fast-burn alert does.
 """
 
-# The page's objective: the rules' default of 99.9% (`INBOX_SLO` in
-# `src/export/inbox/budget.rs`).
-SLO = 0.999
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "deploy" / "prometheus"))
+import generate  # noqa: E402 (the settings the committed rules were written from)
+
+# The page judges by the rules' defaults (`deploy/prometheus/check.sh` holds
+# `src/export/inbox/budget.rs` to them): the objective, the fast burn's factor, the guard.
+SLO = round(generate.SETTINGS["slo"] / 100, 12)  # 0.999, as the page writes it
+FAST_BURN = next(a[2] for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
+MIN_REQUESTS = generate.SETTINGS["min_requests"]
 # The page's cut (`MAX_ROUTES_SHOWN` there).
 MAX_ROUTES_SHOWN = 10
 
@@ -29,19 +38,23 @@ def expected(sent):
         if requests == 0:
             continue
         ratio = failures / requests
+        burn = ratio / (1.0 - SLO)
+        # A run younger than five minutes: the short window's burn rate is the hour's.
+        alert = "none" if burn <= FAST_BURN else "page" if requests >= MIN_REQUESTS else "guard"
         rows.append({"route": route, "requests": requests, "failures": failures,
-                     "ratio": ratio, "burn": ratio / (1.0 - SLO)})
+                     "ratio": ratio, "burn": burn, "alert": alert})
     rows.sort(key=lambda row: (-row["burn"], row["route"]))
     return rows[:MAX_ROUTES_SHOWN], rows[MAX_ROUTES_SHOWN:]
 
 
 def shown(row):
     """What the page's cells should read for `row`: route, requests, failures, ratio, burn
-    rate, and the last five minutes, which for a run younger than five minutes are the
-    hour's figures, steady."""
+    rate, the last five minutes, which for a run younger than five minutes are the hour's
+    figures, steady; and the fast-burn alert's judgement."""
     burn = f"{row['burn']:.1f}×"
+    alert = {"page": "pages", "guard": "too few requests", "none": ""}[row["alert"]]
     return [row["route"], str(row["requests"]), str(row["failures"]),
-            f"{row['ratio'] * 100:.3f}%", burn, f"{burn} steady"]
+            f"{row['ratio'] * 100:.3f}%", burn, f"{burn} steady", alert]
 
 
 def check(rows, heading, sent):
@@ -73,6 +86,9 @@ def check(rows, heading, sent):
             if value != want_row[name]:
                 problems.append(f"{want_row['route']}: {name} {value}, expected "
                                 f"{want_row[name]}")
+        if attrs.get("data-alert") != want_row["alert"]:
+            problems.append(f"{want_row['route']}: fast burn alert {attrs.get('data-alert')}, "
+                            f"expected {want_row['alert']}")
         if float(attrs["data-recent"]) != want_row["burn"]:
             problems.append(f"{want_row['route']}: last 5 min {attrs['data-recent']}, "
                             f"expected the hour's {want_row['burn']}")

@@ -30,10 +30,11 @@ import cdp
 # build. Distinct numbers, so a row showing another group's count cannot pass. Each with the
 # route template it is counted under and the outcome it should have: what the budget section
 # is checked against. /slow mixes ok, rejected and cancelled, so that its ratio shows which
-# of them count.
+# of them count. /handled gets exactly the rules' traffic guard, so that it pages on the page
+# while the other failing routes, with fewer requests, are judged too few to page.
 LOAD = [
     ("GET", "/ok", 20, None, "/ok", "ok"),
-    ("GET", "/handled", 15, None, "/handled", "handled"),
+    ("GET", "/handled", budget.MIN_REQUESTS, None, "/handled", "handled"),
     ("GET", "/hostile", 6, None, "/hostile", "handled"),
     ("GET", "/internal", 5, None, "/internal", "handled"),
     ("GET", "/panic", 4, None, "/panic", "panicked"),
@@ -270,6 +271,11 @@ def check_budget(dom):
     print(f"== budget: {len(listed)} routes match the load, fastest burning first; "
           f"listed with 0: {zero}; cut past {budget.MAX_ROUTES_SHOWN}: "
           f"{[r['route'] for r in cut]}; only rejected, left out: {left_out}")
+    judged = {kind: [r["route"] for r in listed if r["alert"] == kind] for kind in ("page", "guard")}
+    print(f"== fast burn alert, as the rules judge it: pages {judged['page']}; "
+          f"too few requests to page {judged['guard']}")
+    if not judged["page"] or not judged["guard"]:
+        fail("the load should make one route page and others fall under the guard")
 
 
 # Measured in the page: how wide the document is against the viewport, and how wide the

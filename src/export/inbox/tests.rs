@@ -163,7 +163,7 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
     let fine = page
         .find(
             "<tr data-route=\"/fine\" data-requests=\"7\" data-failures=\"0\" \
-             data-ratio=\"0\" data-burn=\"0\" data-recent=\"0\">",
+             data-ratio=\"0\" data-burn=\"0\" data-recent=\"0\" data-alert=\"none\">",
         )
         .unwrap();
     assert!(hostile < fine, "the fastest burning first");
@@ -171,4 +171,36 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
     assert!(page
         .contains("<td class=\"num ratio\">100.000%</td><td class=\"num burn fast\">1000.0×</td>"));
     assert!(page.contains("<td class=\"num ratio\">0.000%</td><td class=\"num burn\">0.0×</td>"));
+}
+
+/// The budget row's `data-alert` for `route`.
+fn alert_of<'a>(page: &'a str, route: &str) -> &'a str {
+    let row = &page[page.find(&format!("<tr data-route=\"{route}\"")).unwrap()..];
+    let at = row.find("data-alert=\"").unwrap() + "data-alert=\"".len();
+    row[at..].split('"').next().unwrap()
+}
+
+#[tokio::test]
+async fn a_route_pages_as_the_fast_burn_alert_would_once_past_its_traffic_guard() {
+    let (layer, ledger) = FaultLayer::pair();
+    let app = app(layer.clone()).merge(
+        Router::new()
+            .route("/fine", get(|| async { "fine" }))
+            .layer(layer),
+    );
+    assert_eq!(get_status(&app, "/fine").await, 200);
+    for _ in 0..99 {
+        assert_eq!(get_status(&app, "/hostile").await, 422);
+    }
+    let page = ledger.render_inbox();
+    assert_eq!(alert_of(&page, "/hostile"), "guard");
+    assert!(page.contains("<td class=\"num alert\">too few requests</td>"));
+    assert_eq!(alert_of(&page, "/fine"), "none");
+
+    // The hundredth request passes the rules' traffic guard.
+    assert_eq!(get_status(&app, "/hostile").await, 422);
+    let page = ledger.render_inbox();
+    assert_eq!(alert_of(&page, "/hostile"), "page");
+    assert!(page.contains("<td class=\"num alert\"><strong>pages</strong></td>"));
+    assert_eq!(alert_of(&page, "/fine"), "none");
 }
