@@ -413,48 +413,73 @@ fn wider_than_private(folder: &str, text: &str) -> Vec<(String, String, String)>
         .filter_map(|line| {
             let line = line.trim();
             let (visibility, rest) = line.split_once(" mod ")?;
-            let name = rest.strip_suffix(';')?;
+            // `mod name;`, or an inline `mod name {`.
+            let name = rest.strip_suffix(';').or_else(|| rest.strip_suffix(" {"))?;
             Some((folder.to_owned(), visibility.to_owned(), name.to_owned()))
         })
         .collect()
 }
 
-/// A folder shows the rest of the crate only what its `mod.rs` re-exports: its modules are
-/// private, so a `pub(crate)` item deep inside cannot be reached past the folder's interface.
-/// The exceptions, each for a reason: `error::codes` is a namespace of constants, read as
-/// `codes::PANIC`; `render::openapi` is public API (feature `utoipa`).
+/// The folders under `dir`, at any depth, each with the file that declares its modules:
+/// its `mod.rs`, or the `name.rs` beside a folder `name/`.
+fn folders_below(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.is_dir() {
+            continue;
+        }
+        let root = [path.join("mod.rs"), path.with_extension("rs")]
+            .into_iter()
+            .find(|file| file.is_file())
+            .unwrap_or_else(|| panic!("{} has no mod.rs and no .rs beside it", path.display()));
+        out.push((
+            path.file_name().unwrap().to_string_lossy().into_owned(),
+            root,
+        ));
+        folders_below(&path, out);
+    }
+}
+
+/// A folder shows the rest of the crate only what its root file (`mod.rs`, or `name.rs`
+/// beside `name/`) re-exports: its modules are private, so a `pub(crate)` item deep inside
+/// cannot be reached past the folder's interface. The exceptions, each for a reason:
+/// `error::codes` is a namespace of constants, read as `codes::PANIC`; `render::openapi` is
+/// public API (feature `utoipa`).
 #[test]
-fn a_folder_keeps_its_modules_private_and_names_its_interface_in_mod_rs() {
+fn a_folder_keeps_its_modules_private_and_names_its_interface_in_its_root_file() {
     const ALLOWED: [(&str, &str, &str); 2] = [
         ("error", "pub(crate)", "codes"),
         ("render", "pub", "openapi"),
     ];
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut wider = Vec::new();
-    let mut folders = 0;
-    for entry in fs::read_dir(&src).unwrap() {
-        let dir = entry.unwrap().path();
-        let Ok(text) = fs::read_to_string(dir.join("mod.rs")) else {
-            continue;
-        };
-        folders += 1;
-        let folder = dir.file_name().unwrap().to_string_lossy();
-        wider.extend(
-            wider_than_private(&folder, &text)
-                .into_iter()
-                .filter(|(f, v, n)| !ALLOWED.contains(&(f.as_str(), v.as_str(), n.as_str()))),
-        );
-    }
-    assert!(folders >= 8, "{folders} folders with a mod.rs under src/");
+    let mut folders = Vec::new();
+    folders_below(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut folders,
+    );
+    let wider: Vec<_> = folders
+        .iter()
+        .flat_map(|(folder, root)| wider_than_private(folder, &fs::read_to_string(root).unwrap()))
+        .filter(|(f, v, n)| !ALLOWED.contains(&(f.as_str(), v.as_str(), n.as_str())))
+        .collect();
+    let names: Vec<&str> = folders.iter().map(|(f, _)| f.as_str()).collect();
+    assert!(
+        names.contains(&"inbox") && names.contains(&"ledger") && names.len() >= 10,
+        "nested folders and folders with a file beside them are read: {names:?}"
+    );
     assert!(wider.is_empty(), "modules wider than private: {wider:?}");
 }
 
 #[test]
 fn the_privacy_reader_sees_every_visibility_and_skips_comments() {
-    let text = "mod a;\npub(crate) mod b;\n// pub mod c;\n#[cfg(x)]\npub mod d;\npub(super) mod e;";
+    let text =
+        "mod a;\npub(crate) mod b;\n// pub mod c;\n#[cfg(x)]\npub mod d;\npub(super) mod e;\n\
+                mod tests {\n}\npub(crate) mod inline {\n}";
     let found: Vec<String> = wider_than_private("f", text)
         .into_iter()
         .map(|(_, v, n)| format!("{v} {n}"))
         .collect();
-    assert_eq!(found, ["pub(crate) b", "pub d", "pub(super) e"]);
+    assert_eq!(
+        found,
+        ["pub(crate) b", "pub d", "pub(super) e", "pub(crate) inline"]
+    );
 }

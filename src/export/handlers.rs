@@ -81,12 +81,7 @@ impl Ledger {
     pub fn render_inbox(&self) -> String {
         let snapshot = self.snapshot();
         let groups = self.groups();
-        inbox::render(
-            &snapshot,
-            &inbox::budget::lines(self),
-            &groups,
-            inbox::unix_ms(),
-        )
+        inbox::render(&snapshot, &inbox::lines(self), &groups, inbox::unix_ms())
     }
 }
 

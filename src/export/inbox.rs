@@ -237,7 +237,9 @@ pub(super) fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-pub(super) mod budget;
+mod budget;
+
+pub(super) use budget::lines;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
