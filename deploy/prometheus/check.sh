@@ -29,8 +29,9 @@ for alert in $alerts; do
     }
 done
 
-# The inbox page judges routes as the rules do: its objective, fast-burn factor and traffic
-# guard (src/export/inbox/budget.rs) are the rules' defaults.
+# The inbox page judges routes as the rules do: its objective, windows, fast-burn factor and
+# traffic guard (src/export/inbox/budget.rs) are the rules' defaults, and so is what the
+# ledger counts as a failure (rejected left out, cancelled counted: src/count/ledger/budget.rs).
 python3 - ../../src/export/inbox/budget.rs <<'PY'
 import re
 import sys
@@ -40,11 +41,17 @@ import generate
 page = open(sys.argv[1]).read()
 def constant(name):
     return float(re.search(rf"const {name}: \w+ = ([0-9.]+);", page).group(1))
-fast = next(a for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
+def window(name):
+    return float(re.search(rf"const {name}: Duration = Duration::from_secs\((\d+)\);", page).group(1))
+_, _, factor, long, short, _ = next(a for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
 pairs = [
     ("INBOX_SLO", constant("INBOX_SLO") * 100, generate.SETTINGS["slo"]),
-    ("FAST_BURN", constant("FAST_BURN"), fast[2]),
+    ("FAST_BURN", constant("FAST_BURN"), factor),
     ("MIN_REQUESTS", constant("MIN_REQUESTS"), generate.SETTINGS["min_requests"]),
+    ("LONG", window("LONG"), generate.SECONDS[long]),
+    ("SHORT", window("SHORT"), generate.SECONDS[short]),
+    ("rejected counted", False, generate.SETTINGS["count_rejected"]),
+    ("cancelled counted", True, generate.SETTINGS["count_cancelled"]),
 ]
 wrong = [f"{name} {got:g} != the rules' {want:g}" for name, got, want in pairs
          if abs(got - want) > 1e-9]

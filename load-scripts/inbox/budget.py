@@ -19,6 +19,8 @@ import generate  # noqa: E402 (the settings the committed rules were written fro
 SLO = round(generate.SETTINGS["slo"] / 100, 12)  # 0.999, as the page writes it
 FAST_BURN = next(a[2] for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
 MIN_REQUESTS = generate.SETTINGS["min_requests"]
+# The model below leaves `rejected` out and counts `cancelled`, as the ledger does; check.sh
+# holds the rules' `count_rejected` and `count_cancelled` to the same.
 # The page's cut (`MAX_ROUTES_SHOWN` there).
 MAX_ROUTES_SHOWN = 10
 

@@ -15,6 +15,7 @@ pub(super) const INBOX_SLO: f64 = 0.999;
 /// The long window, as the paging alert's, and the short one the trend compares with it.
 const LONG: Duration = Duration::from_secs(3600);
 const SHORT: Duration = Duration::from_secs(300);
+const SHORT_MINUTES: u64 = SHORT.as_secs() / 60;
 
 /// The paging alert's judgement, as `FaultlineFastBurn` makes it: the burn rate above this
 /// over the hour and over five minutes, with at least [`MIN_REQUESTS`] in the hour.
@@ -26,10 +27,12 @@ const MIN_REQUESTS: u64 = 100;
 /// Routes shown: the fastest burning; the rest are in `/metrics` and [`Ledger::budget`].
 const MAX_ROUTES_SHOWN: usize = 10;
 
-/// One route's line: its budget over the hour, and its burn rate over five minutes.
+/// One route's line: its budget over the hour, and its burn rate over five minutes with the
+/// minutes that figure really covers.
 pub(in crate::export) struct Line {
     pub(super) hour: RouteBudget,
     pub(super) recent: f64,
+    pub(super) recent_minutes: u64,
 }
 
 /// The lines of the routes with requests in the last hour, the fastest burning first.
@@ -39,20 +42,30 @@ pub(in crate::export) fn lines(ledger: &Ledger) -> Vec<Line> {
         .budget(INBOX_SLO, LONG)
         .into_iter()
         .take(MAX_ROUTES_SHOWN)
-        .map(|hour| Line {
-            recent: recent
-                .iter()
-                .find(|r| r.route == hour.route)
-                .map_or(0.0, |r| r.burn_rate),
-            hour,
+        .map(|hour| {
+            let short = recent.iter().find(|r| r.route == hour.route);
+            Line {
+                recent: short.map_or(0.0, |r| r.burn_rate),
+                recent_minutes: short.map_or(SHORT_MINUTES, |r| r.minutes),
+                hour,
+            }
         })
         .collect()
 }
 
-/// What the fast-burn alert makes of `line`: it pages; it would, but the route has too few
-/// requests; or the route burns slower. As a `data-alert` value and as the cell's text.
+/// Whether the short window's figure is recent: the history has a sample near its start. A
+/// minute with neither a failure nor a read has no sample, so after a quiet spell the
+/// "last 5 min" reaches back to the last failure, which the rule's 5m window would not see.
+fn recent_is_fresh(line: &Line) -> bool {
+    line.recent_minutes <= SHORT_MINUTES + 1
+}
+
+/// What the fast-burn alert makes of `line`, on this instance's counts: it pages; it would,
+/// but the route has too few requests; or the route burns slower, or its short window is not
+/// recent. As a `data-alert` value and as the cell's text.
 fn fast_burn(line: &Line) -> (&'static str, &'static str) {
-    let burning = line.hour.burn_rate > FAST_BURN && line.recent > FAST_BURN;
+    let burning =
+        line.hour.burn_rate > FAST_BURN && line.recent > FAST_BURN && recent_is_fresh(line);
     match (burning, line.hour.requests >= MIN_REQUESTS) {
         (true, true) => ("page", "<strong>pages</strong>"),
         (true, false) => ("guard", "too few requests"),
@@ -72,11 +85,11 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
     }
     page.push_str(
         "<table id=\"budgets\"><thead><tr><th>route</th><th>requests</th><th>failures</th>\
-         <th>error ratio</th><th>burn rate</th><th>last 5 min</th><th>fast burn alert</th>\
-         </tr></thead><tbody>\n",
+         <th>error ratio</th><th>burn rate</th><th>last 5 min</th>\
+         <th>fast burn alert, this instance</th></tr></thead><tbody>\n",
     );
     for line in lines {
-        let Line { hour, recent } = line;
+        let Line { hour, recent, .. } = line;
         let (alert, alert_text) = fast_burn(line);
         page.push_str("<tr data-route=\"");
         escape_into(page, &hour.route);
@@ -97,7 +110,7 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
             page,
             "</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num ratio\">{:.3}%</td><td class=\"num burn{}\">{:.1}×</td>\
-             <td class=\"num {arrow}\">{recent:.1}× {arrow}</td>\
+             <td class=\"num {arrow}\">{recent:.1}× {arrow}{}</td>\
              <td class=\"num alert\">{alert_text}</td></tr>",
             hour.requests,
             hour.failures,
@@ -108,6 +121,11 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
                 ""
             },
             hour.burn_rate,
+            if recent_is_fresh(line) {
+                String::new()
+            } else {
+                format!(" over {} min", line.recent_minutes)
+            },
         );
     }
     page.push_str("</tbody></table></section>\n");
@@ -118,6 +136,10 @@ mod tests {
     use super::*;
 
     fn line(requests: u64, burn_rate: f64, recent: f64) -> Line {
+        stale_line(requests, burn_rate, recent, SHORT_MINUTES)
+    }
+
+    fn stale_line(requests: u64, burn_rate: f64, recent: f64, recent_minutes: u64) -> Line {
         Line {
             hour: RouteBudget {
                 route: "/r".to_owned(),
@@ -128,6 +150,7 @@ mod tests {
                 minutes: 60,
             },
             recent,
+            recent_minutes,
         }
     }
 
@@ -142,5 +165,8 @@ mod tests {
         assert_eq!(judged(line(1000, 10.0, 20.0)), "none");
         // At exactly the factor, the rules' `>` does not fire.
         assert_eq!(judged(line(1000, FAST_BURN, FAST_BURN)), "none");
+        // No sample for 40 minutes: the short window reaches back to a burst long over.
+        assert_eq!(judged(stale_line(1000, 20.0, 20.0, 6)), "page");
+        assert_eq!(judged(stale_line(1000, 20.0, 20.0, 40)), "none");
     }
 }
