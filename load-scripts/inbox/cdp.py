@@ -11,12 +11,30 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 
 # Above the fds the child is given (3 and 4), so placing them there cannot overwrite one.
 SPARE_FD_FLOOR = 10
+
+# Headless, on a throwaway profile, and kept off the network: no update, sync or component
+# checks, and every address but 127.0.0.1 resolves to nothing.
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-extensions", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-default-apps",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+
+
+def kill_group(process):
+    """Kills `process` and every process it started: Chromium runs a tree of them, and each
+    is in the session `start_new_session` gave the first."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 class CdpError(Exception):
@@ -46,12 +64,11 @@ class Browser:
             os.dup2(from_child, 4)
 
         self.process = subprocess.Popen(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-extensions", "--hide-scrollbars", "--remote-debugging-pipe",
-             f"--user-data-dir={self.profile}", f"--window-size={width},{height}",
-             "about:blank"],
+            # Scrollbars shown, as a laptop shows them: the page must fit beside them.
+            [*CHROMIUM, "--remote-debugging-pipe", f"--user-data-dir={self.profile}",
+             f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=place_pipes)
+            close_fds=False, preexec_fn=place_pipes, start_new_session=True)
         os.close(to_child)
         os.close(from_child)
         self.next_id = 0
@@ -59,8 +76,8 @@ class Browser:
         self.events = []
         self.session = None
         try:
-            targets = self.call("Target.getTargets")["targetInfos"]
-            page = next(t["targetId"] for t in targets if t["type"] == "page")
+            # A page of our own: the one Chromium opens at start may not be listed yet.
+            page = self.call("Target.createTarget", url="about:blank")["targetId"]
             self.session = self.call("Target.attachToTarget", targetId=page,
                                      flatten=True)["sessionId"]
             self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
@@ -99,13 +116,21 @@ class Browser:
                 self.events.append(reply["method"])
 
     def open(self, url):
-        """Loads `url` and waits for its load event."""
+        """Loads `url` and waits for its load event, and for the document to be that URL's:
+        a late load event of the blank page cannot pass for it."""
         self.events.clear()
-        self.call("Page.navigate", url=url)
+        navigated = self.call("Page.navigate", url=url)
+        if navigated.get("errorText"):
+            raise CdpError(f"{url}: {navigated['errorText']}")
         while "Page.loadEventFired" not in self.events:
             reply = self._read_message()
             if "method" in reply:
                 self.events.append(reply["method"])
+        loaded = "document.readyState === 'complete' && location.href === %s" % json.dumps(url)
+        while not self.evaluate(loaded):
+            if time.monotonic() > self.deadline:
+                raise CdpError(f"{url} did not finish loading in time")
+            time.sleep(0.05)
 
     def evaluate(self, expression):
         """The value of a JavaScript expression in the page, as JSON."""
@@ -137,9 +162,9 @@ class Browser:
                 os.write(self.to_browser, b'{"id":0,"method":"Browser.close"}\0')
                 self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
-            self.process.wait()
+            pass
         finally:
+            kill_group(self.process)
             for fd in (self.to_browser, self.from_browser):
                 os.close(fd)
             shutil.rmtree(self.profile, ignore_errors=True)

@@ -14,6 +14,7 @@ import html.parser
 import http.client
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -53,6 +54,8 @@ CANCELLED = 2
 CANCELLED_PATH, CANCELLED_ROUTE = "/slow?ms=5000", "/slow"
 # The width of a laptop's screen, in CSS pixels, at which the page must not scroll sideways.
 FIT_WIDTH, FIT_HEIGHT = 1300, 900
+# The most a vertical scrollbar takes from that width.
+SCROLLBAR_MAX_PX = 20
 # Where /hostile's unbroken token starts (`hostile_message` in the lab).
 UNBROKEN_TOKEN = "https://git.example.com/"
 CLIENTS = 8
@@ -70,9 +73,12 @@ def start_lab(binary):
     env.pop("RUST_BACKTRACE", None)
     lab = subprocess.Popen([binary, "--port", "0"], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, env=env, text=True)
-    line = lab.stdout.readline().strip()
+    # The first line, within a bound: a lab that hangs before printing it fails the run.
+    ready = select.select([lab.stdout], [], [], TIMEOUT_S)[0]
+    line = lab.stdout.readline().strip() if ready else ""
     if not line.startswith("listening on "):
         lab.kill()
+        lab.wait()
         fail(f"the lab did not start: {line!r}")
     return lab, "http://" + line.removeprefix("listening on ")
 
@@ -135,16 +141,19 @@ def settle(base):
 
 def chromium(*args):
     profile = tempfile.mkdtemp(prefix="faultline-inbox-chromium.")
+    browser = subprocess.Popen([*cdp.CHROMIUM, f"--user-data-dir={profile}", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     try:
-        done = subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-             "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}", *args],
-            capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT_S)
+        out, err = browser.communicate(timeout=CHROMIUM_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        fail(f"chromium {args[-1]}: no answer in {CHROMIUM_TIMEOUT_S} s")
     finally:
+        cdp.kill_group(browser)
         shutil.rmtree(profile, ignore_errors=True)
-    if done.returncode != 0:
-        fail(f"chromium {args[-1]}: {done.stderr[-2000:]}")
-    return done.stdout
+    if browser.returncode != 0:
+        fail(f"chromium {args[-1]}: {err[-2000:]}")
+    return out
 
 
 class Dom(html.parser.HTMLParser):
@@ -308,12 +317,15 @@ def check_fit(url, out):
         opened = browser.evaluate(MEASURE % json.dumps(UNBROKEN_TOKEN))
         browser.screenshot(os.path.join(out, "inbox-open.png"))
     for state, seen in (("closed", closed), ("open", opened)):
+        if not FIT_WIDTH - SCROLLBAR_MAX_PX <= seen["client"] <= FIT_WIDTH:
+            fail(f"measured at {seen['client']} px, not in a {FIT_WIDTH} px window")
         if seen["scroll"] > seen["client"]:
             fail(f"at {FIT_WIDTH} px with the messages {state} the page is "
                  f"{seen['scroll']} px wide: it scrolls sideways")
     if not opened["pre"] or opened["pre"][0] > opened["pre"][1]:
         fail(f"the open message does not wrap in its box: {opened['pre']}")
-    print(f"== fit at {FIT_WIDTH} px: the page is {closed['scroll']} px wide closed, "
+    print(f"== fit at {FIT_WIDTH} px ({closed['client']} px beside the scrollbar): "
+          f"the page is {closed['scroll']} px wide closed, "
           f"{opened['scroll']} px open, with a message of {closed['token'][0]} px cut to "
           f"{closed['token'][1]} px and wrapped when open; screenshots in {out}/")
 
@@ -323,6 +335,8 @@ def main():
     parser.add_argument("--lab", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    # A CI timeout's SIGTERM runs the finally clauses below: the lab and Chromium stop.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("inbox.py: stopped by SIGTERM"))
     began = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     lab, base = start_lab(args.lab)
