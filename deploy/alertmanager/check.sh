@@ -20,6 +20,9 @@ for tool in amtool prometheus-alertmanager curl python3; do
 done
 
 config=alertmanager.yml
+# How long Alertmanager may take to start, and its inhibitor to learn of the alerts posted.
+START_TIMEOUT_S=30
+SETTLE_TIMEOUT_S=10
 rules=../prometheus/rules/faultline.yml
 amtool check-config "$config" >/dev/null
 
@@ -64,17 +67,17 @@ prometheus-alertmanager --config.file="$config" --storage.path="$work" \
     --log.level=warn >"$work/alertmanager.log" 2>&1 &
 pid=$!
 url=http://127.0.0.1:$port
-for _ in $(seq 1 100); do
-    curl -fsS "$url/-/ready" >/dev/null 2>&1 && break
+waited=0
+until curl -fsS "$url/-/ready" >/dev/null 2>&1; do
+    if ! kill -0 "$pid" 2>/dev/null || ((waited++ > START_TIMEOUT_S * 10)); then
+        echo "check: alertmanager did not start" >&2
+        cat "$work/alertmanager.log" >&2
+        exit 1
+    fi
     sleep 0.1
 done
-curl -fsS "$url/-/ready" >/dev/null || {
-    echo "check: alertmanager did not start" >&2
-    cat "$work/alertmanager.log" >&2
-    exit 1
-}
 
-python3 - "$url" <<'PY'
+python3 - "$url" "$SETTLE_TIMEOUT_S" <<'PY'
 import json
 import sys
 import time
@@ -117,7 +120,7 @@ def muted_now():
 
 # The inhibitor learns of a source alert a moment after it is posted: wait, within a bound,
 # for every alert that must be muted to be, then judge every case on that answer.
-deadline = time.monotonic() + 10
+deadline = time.monotonic() + float(sys.argv[2])
 while True:
     seen = muted_now()
     if all(seen.get(key) for key, muted in cases.items() if muted) or time.monotonic() > deadline:

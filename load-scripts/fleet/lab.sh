@@ -50,6 +50,11 @@ lab_build() {
     local profile=debug flags=() target
     if [[ ${1:-} == --release ]]; then
         profile=release flags=(--release)
+        shift
+    fi
+    if (($#)); then
+        echo "usage: $(basename "$0") [--release]" >&2
+        exit 1
     fi
     "${LAB_BUILD[@]}" --quiet "${flags[@]}"
     target=$(cargo metadata --format-version 1 --no-deps |

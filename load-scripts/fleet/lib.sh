@@ -89,11 +89,21 @@ _fleet_cleanup() {
 }
 
 # The instances' logs are $FLEET_WORK/NAME.log; PostgreSQL's, when it ran, pg/server.log.
+# The database password is blanked out of what is shown: PostgreSQL logs a failed statement
+# whole, and pg-tls.sh fails precisely when the password reached a log.
 _fleet_show_failure() {
     echo "$FLEET_NAME: failed; the logs end:" >&2
-    tail -n "$FLEET_FAILURE_LOG_LINES" "$FLEET_WORK"/*.log "$FLEET_WORK/pg/server.log" \
-        >&2 2>/dev/null || true
+    tail -n "$FLEET_FAILURE_LOG_LINES" "$FLEET_WORK"/*.log "$FLEET_WORK/pg/server.log" 2>/dev/null |
+        _fleet_redact >&2 || true
     echo "$FLEET_NAME: the errors and warnings the instances logged:" >&2
     grep -h -E ' (ERROR|WARN) ' "$FLEET_WORK"/*.log 2>/dev/null |
-        tail -n "$FLEET_FAILURE_LOG_LINES" >&2 || true
+        tail -n "$FLEET_FAILURE_LOG_LINES" | _fleet_redact >&2 || true
+}
+
+_fleet_redact() {
+    if [[ -n ${PG_PASSWORD:-} ]]; then
+        sed "s/$PG_PASSWORD/[password]/g"
+    else
+        cat
+    fi
 }
