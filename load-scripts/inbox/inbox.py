@@ -31,23 +31,24 @@ import cdp
 # build. Distinct numbers, so a row showing another group's count cannot pass. Each with the
 # route template it is counted under and the outcome it should have: what the budget section
 # is checked against. /slow mixes ok, rejected and cancelled, so that its ratio shows which
-# of them count. /handled gets exactly the rules' traffic guard, so that it pages on the page
+# of them count. Last, the status each answer must have (None: the body fails mid-stream,
+# which only /panic-body does). /handled gets exactly the rules' traffic guard, so that it pages on the page
 # while the other failing routes, with fewer requests, are judged too few to page.
 LOAD = [
-    ("GET", "/ok", 20, None, "/ok", "ok"),
-    ("GET", "/handled", budget.MIN_REQUESTS, None, "/handled", "handled"),
-    ("GET", "/hostile", 6, None, "/hostile", "handled"),
-    ("GET", "/internal", 5, None, "/internal", "handled"),
-    ("GET", "/panic", 4, None, "/panic", "panicked"),
-    ("GET", "/panic-body", 3, None, "/panic-body", "aborted"),
-    ("GET", "/small", 8, None, "/small", "handled"),
-    ("GET", "/huge", 2, None, "/huge", "handled"),
-    ("GET", "/timeout", 2, None, "/timeout", "service_error"),
-    ("GET", "/missing/route", 9, None, "~unmatched", "rejected"),
-    ("POST", "/json", 7, b"{not json", "/json", "rejected"),
-    ("POST", "/json", 4, b'{"valid": true}', "/json", "ok"),
-    ("GET", "/slow?ms=not-a-number", 3, None, "/slow", "rejected"),
-    ("GET", "/slow?ms=1", 10, None, "/slow", "ok"),
+    ("GET", "/ok", 20, None, "/ok", "ok", 200),
+    ("GET", "/handled", budget.MIN_REQUESTS, None, "/handled", "handled", 422),
+    ("GET", "/hostile", 6, None, "/hostile", "handled", 400),
+    ("GET", "/internal", 5, None, "/internal", "handled", 500),
+    ("GET", "/panic", 4, None, "/panic", "panicked", 500),
+    ("GET", "/panic-body", 3, None, "/panic-body", "aborted", None),
+    ("GET", "/small", 8, None, "/small", "handled", 500),
+    ("GET", "/huge", 2, None, "/huge", "handled", 500),
+    ("GET", "/timeout", 2, None, "/timeout", "service_error", 504),
+    ("GET", "/missing/route", 9, None, "~unmatched", "rejected", 404),
+    ("POST", "/json", 7, b"{not json", "/json", "rejected", 400),
+    ("POST", "/json", 4, b'{"valid": true}', "/json", "ok", 200),
+    ("GET", "/slow?ms=not-a-number", 3, None, "/slow", "rejected", 400),
+    ("GET", "/slow?ms=1", 10, None, "/slow", "ok", 200),
 ]
 # Requests dropped by the client before the answer: cancelled.
 CANCELLED = 2
@@ -99,9 +100,13 @@ def send(base, method, path, body):
 
 
 def load(base):
-    jobs = [(m, p, b) for (m, p, n, b, *_) in LOAD for _ in range(n)]
+    jobs = [(m, p, b, status) for (m, p, n, b, _, _, status) in LOAD for _ in range(n)]
     with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        list(pool.map(lambda job: send(base, *job), jobs))
+        got = list(pool.map(lambda job: send(base, *job[:3]), jobs))
+    wrong = {(m, p, want, status) for (m, p, _, want), status in zip(jobs, got)
+             if status != want}
+    if wrong:
+        fail(f"answers with another status than the load expects: {sorted(wrong, key=str)}")
     for _ in range(CANCELLED):
         try:
             urllib.request.urlopen(base + CANCELLED_PATH, timeout=0.2)
@@ -268,7 +273,7 @@ def check_budget(dom):
     the fastest burning first. The script's reads of /errors and /metrics so far count under
     their routes; the page's own request is still in flight while it is drawn, so it does
     not."""
-    sent = [(route, outcome, n) for (_, _, n, _, route, outcome) in LOAD]
+    sent = [(route, outcome, n) for (_, _, n, _, route, outcome, _) in LOAD]
     sent += [(CANCELLED_ROUTE, "cancelled", CANCELLED)]
     sent += [(path, "ok", n) for path, n in reads.items()]
     problems = budget.check(dom.budget_rows, dom.budget_heading, sent)
