@@ -274,6 +274,25 @@ pub(crate) async fn authorize(
     }
 }
 
+/// [`authorize`], then the digest `digest` must be one of the instance's.
+pub(crate) async fn authorize_digest(
+    store: &Store,
+    instance: &str,
+    digest: &str,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<InstanceRow, IngestError> {
+    let row = authorize(store, instance, headers, uri).await?;
+    if store
+        .digest_exists(row.id.clone(), digest.to_owned())
+        .await?
+    {
+        Ok(row)
+    } else {
+        Err(IngestError::DigestNotFound(digest.to_owned()))
+    }
+}
+
 /// Whether the service takes deliveries: with a spool it does while the store is down (the
 /// body says so), so a load balancer keeps it in rotation; without one, a store that is down
 /// is a 503.
@@ -383,14 +402,7 @@ async fn create_inbox(
     uri: Uri,
     Json(body): Json<NewInbox>,
 ) -> Result<Response, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    if !state
-        .store
-        .digest_exists(row.id.clone(), digest.clone())
-        .await?
-    {
-        return Err(IngestError::DigestNotFound(digest));
-    }
+    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
     let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
         field: "vcs",
         problem: "must be `github`, `gitlab` or `bitbucket`".into(),
@@ -443,10 +455,7 @@ async fn list_commits(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    if !state.store.digest_exists(row.id, digest.clone()).await? {
-        return Err(IngestError::DigestNotFound(digest));
-    }
+    authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
     let size = page
         .page_size
         .unwrap_or(DEFAULT_PAGE_SIZE)

@@ -18,7 +18,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::error::IngestError;
-use crate::{authorize, token, AppState, SECRET_BYTES};
+use crate::{authorize_digest, token, AppState, SECRET_BYTES};
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
 /// day to change the provider's settings, which nobody does at the minute of the rotation.
@@ -32,14 +32,7 @@ pub(crate) async fn rotate_secret(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    if !state
-        .store
-        .digest_exists(row.id.clone(), digest.clone())
-        .await?
-    {
-        return Err(IngestError::DigestNotFound(digest));
-    }
+    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
     let secret = token("whs_", SECRET_BYTES);
     let rotated = state
         .store
