@@ -60,22 +60,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+# free_port and wait_for, as the load scripts start their servers.
+source ../../load-scripts/proc.sh
+port=$(free_port)
 # No cluster: this instance gossips with nobody.
 prometheus-alertmanager --config.file="$config" --storage.path="$work" \
     --web.listen-address="127.0.0.1:$port" --cluster.listen-address= \
     --log.level=warn >"$work/alertmanager.log" 2>&1 &
 pid=$!
 url=http://127.0.0.1:$port
-waited=0
-until curl -fsS "$url/-/ready" >/dev/null 2>&1; do
-    if ! kill -0 "$pid" 2>/dev/null || ((waited++ > START_TIMEOUT_S * 10)); then
-        echo "check: alertmanager did not start" >&2
-        cat "$work/alertmanager.log" >&2
-        exit 1
-    fi
-    sleep 0.1
-done
+if ! wait_for "$pid" "$START_TIMEOUT_S" curl -fs -o /dev/null "$url/-/ready"; then
+    echo "check: alertmanager did not start" >&2
+    cat "$work/alertmanager.log" >&2
+    exit 1
+fi
 
 python3 - "$url" "$SETTLE_TIMEOUT_S" <<'PY'
 import json

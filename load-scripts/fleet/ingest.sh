@@ -18,6 +18,7 @@
 #
 # INGEST_WORK must name a directory before ingest_start.
 
+source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../webhook/service.sh"
 
 # A cold debug binary on a busy 2-core machine can take a few seconds to print its address.
@@ -69,15 +70,12 @@ ingest_start_all() {
 }
 
 ingest_wait() {
-    local name=$1 out=$INGEST_WORK/$1.out waited=0
-    until [[ -s $out ]]; do
-        if ! kill -0 "${INGEST_PID[$name]}" 2>/dev/null || ((waited++ > INGEST_START_TIMEOUT_SECS * 20)); then
-            echo "ingest.sh: instance $name did not start; its log ends:" >&2
-            tail -n 20 "$INGEST_WORK/$name.log" >&2
-            return 1
-        fi
-        sleep 0.05
-    done
+    local name=$1 out=$INGEST_WORK/$1.out
+    if ! wait_for "${INGEST_PID[$name]}" "$INGEST_START_TIMEOUT_SECS" test -s "$out"; then
+        echo "ingest.sh: instance $name did not start; its log ends:" >&2
+        tail -n 20 "$INGEST_WORK/$name.log" >&2
+        return 1
+    fi
     INGEST_PORT[$name]=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
 }
 

@@ -19,6 +19,8 @@
 #
 # LAB_WORK must name a directory before lab_start; logs and configuration go there.
 
+source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
+
 # How the failure lab is built and where cargo puts it (inside the target directory's profile
 # folder): the one place to change when it moves.
 LAB_BUILD=(cargo build -p failure-lab)
@@ -62,25 +64,17 @@ lab_build() {
     LAB_BIN=$target/$profile/$LAB_PATH
 }
 
-lab_free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 # Each instance prints its address as its first line.
 lab_start() {
-    local n=$1 i port waited
+    local n=$1 i port
     for i in $(seq 1 "$n"); do
         "$LAB_BIN" --port 0 >"$LAB_WORK/lab$i.out" 2>"$LAB_WORK/lab$i.err" &
         LAB_PIDS+=("$!")
-        waited=0
-        until [[ -s $LAB_WORK/lab$i.out ]]; do
-            if ! kill -0 "${LAB_PIDS[-1]}" 2>/dev/null || ((waited++ > LAB_START_TIMEOUT_S * 20)); then
-                echo "lab.sh: instance $i did not start" >&2
-                cat "$LAB_WORK/lab$i.err" >&2
-                return 1
-            fi
-            sleep 0.05
-        done
+        if ! wait_for "${LAB_PIDS[-1]}" "$LAB_START_TIMEOUT_S" test -s "$LAB_WORK/lab$i.out"; then
+            echo "lab.sh: instance $i did not start" >&2
+            cat "$LAB_WORK/lab$i.err" >&2
+            return 1
+        fi
         port=$(head -1 "$LAB_WORK/lab$i.out" | sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p')
         [[ -n $port ]] || { echo "lab.sh: instance $i printed no address" >&2; return 1; }
         LAB_PORTS+=("$port")
@@ -88,8 +82,8 @@ lab_start() {
 }
 
 prom_start() {
-    local port targets list waited=0 rules=""
-    port=$(lab_free_port)
+    local port targets list rules=""
+    port=$(free_port)
     targets=$(printf '"127.0.0.1:%s",' "${LAB_PORTS[@]}")
     if ((${#PROM_RULES[@]})); then
         list=$(printf '"%s",' "${PROM_RULES[@]}")
@@ -109,14 +103,11 @@ EOF
         --web.listen-address="127.0.0.1:$port" --log.level=warn >"$LAB_WORK/prom.log" 2>&1 &
     PROM_PID=$!
     PROM_URL="http://127.0.0.1:$port"
-    until curl -fsS "$PROM_URL/-/ready" >/dev/null 2>&1; do
-        if ! kill -0 "$PROM_PID" 2>/dev/null || ((waited++ > LAB_START_TIMEOUT_S * 10)); then
-            echo "lab.sh: prometheus did not start" >&2
-            cat "$LAB_WORK/prom.log" >&2
-            return 1
-        fi
-        sleep 0.1
-    done
+    if ! wait_for "$PROM_PID" "$LAB_START_TIMEOUT_S" curl -fs -o /dev/null "$PROM_URL/-/ready"; then
+        echo "lab.sh: prometheus did not start" >&2
+        cat "$LAB_WORK/prom.log" >&2
+        return 1
+    fi
 }
 
 prom_query() {

@@ -11,6 +11,8 @@
 # Needs Debian's `postgresql` package (binaries under /usr/lib/postgresql/<version>/bin),
 # runuser when run as root, and python3 to pick a free port.
 
+source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
+
 # The server is up within seconds; a cold start on a loaded 2-core machine may take longer.
 PG_START_TIMEOUT_SECS=60
 PG_DB=ingest
@@ -41,7 +43,7 @@ pg_start() {
     bin=$(pg_bin) || return 1
     PG_BIN=$bin
     PG_DIR=$work/pg
-    PG_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    PG_PORT=$(free_port)
     PG_PASSWORD=pw-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
     mkdir -p "$PG_DIR"
     chmod 755 "$work"
@@ -75,16 +77,13 @@ _pg_launch() {
     fi
     PG_LAUNCHER_PID=$!
     PG_PID=
-    local waited=0
-    until pg_as_owner "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; do
-        if ! kill -0 "$PG_LAUNCHER_PID" 2>/dev/null || ((waited++ > PG_START_TIMEOUT_SECS * 10)); then
-            echo "pg.sh: postgres did not start; its log ends:" >&2
-            tail -n 20 "$PG_DIR/server.log" >&2
-            kill "$PG_LAUNCHER_PID" 2>/dev/null || true
-            return 1
-        fi
-        sleep 0.1
-    done
+    if ! wait_for "$PG_LAUNCHER_PID" "$PG_START_TIMEOUT_SECS" \
+        pg_as_owner "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; then
+        echo "pg.sh: postgres did not start; its log ends:" >&2
+        tail -n 20 "$PG_DIR/server.log" >&2
+        kill "$PG_LAUNCHER_PID" 2>/dev/null || true
+        return 1
+    fi
     PG_PID=$(head -1 "$PG_DIR/data/postmaster.pid")
 }
 

@@ -3,6 +3,8 @@
 # stops it: the one place to change when the service moves. Sourced by ci.sh, hostile.sh and
 # lib.sh, never run.
 
+source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
+
 # The build; add --release for a release build.
 WEBHOOK_INGEST_BUILD=(cargo build -p webhook-ingest)
 # The binary, inside the target directory's profile folder (debug/ or release/).
@@ -29,22 +31,26 @@ build_service() {
 # stdout to DIR/server.out and logs to DIR/server.log; once it prints its address, sets
 # SERVER_PID and SERVER_PORT.
 start_service() {
-    local dir=$1 i
+    local dir=$1
     shift
     # Its own spool in the run's directory, removed with it.
     "$SERVICE_BIN" --port 0 --spool "$dir/spool" "$@" >"$dir/server.out" 2>"$dir/server.log" &
     SERVER_PID=$!
     SERVER_PORT=
-    for ((i = 0; i < STARTUP_TIMEOUT_SECS * 10; i++)); do
-        if [[ -s $dir/server.out && $(<"$dir/server.out") =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
-            SERVER_PORT=${BASH_REMATCH[1]}
-            return 0
-        fi
-        kill -0 "$SERVER_PID" 2>/dev/null || { echo "the server exited" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "the server printed no address" >&2
+    wait_for "$SERVER_PID" "$STARTUP_TIMEOUT_SECS" _service_port_printed "$dir/server.out" &&
+        return 0
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        echo "the server printed no address" >&2
+    else
+        echo "the server exited" >&2
+    fi
     return 1
+}
+
+# Sets SERVER_PORT from the address the server printed in FILE, if it has.
+_service_port_printed() {
+    [[ -s $1 && $(<"$1") =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]] || return 1
+    SERVER_PORT=${BASH_REMATCH[1]}
 }
 
 # stop_service: SIGTERM to the server start_service started, as an orchestrator would send;
