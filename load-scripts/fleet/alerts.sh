@@ -25,19 +25,7 @@ lab_check_tools alerts
 promtool check rules "$RULES" >/dev/null
 lab_build "$@"
 
-work=$(mktemp -d)
-LAB_WORK=$work
-cleanup() {
-    local status=$?
-    if ((status != 0)) && [[ -s $work/prom.log ]]; then
-        echo "alerts: Prometheus's log ends:" >&2
-        tail -n 5 "$work/prom.log" >&2
-    fi
-    lab_stop_all
-    rm -rf "$work"
-    exit "$status"
-}
-trap cleanup EXIT
+lab_begin alerts
 
 lab_start "$INSTANCES"
 PROM_RULES=("$RULES")

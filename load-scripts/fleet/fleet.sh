@@ -21,13 +21,7 @@ SETTLE_TIMEOUT_S=30
 lab_check_tools fleet
 lab_build "$@"
 
-work=$(mktemp -d)
-LAB_WORK=$work
-cleanup() {
-    lab_stop_all
-    rm -rf "$work"
-}
-trap cleanup EXIT
+lab_begin fleet
 
 lab_start "$INSTANCES"
 ports=("${LAB_PORTS[@]}")
@@ -99,8 +93,8 @@ while true; do
 done
 
 # The exposition itself must pass Prometheus's own linter.
-curl -fsS "http://127.0.0.1:${ports[0]}/metrics" >"$work/exposition.txt"
-if ! promtool check metrics <"$work/exposition.txt"; then
+curl -fsS "http://127.0.0.1:${ports[0]}/metrics" >"$LAB_WORK/exposition.txt"
+if ! promtool check metrics <"$LAB_WORK/exposition.txt"; then
     echo "fleet: promtool check metrics failed on the exposition" >&2
     exit 1
 fi

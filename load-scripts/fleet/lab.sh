@@ -16,8 +16,10 @@
 #                               COUNT GETs of PATH over one connection; fails unless every
 #                               answer had STATUS
 #   lab_stop_all                stops Prometheus and every instance by its PID, waiting for each
-#
-# LAB_WORK must name a directory before lab_start; logs and configuration go there.
+#   lab_begin NAME              makes the run's work directory (LAB_WORK), where logs and
+#                               configuration go, and arms the exit trap: on failure it shows
+#                               the end of Prometheus's log (NAME prefixes the line), then
+#                               stops everything by PID and removes the directory
 
 source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
 
@@ -128,6 +130,23 @@ lab_send() {
         echo "lab.sh: $path on $port: expected $count x $status, got $got" >&2
         return 1
     fi
+}
+
+lab_begin() {
+    LAB_NAME=$1
+    LAB_WORK=$(mktemp -d)
+    trap _lab_cleanup EXIT
+}
+
+_lab_cleanup() {
+    local status=$?
+    if ((status != 0)) && [[ -s $LAB_WORK/prom.log ]]; then
+        echo "$LAB_NAME: Prometheus's log ends:" >&2
+        tail -n 5 "$LAB_WORK/prom.log" >&2
+    fi
+    lab_stop_all
+    rm -rf "$LAB_WORK"
+    exit "$status"
 }
 
 lab_stop_all() {
