@@ -63,6 +63,42 @@ fn loom_a_read_gathers_every_threads_tallies_exactly_at_quiescence() {
     });
 }
 
+/// Two threads see a new minute at once (a failure's or a read's `observe_minute`): the
+/// sample of that minute is taken, once, and holds what was counted before it. A window
+/// ending a minute later then starts from it, and sees no request.
+///
+/// Fails, as it should, when the sample can be lost: a compare-exchange against the wrong
+/// value leaves the new minute unsampled, and the window reaches back to the ledger's start.
+#[test]
+fn loom_a_new_minute_is_sampled_once_with_the_totals_before_it() {
+    stripe::model(|| {
+        let ledger = Ledger::builder().max_routes(LOOM_ROUTES).build();
+        ledger.start();
+        ledger.finish(Outcome::Ok, meta().route_key());
+        let start = budget::minute_now();
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let ledger = ledger.clone();
+                loom::thread::spawn(move || {
+                    ledger.observe_minute(start + 1);
+                    stripe::exit();
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let current = ledger.route_totals();
+        let history = lock(&ledger.inner.history);
+        assert_eq!(history.newest(), start + 1);
+        let minute = std::time::Duration::from_secs(60);
+        let since_start = history.budget(&current, 0.999, minute, start + 1);
+        assert_eq!(since_start.iter().map(|b| b.requests).sum::<u64>(), 1);
+        let since_sample = history.budget(&current, 0.999, minute, start + 2);
+        assert!(since_sample.is_empty(), "{since_sample:?}");
+    });
+}
+
 /// Long enough that the model's runs stay in one flood-control window.
 const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
 
