@@ -100,6 +100,7 @@ def selectors(s):
 
 
 def ratio(prefix, w):
+    """The recording rule of the error ratio at `prefix` over `w`: both sides recorded."""
     return (f"{prefix}:faultline_error_ratio:rate{w}",
             f"{prefix}:faultline_slo_failures:rate{w}\n  /\n{prefix}:faultline_slo_requests:rate{w}")
 
