@@ -106,9 +106,12 @@ def judged(load):
 
 
 def pages(load, n):
-    """Whether the model says the load's route burns past the traffic guard on n instances."""
+    """Whether the model says the load's route burns faster than the fast burn's threshold
+    and past the traffic guard, on n instances; each route gets one kind of answer only, so
+    its ratio is 1 or 0."""
     counted, failed = judged(load)
-    return counted and failed and n * load.per_instance >= GUARD
+    ratio = 1.0 if failed else 0.0
+    return counted and ratio > THRESHOLD and n * load.per_instance >= GUARD
 
 
 def expected_alerts(n):
