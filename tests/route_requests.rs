@@ -1,6 +1,7 @@
 //! Requests per route and outcome over TCP: many clients at once, exact totals per route,
-//! the route cap and its `~overflow`, `~unmatched`, and the exposition checked by
-//! `promtool check metrics` (Debian package `prometheus`).
+//! a handler's 4xx answers apart from its 5xx ones, the route cap and its `~overflow`,
+//! `~unmatched`, and the exposition checked by `promtool check metrics` (Debian package
+//! `prometheus`).
 
 mod common;
 
@@ -59,7 +60,9 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
     }
     let snapshot = lab.quiescent().await;
     let [ok, handled, third, fourth, missing] = MIX.map(|(_, n, _)| n * CLIENTS);
-    let routes: Vec<(&str, Vec<(Outcome, u64)>)> = snapshot
+    // Per route: its outcomes with a request, and how many of its handled ones were 4xx.
+    type Counted<'a> = (&'a str, Vec<(Outcome, u64)>, u64);
+    let routes: Vec<Counted> = snapshot
         .routes
         .iter()
         .map(|r| {
@@ -68,18 +71,24 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
                 .map(|&o| (o, r.outcome(o)))
                 .filter(|&(_, n)| n > 0)
                 .collect();
-            (r.route.as_str(), counted)
+            (r.route.as_str(), counted, r.handled_4xx)
         })
         .collect();
+    // The 422s are the client's, the 500s the server's.
     assert_eq!(
         routes,
         [
-            ("/handled", vec![(Outcome::Handled, handled + 1)]),
-            ("/ok", vec![(Outcome::Ok, ok + 1)]),
-            (UNMATCHED_ROUTE, vec![(Outcome::Rejected, missing)]),
+            (
+                "/handled",
+                vec![(Outcome::Handled, handled + 1)],
+                handled + 1
+            ),
+            ("/ok", vec![(Outcome::Ok, ok + 1)], 0),
+            (UNMATCHED_ROUTE, vec![(Outcome::Rejected, missing)], 0),
             (
                 OVERFLOW_LABEL,
-                vec![(Outcome::Ok, third), (Outcome::Handled, fourth)]
+                vec![(Outcome::Ok, third), (Outcome::Handled, fourth)],
+                0
             ),
         ]
     );
@@ -95,8 +104,13 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
             ok + 1
         ),
         format!(
-            "faultline_route_requests_total{{route=\"/handled\",outcome=\"handled\"}} {}",
+            "faultline_route_requests_total{{route=\"/handled\",outcome=\"handled\",class=\"4xx\"}} {}",
             handled + 1
+        ),
+        "faultline_route_requests_total{route=\"/handled\",outcome=\"handled\",class=\"5xx\"} 0"
+            .to_owned(),
+        format!(
+            "faultline_route_requests_total{{route=\"~overflow\",outcome=\"handled\",class=\"5xx\"}} {fourth}"
         ),
         format!(
             "faultline_route_requests_total{{route=\"~unmatched\",outcome=\"rejected\"}} {missing}"

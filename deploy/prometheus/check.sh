@@ -31,16 +31,22 @@ done
 
 # The inbox page judges routes as the rules do: its objective, windows, fast-burn factor and
 # traffic guard (src/export/inbox/budget.rs) are the rules' defaults, and so is what the
-# ledger counts as a failure (rejected left out, cancelled counted: src/count/ledger/budget.rs).
-python3 - ../../src/export/inbox/budget.rs <<'PY'
+# ledger counts as a failure (src/count/ledger/budget.rs: whether handled 4xx, rejected and
+# cancelled requests count, each a constant that its code reads).
+python3 - ../../src/export/inbox/budget.rs ../../src/count/ledger/budget.rs <<'PY'
 import re
 import sys
 
 import generate
 
-page = open(sys.argv[1]).read()
+page, ledger = (open(path).read() for path in sys.argv[1:3])
 def constant(name):
     return float(re.search(rf"const {name}: \w+ = ([0-9.]+);", page).group(1))
+def counted(name):
+    found = re.findall(rf"^const {name}: bool = (true|false);$", ledger, re.M)
+    if len(found) != 1:
+        sys.exit(f"check: src/count/ledger/budget.rs should hold one `const {name}: bool`")
+    return found[0] == "true"
 def window(name):
     return float(re.search(rf"const {name}: Duration = Duration::from_secs\((\d+)\);", page).group(1))
 _, _, factor, long, short, _ = next(a for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
@@ -50,8 +56,9 @@ pairs = [
     ("MIN_REQUESTS", constant("MIN_REQUESTS"), generate.SETTINGS["min_requests"]),
     ("LONG", window("LONG"), generate.SECONDS[long]),
     ("SHORT", window("SHORT"), generate.SECONDS[short]),
-    ("rejected counted", False, generate.SETTINGS["count_rejected"]),
-    ("cancelled counted", True, generate.SETTINGS["count_cancelled"]),
+    ("handled 4xx counted", counted("COUNT_HANDLED_4XX"), generate.SETTINGS["count_handled_4xx"]),
+    ("rejected counted", counted("COUNT_REJECTED"), generate.SETTINGS["count_rejected"]),
+    ("cancelled counted", counted("COUNT_CANCELLED"), generate.SETTINGS["count_cancelled"]),
 ]
 wrong = [f"{name} {got:g} != the rules' {want:g}" for name, got, want in pairs
          if abs(got - want) > 1e-9]
@@ -63,6 +70,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Each variant: the test file's name, then the generator's flags it was written for.
 variants=(
+    "count-handled-4xx --count-handled-4xx"
     "count-rejected --count-rejected"
     "slo-99 --slo 99"
 )

@@ -8,14 +8,17 @@ PROM_URL is a Prometheus that scrapes the failure-lab instances at HOST:PORT und
 waits until Prometheus has scraped all of it and evaluated the rules after that, and checks
 through /api/v1/alerts that exactly the planned alerts are active:
 
-- the three burn alerts for the burst route alone, FaultlineFastBurn with the route and the
-  failure code in its annotations;
+- the three burn alerts for the route answering 5xx alone, FaultlineFastBurn with the route
+  and the failure code in its annotations;
 - FaultlinePanics for the panics, naming their route and code;
-- no burn alert for a route failing completely under the traffic guard, for a route with
-  only rejected requests, or for the healthy route.
+- no burn alert for a route whose handler answers only 4xx, nor for one with only rejected
+  requests, though either is past the traffic guard were its requests counted; nor for a
+  route failing completely under the guard, nor for the healthy route.
 
-First it checks the ratios Prometheus computed from the load, so that a quiet route is quiet
-for the reason planned and not because its requests never reached the rules.
+What counts is modelled here on its own (`judged`), from the answers sent and the rules'
+settings, not from the rules' expressions: the ratios Prometheus computed from the load are
+checked against the model first, so that a quiet route is quiet for the reason planned and
+not because its requests never reached the rules, and the alerts expected are the model's.
 """
 
 import dataclasses
@@ -45,6 +48,8 @@ SETTLE_TIMEOUT_S = 60
 # are for a machine so loaded that the alerts API lags the rules API.
 ALERTS_TIMEOUT_S = 15
 POLL_S = 0.25
+# How far a ratio of 0 or 1 may be off in its last bits (see `near`).
+RATIO_TOLERANCE = 1e-9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +63,20 @@ class Load:
     outcome: str
     code: str  # the failure code in faultline_errors_total, if any
 
+    def labels(self):
+        """The labels of its series in faultline_route_requests_total: a handled one's class."""
+        labels = {"outcome": self.outcome}
+        if self.outcome == "handled":
+            labels["class"] = f"{self.status // 100}xx"
+        return labels
+
 
 # With three instances, against the traffic guard of 100 requests in the long window:
-# 180 failures and nothing else, past the guard: the burn alerts fire.
-BURST = Load("/handled", "/handled", 60, 422, "handled", "demo-invalid")
+# 180 5xx answers of a handler and nothing else, past the guard: the burn alerts fire.
+BURST = Load("/internal", "/internal", 60, 500, "handled", "store-failed")
+# As many 4xx answers of a handler, past the guard were they counted: the client's mistakes,
+# neither failures nor requests.
+CLIENT_BURST = Load("/handled", "/handled", 60, 422, "handled", "demo-invalid")
 # 30 failures and nothing else, under the guard: quiet however high its ratio. Well under it:
 # rate() extrapolates to the window's edges, up to about twice what the samples counted when
 # they span a single scrape (these 30, 33 with the priming, read as 34 to 45).
@@ -70,10 +85,41 @@ UNDER_GUARD = Load("/panic", "/panic", 10, 500, "panicked", "panic")
 REJECTED = Load("~unmatched", "/missing/{i}", 100, 404, "rejected", "not-found")
 # 300 successes, past the guard, no failure.
 HEALTHY = Load("/ok", "/ok", 100, 200, "ok", "")
-LOADS = [BURST, UNDER_GUARD, REJECTED, HEALTHY]
+LOADS = [BURST, CLIENT_BURST, UNDER_GUARD, REJECTED, HEALTHY]
 
-# (alert name, its route or outcome label): what the load must make active, and nothing else.
-EXPECTED = {(name, BURST.route) for name in BURN_ALERTS} | {("FaultlinePanics", UNDER_GUARD.outcome)}
+
+def judged(load):
+    """(whether the load's requests count in the total, whether they fail): the definition of
+    docs/alerts.md, from the answer alone. The server's own failures spend the budget: a 5xx,
+    a panic, a client kept waiting until it left; a client's mistake, whether a handler or
+    axum judged it so, counts for nothing unless a setting puts it back."""
+    s = generate.SETTINGS
+    if load.outcome == "ok":
+        return True, False
+    if load.outcome == "rejected":
+        return s["count_rejected"], s["count_rejected"]
+    if load.outcome == "handled" and 400 <= load.status <= 499:
+        return s["count_handled_4xx"], s["count_handled_4xx"]
+    if load.outcome == "cancelled":
+        return s["count_cancelled"], s["count_cancelled"]
+    return True, True
+
+
+def pages(load, n):
+    """Whether the model says the load's route burns faster than the fast burn's threshold
+    and past the traffic guard, on n instances; each route gets one kind of answer only, so
+    its ratio is 1 or 0."""
+    counted, failed = judged(load)
+    ratio = 1.0 if failed else 0.0
+    return counted and ratio > THRESHOLD and n * load.per_instance >= GUARD
+
+
+def expected_alerts(n):
+    """(alert name, its route or outcome label): what the load must make active, and nothing
+    else."""
+    burning = {(name, load.route) for load in LOADS if pages(load, n) for name in BURN_ALERTS}
+    return burning | {("FaultlinePanics", load.outcome) for load in LOADS
+                      if load.outcome in ("panicked", "aborted")}
 
 
 def die(message):
@@ -149,6 +195,7 @@ def send_all(instances, per_load):
 
 def selector(load, **extra):
     labels = {"job": JOB, "route": load.route, **extra}
+    labels = {k: v for k, v in labels.items() if v is not None}
     return "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
 
 
@@ -207,7 +254,7 @@ def all_scraped(prom, instances):
         seen = {}
         for load in LOADS:
             want = len(instances) * (load.per_instance + 1)
-            got = value(prom, f"sum(faultline_route_requests_total{selector(load, outcome=load.outcome)})")
+            got = value(prom, f"sum(faultline_route_requests_total{selector(load, **load.labels())})")
             seen[load.route] = f"{got} of {want}"
             if got != want:
                 return False, seen
@@ -218,7 +265,8 @@ def all_scraped(prom, instances):
 
 
 def ratios(prom, load):
-    """What the recording rules computed for the route, and its rejected requests."""
+    """What the recording rules computed for the route, and how many of its requests
+    Prometheus saw over the short window, counted or not."""
     rec = "job_route:faultline_"
     sel = selector(load)
     return {
@@ -226,33 +274,47 @@ def ratios(prom, load):
         "failures_1h": value(prom, f"{rec}slo_failures:rate{FAST_LONG}{sel} * 3600"),
         "ratio_1h": value(prom, f"{rec}error_ratio:rate{FAST_LONG}{sel}"),
         "ratio_5m": value(prom, f"{rec}error_ratio:rate{FAST_SHORT}{sel}"),
-        "rejected_5m": value(prom, "sum(increase(faultline_route_requests_total"
-                                   f'{selector(load, outcome="rejected")}[{FAST_SHORT}]))'),
+        "seen_5m": value(prom, "sum(increase(faultline_route_requests_total"
+                               f"{selector(load, **load.labels())}[{FAST_SHORT}]))"),
     }
 
 
-def check_ratios(prom):
-    """Each route's ratios as planned: any other reading would make its check below moot."""
+def near(got, want):
+    """Whether a ratio is `want`: a sum of rates may differ in its last bit between the two
+    sides of a ratio, as the order of its terms is not fixed."""
+    return got is not None and abs(got - want) < RATIO_TOLERANCE
+
+
+def planned(load, seen, n):
+    """(what the model says of the route's figures, whether Prometheus's agree) pairs."""
+    counted, failed = judged(load)
+    route = load.route
+    if not counted:
+        return [(f"{route}: none of its requests counted", seen["requests_1h"] == 0),
+                (f"{route}: at least {GUARD} requests seen, past the guard were they counted",
+                 (seen["seen_5m"] or 0) >= GUARD)]
+    want = 1.0 if failed else 0.0
+    plan = [(f"{route}: error ratio {want:g} over {FAST_LONG} and {FAST_SHORT}",
+             near(seen["ratio_1h"], want) and near(seen["ratio_5m"], want))]
+    if n * load.per_instance >= GUARD:
+        plan.append((f"{route}: at least {GUARD} requests", (seen["requests_1h"] or 0) >= GUARD))
+    else:
+        plan.append((f"{route}: requests, fewer than {GUARD}", 0 < (seen["requests_1h"] or 0) < GUARD))
+    return plan
+
+
+def check_ratios(prom, n):
+    """Each route's figures as the model says: any other reading would make its check below
+    moot, or means the rules count otherwise than docs/alerts.md says."""
     seen = {load.route: ratios(prom, load) for load in LOADS}
     for route, r in seen.items():
         shown = (f"{k} {v if v is None else round(v, 4)}" for k, v in r.items())
         print(f"alerts: {route:<11} " + "  ".join(shown))
-    b, u, rej, ok = (seen[load.route] for load in LOADS)
-    plan = [
-        (f"{BURST.route} fails above {THRESHOLD} over {FAST_LONG} and {FAST_SHORT}",
-         (b["ratio_1h"] or 0) > THRESHOLD and (b["ratio_5m"] or 0) > THRESHOLD),
-        (f"{BURST.route} has at least {GUARD} requests", (b["requests_1h"] or 0) >= GUARD),
-        (f"{UNDER_GUARD.route} fails above {THRESHOLD} over {FAST_LONG} and {FAST_SHORT}",
-         (u["ratio_1h"] or 0) > THRESHOLD and (u["ratio_5m"] or 0) > THRESHOLD),
-        (f"{UNDER_GUARD.route} has requests, fewer than {GUARD}", 0 < (u["requests_1h"] or 0) < GUARD),
-        (f"{REJECTED.route} has at least {GUARD} rejected requests", (rej["rejected_5m"] or 0) >= GUARD),
-        (f"{HEALTHY.route} has at least {GUARD} requests and no failure",
-         (ok["requests_1h"] or 0) >= GUARD and ok["ratio_5m"] == 0),
-    ]
-    broken = [what for what, holds in plan if not holds]
+    broken = [what for load in LOADS for what, holds in planned(load, seen[load.route], n)
+              if not holds]
     if broken:
-        die("the ratios Prometheus computed are not as planned (the load or a recording rule"
-            " is wrong): " + "; ".join(broken))
+        die("the ratios Prometheus computed are not the model's (the load, a recording rule or"
+            " the definition of a failure is wrong): " + "; ".join(broken))
 
 
 def key(alert):
@@ -268,19 +330,21 @@ def show(alerts):
         print(f"alerts: active {name} {where}: {a['state']}, value {a['value']}, since {a['activeAt']}")
 
 
-def wait_for_alerts(prom):
+def wait_for_alerts(prom, n):
     """Polls until every expected alert is active. Any other active alert fails at once: the
     rules have read the whole load by now, and it does not change."""
+    expected = expected_alerts(n)
+
     def check():
         alerts = api(prom, "/api/v1/alerts")["alerts"]
         keys = {key(a) for a in alerts}
         if len(keys) < len(alerts):
             show(alerts)
             die("more than one alert for one route or outcome: a rule lost its aggregation")
-        if keys - EXPECTED:
+        if keys - expected:
             show(alerts)
-            die(f"active, but the load must not raise them: {sorted(keys - EXPECTED)}")
-        return EXPECTED <= keys, f"missing {sorted(EXPECTED - keys)}, active {sorted(keys)}"
+            die(f"active, but the load must not raise them: {sorted(keys - expected)}")
+        return expected <= keys, f"missing {sorted(expected - keys)}, active {sorted(keys)}"
     wait_for("the expected alerts active", check, ALERTS_TIMEOUT_S)
     alerts = api(prom, "/api/v1/alerts")["alerts"]
     show(alerts)
@@ -336,9 +400,13 @@ def main():
     prom, rules_file = sys.argv[1], sys.argv[2]
     instances = [(host, int(port)) for host, port in (a.rsplit(":", 1) for a in sys.argv[3:])]
     n = len(instances)
-    if 2 * n * UNDER_GUARD.per_instance >= GUARD or n * BURST.per_instance < GUARD:
+    if 2 * n * UNDER_GUARD.per_instance >= GUARD or n * BURST.per_instance < GUARD \
+            or n * CLIENT_BURST.per_instance < GUARD:
         die(f"the planned load does not straddle the traffic guard of {GUARD} with {n} instances,"
             " with room for rate()'s extrapolation")
+    if not pages(BURST, n) or pages(CLIENT_BURST, n):
+        die(f"with these settings {BURST.route} would not page, or {CLIENT_BURST.route} would:"
+            " the load proves nothing; plan another")
     group = wait_for("the rules loaded and evaluated once", lambda: evaluated_once(prom, rules_file))
     print(f"alerts: {len(group['rules'])} rules loaded from {rules_file},"
           f" evaluated every {group['interval']} s")
@@ -352,11 +420,12 @@ def main():
     print("alerts: sent " + ", ".join(sent))
     moment = all_scraped(prom, instances)
     print(f"alerts: rules evaluated after the last scrape, at {evaluated_after(prom, rules_file, moment)}")
-    check_ratios(prom)
-    check_alerts(wait_for_alerts(prom), n)
+    check_ratios(prom, n)
+    check_alerts(wait_for_alerts(prom, n), n)
     check_health(prom, rules_file)
-    print(f"alerts: OK: {FAST_BURN} for {BURST.route} alone; quiet under the guard, for rejections"
-          " and when healthy; FaultlinePanics for the panics")
+    print(f"alerts: OK: {FAST_BURN} for {BURST.route}'s 5xx alone; quiet for {CLIENT_BURST.route}'s"
+          " 4xx and for rejections past the guard, under the guard and when healthy;"
+          " FaultlinePanics for the panics")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@
 #
 # Starts three failure-lab instances and a Prometheus on 127.0.0.1 that scrapes them and
 # evaluates deploy/prometheus/rules/faultline.yml itself (not a copy), both every second. Then
-# alerts.py sends a burst of failures to one route and checks through Prometheus's alerts API
-# that FaultlineFastBurn is pending or firing for that route and no other: not for a route
-# failing completely under the traffic guard, nor for one with only 404s, nor for the healthy
-# one; that FaultlinePanics is active for the panics; and that the annotations name the route
-# and the failure code. `for: 2m` keeps the fast burn pending for the first two minutes,
+# alerts.py sends a burst of 5xx answers to one route and checks through Prometheus's alerts
+# API that FaultlineFastBurn is pending or firing for that route and no other: not for a route
+# whose handler answers as many 4xx (the client's mistakes), nor for one with only 404s, nor
+# for a route failing completely under the traffic guard, nor for the healthy one; that
+# FaultlinePanics is active for the panics; and that the annotations name the route and the
+# failure code. What counts as a failure alerts.py models on its own, from the answers. `for: 2m` keeps the fast burn pending for the first two minutes,
 # which is as far as this check waits.
 #
 # usage: load-scripts/fleet/alerts.sh [--release]

@@ -1,11 +1,12 @@
 """The inbox page's error budget section, checked against what the load sent.
 
 The expectation is computed here from the load alone, by the definition of the Prometheus
-rules (`deploy/prometheus/generate.py`): a failure is every outcome but `ok`, and `rejected`
-(client mistakes) is left out of the failures and the requests alike. A route with requests
-is listed, with 0 if none failed; a route with only rejected requests has none and is left
-out. The page shows the fastest burning first, ties by route, at most MAX_ROUTES_SHOWN, and
-judges each route as the rules' fast-burn alert does.
+rules (docs/alerts.md): only the server's own failures spend the budget, a handler's 5xx
+answers, `service_error`, `panicked`, `aborted` and `cancelled`; the client's mistakes, a
+handler's 4xx answers and `rejected`, are left out of the failures and the requests alike. A
+route with requests is listed, with 0 if none failed; a route with only client mistakes has
+none and is left out. The page shows the fastest burning first, ties by route, at most
+MAX_ROUTES_SHOWN, and judges each route as the rules' fast-burn alert does.
 """
 
 import pathlib
@@ -19,21 +20,35 @@ import generate  # noqa: E402 (the settings the committed rules were written fro
 SLO = round(generate.SETTINGS["slo"] / 100, 12)  # 0.999, as the page writes it
 FAST_BURN = next(a[2] for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
 MIN_REQUESTS = generate.SETTINGS["min_requests"]
-# The model below leaves `rejected` out and counts `cancelled`, as the ledger does; check.sh
-# holds the rules' `count_rejected` and `count_cancelled` to the same.
+# The model below leaves handled 4xx and `rejected` out and counts `cancelled`, as the ledger
+# does; check.sh holds the rules' `count_handled_4xx`, `count_rejected` and `count_cancelled`
+# to the same, and so does this.
+MODELLED = {"count_handled_4xx": False, "count_rejected": False, "count_cancelled": True}
+for _setting, _value in MODELLED.items():
+    if generate.SETTINGS[_setting] != _value:
+        sys.exit(f"budget.py: the model assumes {_setting} {_value}; the rules say otherwise")
 # The page's cut (`MAX_ROUTES_SHOWN` there).
 MAX_ROUTES_SHOWN = 10
 
 
+def judged(outcome, status):
+    """(whether a request counts, whether it fails): `status` is the answer's, None when the
+    body failed mid-stream."""
+    if outcome == "ok":
+        return True, False
+    client = outcome == "rejected" or (outcome == "handled" and 400 <= status <= 499)
+    return (False, False) if client else (True, True)
+
+
 def expected(sent):
-    """The budget rows the page should show for `sent`, a list of (route, outcome, count):
-    dicts of route, requests, failures, ratio and burn, in the page's order."""
+    """The budget rows the page should show for `sent`, a list of (route, outcome, status,
+    count): dicts of route, requests, failures, ratio and burn, in the page's order."""
     totals = {}
-    for route, outcome, count in sent:
+    for route, outcome, status, count in sent:
         requests, failures = totals.get(route, (0, 0))
-        if outcome != "rejected":
-            requests += count
-            failures += count if outcome != "ok" else 0
+        counts, fails = judged(outcome, status)
+        requests += count if counts else 0
+        failures += count if fails else 0
         totals[route] = (requests, failures)
     rows = []
     for route, (requests, failures) in totals.items():

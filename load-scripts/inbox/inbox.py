@@ -32,13 +32,14 @@ import cdp
 # route template it is counted under and the outcome it should have: what the budget section
 # is checked against. /slow mixes ok, rejected and cancelled, so that its ratio shows which
 # of them count. Last, the status each answer must have (None: the body fails mid-stream,
-# which only /panic-body does). /handled gets exactly the rules' traffic guard, so that it pages on the page
-# while the other failing routes, with fewer requests, are judged too few to page.
+# which only /panic-body does). /internal's 5xx get exactly the rules' traffic guard, so that
+# it pages on the page while the other failing routes, with fewer requests, are judged too
+# few to page; /handled's 4xx get as many, and are no failure of the server: left out.
 LOAD = [
     ("GET", "/ok", 20, None, "/ok", "ok", 200),
     ("GET", "/handled", budget.MIN_REQUESTS, None, "/handled", "handled", 422),
     ("GET", "/hostile", 6, None, "/hostile", "handled", 400),
-    ("GET", "/internal", 5, None, "/internal", "handled", 500),
+    ("GET", "/internal", budget.MIN_REQUESTS, None, "/internal", "handled", 500),
     ("GET", "/panic", 4, None, "/panic", "panicked", 500),
     ("GET", "/panic-body", 3, None, "/panic-body", "aborted", None),
     ("GET", "/small", 8, None, "/small", "handled", 500),
@@ -273,9 +274,9 @@ def check_budget(dom):
     the fastest burning first. The script's reads of /errors and /metrics so far count under
     their routes; the page's own request is still in flight while it is drawn, so it does
     not."""
-    sent = [(route, outcome, n) for (_, _, n, _, route, outcome, _) in LOAD]
-    sent += [(CANCELLED_ROUTE, "cancelled", CANCELLED)]
-    sent += [(path, "ok", n) for path, n in reads.items()]
+    sent = [(route, outcome, status, n) for (_, _, n, _, route, outcome, status) in LOAD]
+    sent += [(CANCELLED_ROUTE, "cancelled", None, CANCELLED)]
+    sent += [(path, "ok", 200, n) for path, n in reads.items()]
     problems = budget.check(dom.budget_rows, dom.budget_heading, sent)
     if problems:
         fail("the budget section: " + "; ".join(problems))
@@ -284,12 +285,18 @@ def check_budget(dom):
     left_out = sorted({route for route, *_ in sent} - {r["route"] for r in listed + cut})
     print(f"== budget: {len(listed)} routes match the load, fastest burning first; "
           f"listed with 0: {zero}; cut past {budget.MAX_ROUTES_SHOWN}: "
-          f"{[r['route'] for r in cut]}; only rejected, left out: {left_out}")
+          f"{[r['route'] for r in cut]}; only client mistakes, left out: {left_out}")
     judged = {kind: [r["route"] for r in listed if r["alert"] == kind] for kind in ("page", "guard")}
     print(f"== fast burn alert, as the rules judge it: pages {judged['page']}; "
           f"too few requests to page {judged['guard']}")
     if not judged["page"] or not judged["guard"]:
         fail("the load should make one route page and others fall under the guard")
+    # A route whose handler answered only 4xx, past the guard were they counted, pages no one.
+    clients = {route for (_, _, n, _, route, outcome, status) in LOAD
+               if outcome == "handled" and status < 500 and n >= budget.MIN_REQUESTS}
+    if not clients or clients & {r["route"] for r in listed + cut}:
+        fail(f"the load should hold a route of client mistakes past the guard, left out: {clients}")
+    print(f"== client mistakes past the guard, left out and paging no one: {sorted(clients)}")
 
 
 # Measured in the page: how wide the document is against the viewport, and how wide the

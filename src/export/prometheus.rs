@@ -4,8 +4,14 @@
 
 use std::fmt::Write as _;
 
-use crate::count::Snapshot;
+use crate::count::{RouteRequests, Snapshot};
 use crate::outcome::{Outcome, OVERFLOW_LABEL};
+
+/// The `class` label of the handled requests answered with a 4xx status, the client's
+/// mistakes, which the error budget of `deploy/prometheus` leaves out by default.
+const CLIENT_CLASS: &str = ",class=\"4xx\"";
+/// The `class` label of the other handled requests: the server's own failures.
+const SERVER_CLASS: &str = ",class=\"5xx\"";
 
 /// The media type of the Prometheus text exposition, version 0.0.4.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -42,19 +48,19 @@ impl Snapshot {
             self.reported, self.suppressed
         );
         out.push_str(
-            "# HELP faultline_route_requests_total Requests by route template and outcome.\n\
+            "# HELP faultline_route_requests_total Requests by route template and outcome; \
+             handled ones by the class of their status.\n\
              # TYPE faultline_route_requests_total counter\n",
         );
         for route in &self.routes {
             for &outcome in Outcome::ALL {
-                out.push_str("faultline_route_requests_total{route=\"");
-                push_label_value(&mut out, &route.route);
-                let _ = writeln!(
-                    out,
-                    "\",outcome=\"{}\"}} {}",
-                    outcome.as_str(),
-                    route.outcome(outcome)
-                );
+                if outcome == Outcome::Handled {
+                    let (client, server) = (route.handled_4xx, route.handled_5xx());
+                    push_route_line(&mut out, route, outcome, CLIENT_CLASS, client);
+                    push_route_line(&mut out, route, outcome, SERVER_CLASS, server);
+                } else {
+                    push_route_line(&mut out, route, outcome, "", route.outcome(outcome));
+                }
             }
         }
         out.push_str(
@@ -76,6 +82,19 @@ impl Snapshot {
         }
         out
     }
+}
+
+/// One line of `faultline_route_requests_total`; `class` is empty or a `class` label.
+fn push_route_line(
+    out: &mut String,
+    route: &RouteRequests,
+    outcome: Outcome,
+    class: &str,
+    count: u64,
+) {
+    out.push_str("faultline_route_requests_total{route=\"");
+    push_label_value(out, &route.route);
+    let _ = writeln!(out, "\",outcome=\"{}\"{class}}} {count}", outcome.as_str());
 }
 
 /// Escapes a label value as the text format asks: backslash, double quote and newline.

@@ -285,7 +285,7 @@ impl Record {
         let _ = catch(|| {
             self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
         });
-        ledger.finish(summary.outcome, self.meta.route_key());
+        ledger.finish_answered(summary.outcome, summary.status, self.meta.route_key());
     }
 
     /// Settles a failure that has no answer to render (the head is gone or never comes).

@@ -37,9 +37,11 @@ pub(super) struct History {
 pub struct RouteBudget {
     /// The route template, or `~unmatched` / `~overflow`.
     pub route: String,
-    /// Requests counted in the window: every outcome but `rejected`.
+    /// Requests counted in the window: every outcome but `rejected` and the handled answers
+    /// with a 4xx status, the client's mistakes.
     pub requests: u64,
-    /// Failed requests in the window: every outcome but `ok` and `rejected`.
+    /// The server's own failures in the window: handled answers with a 5xx status,
+    /// `service_error`, `panicked`, `aborted`, and `cancelled`.
     pub failures: u64,
     /// `failures / requests`; 0 with no requests.
     pub ratio: f64,
@@ -68,19 +70,40 @@ pub(super) fn minute_now() -> u64 {
     0
 }
 
-/// Whether `outcome` spends the budget; `rejected` (client mistakes) is left out of the
-/// failures and the requests alike, as the Prometheus rules do by default.
-fn is_failure(outcome: Outcome) -> bool {
-    !matches!(outcome, Outcome::Ok | Outcome::Rejected)
-}
+// What spends the budget, as the Prometheus rules judge it by default
+// (`deploy/prometheus/generate.py`; `deploy/prometheus/check.sh` holds these to its
+// settings): the server's own failures. A client's mistake is left out of the failures and
+// the requests alike, so that neither a flood of bad input nor a sender with the wrong
+// secret can page anyone, nor dilute the ratio.
 
+/// Whether `rejected` (made without a fault: axum's rejections, 404 and 405 fallbacks, the
+/// body limit) counts: no, these are the client's mistakes.
+const COUNT_REJECTED: bool = false;
+/// Whether a handled answer with a 4xx status counts: no, the handler judged the request the
+/// client's mistake (a bad signature, a malformed payload).
+const COUNT_HANDLED_4XX: bool = false;
+/// Whether `cancelled` counts: yes. A webhook sender whose timeout ran out cannot be told
+/// from a person closing a tab, and the first is the service being too slow.
+const COUNT_CANCELLED: bool = true;
+
+/// A route's (requests, failures) by the definition above.
 fn counted(route: &RouteRequests) -> (u64, u64) {
-    let requests = route.finished() - route.outcome(Outcome::Rejected);
-    let failures = Outcome::ALL
-        .iter()
-        .filter(|&&o| is_failure(o))
-        .map(|&o| route.outcome(o))
-        .sum();
+    let (mut requests, mut failures) = (0, 0);
+    for &outcome in Outcome::ALL {
+        let n = route.outcome(outcome);
+        // (requests, failures) of `outcome`; exhaustive, so a new outcome must be judged.
+        let (counts, fails) = match outcome {
+            Outcome::Ok => (n, 0),
+            Outcome::Handled if COUNT_HANDLED_4XX => (n, n),
+            Outcome::Handled => (route.handled_5xx(), route.handled_5xx()),
+            Outcome::Rejected if COUNT_REJECTED => (n, n),
+            Outcome::Cancelled if COUNT_CANCELLED => (n, n),
+            Outcome::Rejected | Outcome::Cancelled => (0, 0),
+            Outcome::ServiceError | Outcome::Panicked | Outcome::Aborted => (n, n),
+        };
+        requests += counts;
+        failures += fails;
+    }
     (requests, failures)
 }
 
@@ -192,9 +215,11 @@ impl Ledger {
 
     /// The error budget of every route with requests over the last `window` (a whole number
     /// of minutes, at most an hour): its error ratio, and how fast it burns the budget of an
-    /// objective of `slo` (0.999 for 99.9%), the fastest first. A failure is every outcome but
-    /// `ok`; `rejected` (client mistakes) is left out of the failures and the requests alike,
-    /// as the Prometheus rules in `deploy/prometheus` count by default.
+    /// objective of `slo` (0.999 for 99.9%), the fastest first. The budget is spent by the
+    /// server's own failures only, as the Prometheus rules in `deploy/prometheus` count by
+    /// default: a handled answer with a 5xx status, `service_error`, `panicked`, `aborted` and
+    /// `cancelled`. The client's mistakes, `rejected` and the handled answers with a 4xx
+    /// status, are left out of the failures and the requests alike.
     ///
     /// ```
     /// use std::time::Duration;
@@ -235,18 +260,21 @@ impl Ledger {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use http::StatusCode;
+
     use super::*;
     use crate::count::ledger::Ledger;
     use crate::request::{InternedRoute, RouteKey};
 
-    fn count(ledger: &Ledger, text: &'static str, outcome: Outcome, n: u64) {
+    fn count(ledger: &Ledger, text: &'static str, outcome: Outcome, status: u16, n: u64) {
         let key = RouteKey::Interned(InternedRoute {
             text,
             index: 1 + text.len() as u16,
         });
+        let status = StatusCode::from_u16(status).unwrap();
         for _ in 0..n {
             ledger.start();
-            ledger.finish(outcome, key);
+            ledger.finish_answered(outcome, status, key);
         }
     }
 
@@ -261,14 +289,17 @@ mod tests {
     fn ratios_and_burn_rates_over_windows_from_the_per_minute_history() {
         let ledger = Ledger::new();
         let start = lock(&ledger.inner.history).newest();
-        count(&ledger, "/a", Outcome::Ok, 900);
+        count(&ledger, "/a", Outcome::Ok, 200, 900);
         ledger.observe_minute(start + 1);
-        count(&ledger, "/a", Outcome::Ok, 90);
-        count(&ledger, "/a", Outcome::Handled, 10);
-        // Client mistakes count for nothing; a client gone away does.
-        count(&ledger, "/a", Outcome::Rejected, 50);
-        count(&ledger, "/bb", Outcome::Ok, 1);
-        count(&ledger, "/bb", Outcome::Cancelled, 1);
+        count(&ledger, "/a", Outcome::Ok, 200, 90);
+        count(&ledger, "/a", Outcome::Handled, 503, 10);
+        // Client mistakes count for nothing, whether a handler or axum judged them so; a
+        // client gone away does count.
+        count(&ledger, "/a", Outcome::Handled, 401, 30);
+        count(&ledger, "/a", Outcome::Handled, 400, 10);
+        count(&ledger, "/a", Outcome::Rejected, 400, 50);
+        count(&ledger, "/bb", Outcome::Ok, 200, 1);
+        count(&ledger, "/bb", Outcome::Cancelled, 499, 1);
 
         let minute = ledger.budget_at(0.999, Duration::from_secs(60), start + 2);
         assert_eq!(figures(&minute), [("/bb", 2, 1, 1), ("/a", 100, 10, 1)]);
@@ -289,6 +320,7 @@ mod tests {
             vec![RouteRequests {
                 route: "/a".to_owned(),
                 outcomes: [ok, handled, 0, 0, 0, 0, 0],
+                handled_4xx: 0,
             }]
         };
         for minute in 1..=90 {

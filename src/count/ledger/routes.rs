@@ -1,4 +1,5 @@
-//! Requests per route template and outcome, counted on the thread's stripe.
+//! Requests per route template and outcome, counted on the thread's stripe; a handler's
+//! answers apart by whose mistake they were: a 4xx the client's, any other status the server's.
 //!
 //! Each interned route template has a process-wide index ([`RouteKey::Interned`]); each
 //! ledger gives the templates it meets a slot of its own, up to its cap, the first time it
@@ -12,6 +13,8 @@
 // stripes' other counters do.
 use std::sync::atomic::AtomicU16;
 
+use http::StatusCode;
+
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
 use crate::count::stripe::ThreadStripe;
@@ -20,6 +23,12 @@ use crate::panic::lock;
 use crate::request::{InternedRoute, RouteKey, MAX_INTERNED_ROUTES};
 
 const OUTCOMES: usize = Outcome::ALL.len();
+/// The cells of one route slot: one per outcome, then the handled answers with a 4xx status,
+/// which the `handled` cell then leaves out. One cell more per route, and still one add per
+/// request.
+const COLUMNS: usize = OUTCOMES + 1;
+/// The column of the handled answers with a 4xx status.
+const HANDLED_4XX: usize = OUTCOMES;
 
 /// The slot of requests that matched no route.
 const UNMATCHED_SLOT: u16 = 0;
@@ -49,6 +58,10 @@ pub struct RouteRequests {
     pub route: String,
     /// Requests by outcome, in the order of [`Outcome::ALL`].
     pub outcomes: [u64; OUTCOMES],
+    /// Of the `handled` requests, those answered with a 4xx status: the handler judged the
+    /// request the client's mistake. The rest of `handled` (a 5xx, or a status outside
+    /// 400–599, which `#[derive(Fault)]` refuses) is the server's own failure.
+    pub handled_4xx: u64,
 }
 
 impl RouteRequests {
@@ -60,6 +73,32 @@ impl RouteRequests {
     /// Requests of this route that reached an outcome.
     pub fn finished(&self) -> u64 {
         self.outcomes.iter().sum()
+    }
+
+    /// The `handled` requests answered with anything but a 4xx: the handler's own failures.
+    pub fn handled_5xx(&self) -> u64 {
+        self.outcome(Outcome::Handled) - self.handled_4xx
+    }
+}
+
+/// The cell of its route slot a finished request counts in.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Column(usize);
+
+impl Column {
+    /// The column of `outcome`. `Handled` counts there as the server's failure: a request
+    /// whose status is not known counts against the service, not for it.
+    pub(super) fn of(outcome: Outcome) -> Self {
+        Self(outcome.index())
+    }
+
+    /// The column of a request that ended in `outcome` with `status`: a handled 4xx apart.
+    pub(super) fn answered(outcome: Outcome, status: StatusCode) -> Self {
+        if outcome == Outcome::Handled && status.is_client_error() {
+            Self(HANDLED_4XX)
+        } else {
+            Self::of(outcome)
+        }
     }
 }
 
@@ -118,9 +157,9 @@ impl RouteSlots {
         &self,
         blocks: impl Iterator<Item = &'a RouteCounts>,
     ) -> Vec<RouteRequests> {
-        let mut sums = vec![[0u64; OUTCOMES]; self.slots()];
+        let mut sums = vec![[0u64; COLUMNS]; self.slots()];
         for block in blocks {
-            for (sum, cells) in sums.iter_mut().zip(block.0.chunks_exact(OUTCOMES)) {
+            for (sum, cells) in sums.iter_mut().zip(block.0.chunks_exact(COLUMNS)) {
                 for (total, cell) in sum.iter_mut().zip(cells) {
                     *total += cell.load(Ordering::Relaxed);
                 }
@@ -135,10 +174,16 @@ impl RouteSlots {
         let mut routes: Vec<RouteRequests> = sums
             .into_iter()
             .enumerate()
-            .filter(|(_, outcomes)| outcomes.iter().any(|&n| n > 0))
-            .map(|(slot, outcomes)| RouteRequests {
-                route: name(slot).to_owned(),
-                outcomes,
+            .filter(|(_, columns)| columns.iter().any(|&n| n > 0))
+            .map(|(slot, columns)| {
+                let mut outcomes = [0; OUTCOMES];
+                outcomes.copy_from_slice(&columns[..OUTCOMES]);
+                outcomes[Outcome::Handled.index()] += columns[HANDLED_4XX];
+                RouteRequests {
+                    route: name(slot).to_owned(),
+                    outcomes,
+                    handled_4xx: columns[HANDLED_4XX],
+                }
             })
             .collect();
         let rank = |r: &RouteRequests| match r.route.as_str() {
@@ -151,17 +196,17 @@ impl RouteSlots {
     }
 }
 
-/// One stripe's cells: one per route slot and outcome, allocated with the stripe.
+/// One stripe's cells: one per route slot and [`Column`], allocated with the stripe.
 #[derive(Debug)]
 pub(super) struct RouteCounts(Box<[AtomicU64]>);
 
 impl RouteCounts {
     pub(super) fn new(slots: usize) -> Self {
-        Self((0..slots * OUTCOMES).map(|_| AtomicU64::new(0)).collect())
+        Self((0..slots * COLUMNS).map(|_| AtomicU64::new(0)).collect())
     }
 
-    pub(super) fn add(&self, here: ThreadStripe, route: u16, outcome: Outcome) {
-        here.add(&self.0[usize::from(route) * OUTCOMES + outcome.index()]);
+    pub(super) fn add(&self, here: ThreadStripe, route: u16, column: Column) {
+        here.add(&self.0[usize::from(route) * COLUMNS + column.0]);
     }
 }
 
@@ -181,35 +226,43 @@ mod tests {
             max_routes: 2,
             ..LedgerLimits::default()
         });
-        let count = |key: RouteKey, outcome: Outcome, n: usize| {
+        let count = |key: RouteKey, outcome: Outcome, status: u16, n: usize| {
+            let status = StatusCode::from_u16(status).unwrap();
             for _ in 0..n {
                 ledger.start();
-                ledger.finish(outcome, key);
+                ledger.finish_answered(outcome, status, key);
             }
         };
         // Indices are process-wide, slots per ledger: the first two met get the slots.
-        count(route("/b", 900), Outcome::Ok, 5);
-        count(route("/a", 7), Outcome::Handled, 2);
-        count(route("/c", 3), Outcome::Ok, 4);
-        count(route("/d", 4000), Outcome::Panicked, 1);
-        count(RouteKey::Uninterned, Outcome::Rejected, 1);
-        count(RouteKey::Unmatched, Outcome::Rejected, 3);
-        count(route("/b", 900), Outcome::Cancelled, 1);
+        count(route("/b", 900), Outcome::Ok, 200, 5);
+        count(route("/a", 7), Outcome::Handled, 503, 2);
+        count(route("/a", 7), Outcome::Handled, 401, 3);
+        count(route("/c", 3), Outcome::Ok, 200, 4);
+        count(route("/c", 3), Outcome::Handled, 422, 6);
+        count(route("/d", 4000), Outcome::Panicked, 500, 1);
+        count(RouteKey::Uninterned, Outcome::Rejected, 413, 1);
+        count(RouteKey::Unmatched, Outcome::Rejected, 404, 3);
+        count(route("/b", 900), Outcome::Cancelled, 499, 1);
+        // A status not known counts as the server's.
+        ledger.start();
+        ledger.finish(Outcome::Handled, route("/b", 900));
         let snapshot = ledger.snapshot();
-        let got: Vec<(&str, [u64; OUTCOMES])> = snapshot
+        let got: Vec<(&str, [u64; OUTCOMES], u64)> = snapshot
             .routes
             .iter()
-            .map(|r| (r.route.as_str(), r.outcomes))
+            .map(|r| (r.route.as_str(), r.outcomes, r.handled_4xx))
             .collect();
         assert_eq!(
             got,
             [
-                ("/a", [0, 2, 0, 0, 0, 0, 0]),
-                ("/b", [5, 0, 0, 0, 0, 0, 1]),
-                (UNMATCHED_ROUTE, [0, 0, 3, 0, 0, 0, 0]),
-                (OVERFLOW_LABEL, [4, 0, 1, 0, 1, 0, 0]),
+                ("/a", [0, 5, 0, 0, 0, 0, 0], 3),
+                ("/b", [5, 1, 0, 0, 0, 0, 1], 0),
+                (UNMATCHED_ROUTE, [0, 0, 3, 0, 0, 0, 0], 0),
+                (OVERFLOW_LABEL, [4, 6, 1, 0, 1, 0, 0], 6),
             ]
         );
+        let handled_5xx: Vec<u64> = snapshot.routes.iter().map(|r| r.handled_5xx()).collect();
+        assert_eq!(handled_5xx, [2, 1, 0, 0]);
         for &outcome in Outcome::ALL {
             let per_route: u64 = snapshot.routes.iter().map(|r| r.outcome(outcome)).sum();
             assert_eq!(per_route, snapshot.outcome(outcome), "{outcome:?}");
@@ -228,7 +281,7 @@ mod tests {
                     let stripe = crate::count::stripe::this_thread();
                     for n in 0..1_000u16 {
                         let key = route(["/x", "/y"][usize::from(n % 2)], 10 + n % 2);
-                        blocks[stripe.index].add(stripe, slots.slot(key), Outcome::Ok);
+                        blocks[stripe.index].add(stripe, slots.slot(key), Column::of(Outcome::Ok));
                     }
                 });
             }

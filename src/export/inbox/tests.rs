@@ -143,18 +143,22 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
     for _ in 0..7 {
         assert_eq!(get_status(&app, "/fine").await, 200);
     }
-    assert_eq!(get_status(&app, "/hostile").await, 422);
-    // Client mistakes are left out of the budget, as the rules leave them out.
+    assert_eq!(get_status(&app, "/huge").await, 500);
+    // Client mistakes, a handler's 4xx or a 404 of no route, are left out of the budget, as
+    // the rules leave them out.
+    for _ in 0..3 {
+        assert_eq!(get_status(&app, "/hostile").await, 422);
+    }
     assert_eq!(get_status(&app, "/missing").await, 404);
 
     let page = ledger.render_inbox();
     let budget = page.find("<section id=\"budget\">").unwrap();
     let groups = page.find("<table id=\"inbox\">").unwrap();
     assert!(budget < groups, "the budget comes above the groups");
-    let hostile_row = "<tr data-route=\"/hostile\" data-requests=\"1\" data-failures=\"1\" \
-                       data-ratio=\"1\" data-burn=\"";
-    let hostile = page.find(hostile_row).unwrap();
-    let burn: f64 = page[hostile + hostile_row.len()..]
+    let huge_row = "<tr data-route=\"/huge\" data-requests=\"1\" data-failures=\"1\" \
+                    data-ratio=\"1\" data-burn=\"";
+    let huge = page.find(huge_row).unwrap();
+    let burn: f64 = page[huge + huge_row.len()..]
         .split('"')
         .next()
         .and_then(|exact| exact.parse().ok())
@@ -166,7 +170,8 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
              data-ratio=\"0\" data-burn=\"0\" data-recent=\"0\" data-alert=\"none\">",
         )
         .unwrap();
-    assert!(hostile < fine, "the fastest burning first");
+    assert!(huge < fine, "the fastest burning first");
+    assert!(!page.contains("data-route=\"/hostile\""));
     assert!(!page.contains("data-route=\"~unmatched\""));
     assert!(page
         .contains("<td class=\"num ratio\">100.000%</td><td class=\"num burn fast\">1000.0×</td>"));
@@ -190,17 +195,23 @@ async fn a_route_pages_as_the_fast_burn_alert_would_once_past_its_traffic_guard(
     );
     assert_eq!(get_status(&app, "/fine").await, 200);
     for _ in 0..99 {
+        assert_eq!(get_status(&app, "/huge").await, 500);
+    }
+    // Past the guard were they counted, but the client's mistakes: they page no one.
+    for _ in 0..150 {
         assert_eq!(get_status(&app, "/hostile").await, 422);
     }
     let page = ledger.render_inbox();
-    assert_eq!(alert_of(&page, "/hostile"), "guard");
+    assert_eq!(alert_of(&page, "/huge"), "guard");
     assert!(page.contains("<td class=\"num alert\">too few requests</td>"));
     assert_eq!(alert_of(&page, "/fine"), "none");
+    assert!(!page.contains("data-route=\"/hostile\""));
 
     // The hundredth request passes the rules' traffic guard.
-    assert_eq!(get_status(&app, "/hostile").await, 422);
+    assert_eq!(get_status(&app, "/huge").await, 500);
     let page = ledger.render_inbox();
-    assert_eq!(alert_of(&page, "/hostile"), "page");
+    assert_eq!(alert_of(&page, "/huge"), "page");
     assert!(page.contains("<td class=\"num alert\"><strong>pages</strong></td>"));
     assert_eq!(alert_of(&page, "/fine"), "none");
+    assert!(!page.contains("data-route=\"/hostile\""));
 }
