@@ -34,6 +34,8 @@
 //! - `metrics`: the `metrics` facade bridge, see [`FaultLayer::record_metrics`] (when enabled).
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
 //! - `utoipa`: error responses in OpenAPI, see [`openapi`] (when enabled).
+//! - `webhooks`: verified webhook intake for GitHub, GitLab, Bitbucket, Gitea, Forgejo,
+//!   Standard Webhooks, Stripe, Slack and Shopify, see [`webhooks`] (when enabled).
 //!
 //! # Quick start
 //!
@@ -125,6 +127,10 @@ mod count;
 
 /// The error inbox page, the `metrics` and OpenTelemetry bridges.
 mod export;
+
+/// Verified webhook intake: a verifier per sender, the extractor, refusals as faults.
+#[cfg(feature = "webhooks")]
+pub mod webhooks;
 
 /// The tower layer, service, response future and body.
 mod middleware;

@@ -1,0 +1,12 @@
+//! The webhook verifiers and the extractor (feature `webhooks`): the senders' documented
+//! examples, the classic verification bugs one by one, and parallel deliveries over TCP
+//! counted exactly.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod classic;
+mod load;
+mod server;
+mod sign;
+mod vectors;
