@@ -89,6 +89,25 @@ impl Secret {
         Self::new(key)
     }
 
+    /// The secret of `sender` as its settings show it: [`standard_webhooks`] for
+    /// [`Sender::StandardWebhooks`] and [`Sender::GitLabSigned`], [`new`] for the others.
+    ///
+    /// [`standard_webhooks`]: Secret::standard_webhooks
+    /// [`new`]: Secret::new
+    ///
+    /// ```
+    /// use faultline::webhooks::{Secret, Sender};
+    ///
+    /// assert!(Secret::for_sender(Sender::Stripe, "whsec_not-base64!").is_ok());
+    /// assert!(Secret::for_sender(Sender::StandardWebhooks, "whsec_not-base64!").is_err());
+    /// ```
+    pub fn for_sender(sender: Sender, text: &str) -> Result<Self, SecretError> {
+        match sender {
+            Sender::StandardWebhooks | Sender::GitLabSigned => Self::standard_webhooks(text),
+            _ => Self::new(text),
+        }
+    }
+
     /// The moment from which this secret no longer passes: the end of a rotation's grace.
     pub fn expires_at(mut self, at: SystemTime) -> Self {
         self.expires = Some(at);

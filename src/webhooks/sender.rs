@@ -100,6 +100,18 @@ impl Sender {
         }
     }
 
+    /// The sender named `name`, as [`name`](Sender::name) spells it.
+    ///
+    /// ```
+    /// use faultline::webhooks::Sender;
+    ///
+    /// assert_eq!(Sender::from_name("gitlab-signed"), Some(Sender::GitLabSigned));
+    /// assert_eq!(Sender::from_name("GitHub"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Sender> {
+        Sender::ALL.into_iter().find(|sender| sender.name() == name)
+    }
+
     /// How far from now a signed timestamp may be, either way; `None` for the senders that
     /// sign none.
     pub fn tolerance(self) -> Option<Duration> {

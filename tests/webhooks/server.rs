@@ -66,11 +66,7 @@ impl Secrets for Inboxes {
 }
 
 pub fn secret(sender: Sender, text: &str) -> Secret {
-    match sender {
-        Sender::StandardWebhooks | Sender::GitLabSigned => Secret::standard_webhooks(text),
-        _ => Secret::new(text),
-    }
-    .unwrap()
+    Secret::for_sender(sender, text).unwrap()
 }
 
 fn inboxes() -> Inboxes {
