@@ -226,6 +226,11 @@ struct ReadmeDoctests;
 #[doc = include_str!("../docs/operations.md")]
 struct OperationsDoctests;
 
+/// The webhooks guide's examples, compiled and run as doc tests.
+#[cfg(all(doctest, feature = "webhooks"))]
+#[doc = include_str!("../docs/webhooks.md")]
+struct WebhooksDoctests;
+
 /// The open-internet guide's examples (shown, not run: they need the reference service).
 #[cfg(doctest)]
 #[doc = include_str!("../docs/open-internet.md")]
