@@ -69,23 +69,7 @@ impl<'h> Proof<'h> {
     /// The proof `sender` puts in `headers`, or the refusal no secret can undo.
     pub(crate) fn read(sender: Sender, headers: &'h HeaderMap) -> Result<Self, Refusal> {
         match sender.scheme() {
-            Scheme::Hex { header, prefix } => {
-                let text = required_signature(headers, header)?;
-                let tag = text
-                    .strip_prefix(prefix.as_bytes())
-                    .and_then(hex_tag)
-                    .ok_or_else(|| malformed(header, hex_problem(prefix)))?;
-                let mut proof = Self::hmac(header, vec![tag]);
-                if sender == Sender::Slack {
-                    let stamp = read_stamp(headers, "x-slack-request-timestamp")?;
-                    proof.kind = Kind::Hmac {
-                        prefix: [b"v0:", stamp.text, b":", b""],
-                        tags: vec![tag],
-                    };
-                    proof.stamp = Some(stamp);
-                }
-                Ok(proof)
-            }
+            Scheme::Hex { header, prefix } => read_hex(sender, headers, header, prefix),
             Scheme::Base64 { header } => {
                 let text = required_signature(headers, header)?;
                 let tag = base64_tag(text)
@@ -193,6 +177,30 @@ pub(crate) fn one<'h>(
         return Err(malformed(name, "is sent more than once"));
     }
     Ok(first)
+}
+
+/// A hex tag after `prefix`; for Slack, over `v0:ts:` and the body.
+fn read_hex<'h>(
+    sender: Sender,
+    headers: &'h HeaderMap,
+    header: &'static str,
+    prefix: &'static str,
+) -> Result<Proof<'h>, Refusal> {
+    let text = required_signature(headers, header)?;
+    let tag = text
+        .strip_prefix(prefix.as_bytes())
+        .and_then(hex_tag)
+        .ok_or_else(|| malformed(header, hex_problem(prefix)))?;
+    let mut proof = Proof::hmac(header, vec![tag]);
+    if sender == Sender::Slack {
+        let stamp = read_stamp(headers, "x-slack-request-timestamp")?;
+        proof.kind = Kind::Hmac {
+            prefix: [b"v0:", stamp.text, b":", b""],
+            tags: vec![tag],
+        };
+        proof.stamp = Some(stamp);
+    }
+    Ok(proof)
 }
 
 fn required_signature<'h>(headers: &'h HeaderMap, name: &'static str) -> Result<&'h [u8], Refusal> {

@@ -115,9 +115,10 @@ impl Sender {
     /// How far from now a signed timestamp may be, either way; `None` for the senders that
     /// sign none.
     pub fn tolerance(self) -> Option<Duration> {
-        match self.scheme() {
-            Scheme::Standard | Scheme::Stripe => Some(DEFAULT_TOLERANCE),
-            Scheme::Hex { .. } if self == Sender::Slack => Some(DEFAULT_TOLERANCE),
+        match self {
+            Sender::GitLabSigned | Sender::StandardWebhooks | Sender::Stripe | Sender::Slack => {
+                Some(DEFAULT_TOLERANCE)
+            }
             _ => None,
         }
     }

@@ -6,6 +6,7 @@
 mod common;
 
 mod classic;
+mod cost;
 mod load;
 mod server;
 mod sign;
