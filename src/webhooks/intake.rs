@@ -79,6 +79,7 @@ impl<K: Secrets> Intake<K> {
 /// The body is the one buffer the request arrived in, not a copy.
 ///
 /// `K` is where the keys come from: [`Keys`] for a fixed set, or a [`Secrets`] of yours.
+/// As it reads the body, it is the handler's last argument, as axum's `Bytes` is.
 pub struct Verified<K = Keys> {
     delivery: Delivery,
     keys: PhantomData<fn() -> K>,
