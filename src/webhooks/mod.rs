@@ -1,10 +1,10 @@
 //! Verified webhook intake (feature `webhooks`): one verifier per sender, and the
-//! [`Verified`] extractor that yields a delivery only when its signature matches its body.
+//! [`Verified`](crate::webhooks::Verified) extractor that yields a delivery only when its signature matches its body.
 //!
-//! A route takes `Verified` as its body extractor and finds an [`Intake`] in its state: the
-//! [`Sender`] and a [`SecretSet`] (several secrets during a rotation, each with an optional
-//! expiry), or a [`Secrets`] lookup per tenant or inbox. Whatever fails verification is
-//! answered with a [`Refusal`], a [`Fault`](crate::Fault) with a stable code, rendered and
+//! A route takes `Verified` as its body extractor and finds an [`Intake`](crate::webhooks::Intake) in its state: the
+//! [`Sender`](crate::webhooks::Sender) and a [`SecretSet`](crate::webhooks::SecretSet) (several secrets during a rotation, each with an optional
+//! expiry), or a [`Secrets`](crate::webhooks::Secrets) lookup per tenant or inbox. Whatever fails verification is
+//! answered with a [`Refusal`](crate::webhooks::Refusal), a [`Fault`](crate::Fault) with a stable code, rendered and
 //! counted by the [`FaultLayer`](crate::FaultLayer) like any handled error; it names
 //! headers, never a secret or the body.
 //!
