@@ -57,7 +57,10 @@ def standard(secret, at, msg_id="msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", prefix="webho
 
 def svix(secret, at, msg_id="msg_svix_1"):
     signature = SvixWebhook(secret).sign(msg_id, at, BODY)
-    return {"svix-id": msg_id, "svix-timestamp": str(int(at.timestamp())), "svix-signature": signature}
+    headers = {"svix-id": msg_id, "svix-timestamp": str(int(at.timestamp())), "svix-signature": signature}
+    if abs((now() - at).total_seconds()) < 60:
+        SvixWebhook(secret).verify(BODY, headers)
+    return headers
 
 
 def stripe_header(secret, at):

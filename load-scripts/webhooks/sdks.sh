@@ -26,10 +26,13 @@ if ! "$sdks/venv/bin/python" -c 'import standardwebhooks, svix, stripe, slack_sd
     python3 -m venv "$sdks/venv"
     "$sdks/venv/bin/pip" install -q standardwebhooks svix stripe slack-sdk
 fi
-if [[ ! -d $sdks/npm/node_modules/@octokit/webhooks-methods ]]; then
-    echo "sdks.sh: installing @octokit/webhooks-methods into $sdks/npm"
+# Major 5: it runs on Node 18, what Debian 12 ships; 6 asks for Node 20.
+octokit=$sdks/npm/node_modules/@octokit/webhooks-methods/package.json
+if ! grep -q '"version": "5\.' "$octokit" 2>/dev/null; then
+    echo "sdks.sh: installing @octokit/webhooks-methods@5 into $sdks/npm"
     mkdir -p "$sdks/npm"
-    (cd "$sdks/npm" && { [[ -f package.json ]] || npm init -y >/dev/null; } && npm install --silent @octokit/webhooks-methods)
+    (cd "$sdks/npm" && { [[ -f package.json ]] || npm init -y >/dev/null; } &&
+        npm install --silent @octokit/webhooks-methods@5)
 fi
 
 # The secrets, as each sender's settings page shows them.
