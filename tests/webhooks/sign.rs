@@ -40,12 +40,20 @@ pub fn standard_key(secret: &str) -> Vec<u8> {
 /// The headers `sender` sends for `body` signed with `secret` at `at`, with a delivery id and
 /// an event where it sends them.
 pub fn signed(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Headers {
-    let ts = unix(at).to_string();
-    let key = secret.as_bytes();
-    let mac = |message: &[u8]| hmac(key, message);
+    match sender {
+        Sender::GitHub | Sender::GitLab | Sender::Bitbucket | Sender::Gitea | Sender::Forgejo => {
+            signed_by_forge(sender, secret, body)
+        }
+        _ => signed_with_time(sender, secret, body, at),
+    }
+}
+
+/// The code forges, which sign no timestamp.
+fn signed_by_forge(sender: Sender, secret: &str, body: &[u8]) -> Headers {
+    let mac = hmac(secret.as_bytes(), body);
     match sender {
         Sender::GitHub => vec![
-            ("x-hub-signature-256", format!("sha256={}", hex(&mac(body)))),
+            ("x-hub-signature-256", format!("sha256={}", hex(&mac))),
             (
                 "x-github-delivery",
                 "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(),
@@ -60,13 +68,8 @@ pub fn signed(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Head
             ),
             ("x-gitlab-event", "Push Hook".into()),
         ],
-        Sender::GitLabSigned => {
-            let mut headers = standard(&standard_key(secret), "msg_gitlab_1", &ts, body);
-            headers.push(("x-gitlab-event", "Push Hook".into()));
-            headers
-        }
         Sender::Bitbucket => vec![
-            ("x-hub-signature", format!("sha256={}", hex(&mac(body)))),
+            ("x-hub-signature", format!("sha256={}", hex(&mac))),
             (
                 "x-request-uuid",
                 "fa1e3f7b-0c4d-4a5e-8f6a-1b2c3d4e5f60".into(),
@@ -74,7 +77,7 @@ pub fn signed(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Head
             ("x-event-key", "repo:push".into()),
         ],
         Sender::Gitea => vec![
-            ("x-gitea-signature", hex(&mac(body))),
+            ("x-gitea-signature", hex(&mac)),
             (
                 "x-gitea-delivery",
                 "7f5b7b5e-2d0a-4f4f-9b5e-0e6c1e8a9b71".into(),
@@ -82,13 +85,27 @@ pub fn signed(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Head
             ("x-gitea-event", "push".into()),
         ],
         Sender::Forgejo => vec![
-            ("x-forgejo-signature", hex(&mac(body))),
+            ("x-forgejo-signature", hex(&mac)),
             (
                 "x-forgejo-delivery",
                 "0c6b9f3e-5a1d-4e2b-8c7f-9d0e1f2a3b4c".into(),
             ),
             ("x-forgejo-event", "push".into()),
         ],
+        other => panic!("{other} is not a forge"),
+    }
+}
+
+/// The senders that sign a timestamp, and Shopify.
+fn signed_with_time(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Headers {
+    let ts = unix(at).to_string();
+    let mac = |message: &[u8]| hmac(secret.as_bytes(), message);
+    match sender {
+        Sender::GitLabSigned => {
+            let mut headers = standard(&standard_key(secret), "msg_gitlab_1", &ts, body);
+            headers.push(("x-gitlab-event", "Push Hook".into()));
+            headers
+        }
         Sender::StandardWebhooks => standard(
             &standard_key(secret),
             "msg_p5jXN8AQM9LWM0D4loKWxJek",
