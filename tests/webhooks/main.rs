@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bounds;
 mod classic;
 mod cost;
 mod load;
