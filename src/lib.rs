@@ -34,6 +34,8 @@
 //! - `metrics`: the `metrics` facade bridge, see [`FaultLayer::record_metrics`] (when enabled).
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
 //! - `utoipa`: error responses in OpenAPI, see [`openapi`] (when enabled).
+//! - `webhooks`: verified webhook intake for GitHub, GitLab, Bitbucket, Gitea, Forgejo,
+//!   Standard Webhooks, Stripe, Slack and Shopify, see [`webhooks`] (when enabled).
 //!
 //! # Quick start
 //!
@@ -125,6 +127,10 @@ mod count;
 
 /// The error inbox page, the `metrics` and OpenTelemetry bridges.
 mod export;
+
+/// Verified webhook intake: a verifier per sender, the extractor, refusals as faults.
+#[cfg(feature = "webhooks")]
+pub mod webhooks;
 
 /// The tower layer, service, response future and body.
 mod middleware;
@@ -219,6 +225,11 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/operations.md")]
 struct OperationsDoctests;
+
+/// The webhooks guide's examples, compiled and run as doc tests.
+#[cfg(all(doctest, feature = "webhooks"))]
+#[doc = include_str!("../docs/webhooks.md")]
+struct WebhooksDoctests;
 
 /// The open-internet guide's examples (shown, not run: they need the reference service).
 #[cfg(doctest)]

@@ -1,0 +1,40 @@
+// GitHub deliveries signed by @octokit/webhooks-methods, GitHub's own JavaScript signer,
+// sent to webhook-intake: a signed one (200), the same with its body changed by one byte
+// and with another inbox's secret (401 webhook-signature-mismatch). octokit's verify checks
+// each signature first. Prints the tally of answers by code as JSON.
+//
+//     node octokit.mjs ADDR     (SECRET_GITHUB in the environment, as sdks.sh sets it)
+import { sign, verify } from "@octokit/webhooks-methods";
+
+const addr = process.argv[2];
+const secret = process.env.SECRET_GITHUB;
+const body = JSON.stringify({ ref: "refs/heads/main", commits: [{ id: "1a2b3c" }] });
+const tampered = body.replace("main", "maim");
+const rounds = 4;
+
+async function send(headers, payload, status, code) {
+  const response = await fetch(`http://${addr}/hooks/github`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", ...headers },
+    body: payload,
+  });
+  const answer = await response.json();
+  if (response.status !== status || (code && answer.code !== code)) {
+    throw new Error(`github: ${response.status} ${JSON.stringify(answer)}, expected ${status} ${code}`);
+  }
+  return code ?? "ok";
+}
+
+const signature = await sign(secret, body);
+if (!(await verify(secret, body, signature))) throw new Error("octokit refuses its own signature");
+const other = await sign("a secret of another inbox", body);
+const tally = {};
+const sends = [];
+for (let round = 0; round < rounds; round++) {
+  const delivery = { "x-github-delivery": `72d3162e-cc78-11e3-81ab-4c9367dc09${round}0` };
+  sends.push(send({ ...delivery, "x-hub-signature-256": signature }, body, 200));
+  sends.push(send({ "x-hub-signature-256": signature }, tampered, 401, "webhook-signature-mismatch"));
+  sends.push(send({ "x-hub-signature-256": other }, body, 401, "webhook-signature-mismatch"));
+}
+for (const code of await Promise.all(sends)) tally[code] = (tally[code] ?? 0) + 1;
+console.log(JSON.stringify(tally));

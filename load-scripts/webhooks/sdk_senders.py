@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Deliveries signed by the senders' own Python libraries, sent to webhook-intake.
+
+standardwebhooks (Standard Webhooks and GitLab's signing token), svix, stripe and
+slack-sdk sign; Shopify, Gitea, Forgejo and Bitbucket publish no library that signs, so
+theirs are signed by their documented formulas, and GitLab's token is sent as it is. Each
+library also verifies what it signed, so a header this script gets wrong fails here, not
+in the receiver. Every case is sent ROUNDS times from PARALLEL threads; each answer's status
+and problem code are checked. Prints the tally of answers by code as JSON.
+
+    sdk_senders.py ADDR      (secrets in the environment, as sdks.sh sets them)
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+import stripe
+from slack_sdk.signature import SignatureVerifier
+from standardwebhooks.webhooks import Webhook as StandardWebhook
+from svix.webhooks import Webhook as SvixWebhook
+
+ADDR = sys.argv[1]
+ROUNDS = 4
+PARALLEL = 8
+SIX_MINUTES = timedelta(minutes=6)
+BODY = '{"type":"invoice.paid","data":{"id":"in_1","amount":4200}}'
+TAMPERED = BODY.replace("4200", "4201")
+SECRET = {name: os.environ[f"SECRET_{name.upper().replace('-', '_')}"] for name in (
+    "standard", "svix", "gitlab-signed", "stripe", "slack", "shopify", "gitea", "forgejo",
+    "bitbucket", "gitlab")}
+OTHER = {"standard": "whsec_" + base64.b64encode(b"a key of another inbox, 32 bytes").decode(),
+         "plain": "a secret of another inbox"}
+
+
+def now():
+    return datetime.now(timezone.utc)
+
+
+def standard(secret, at, msg_id="msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", prefix="webhook", body=BODY):
+    signature = StandardWebhook(secret).sign(msg_id, at, body)
+    headers = {f"{prefix}-id": msg_id, f"{prefix}-timestamp": str(int(at.timestamp())),
+               f"{prefix}-signature": signature}
+    if abs((now() - at).total_seconds()) < 60:
+        StandardWebhook(secret).verify(body, headers)
+    return headers
+
+
+def svix(secret, at, msg_id="msg_svix_1"):
+    signature = SvixWebhook(secret).sign(msg_id, at, BODY)
+    headers = {"svix-id": msg_id, "svix-timestamp": str(int(at.timestamp())), "svix-signature": signature}
+    if abs((now() - at).total_seconds()) < 60:
+        SvixWebhook(secret).verify(BODY, headers)
+    return headers
+
+
+def stripe_header(secret, at):
+    header = stripe.WebhookSignature.generate_signature_header(BODY, secret, int(at.timestamp()))
+    if abs((now() - at).total_seconds()) < 60:
+        stripe.WebhookSignature.verify_header(BODY, header, secret, tolerance=300)
+    return {"stripe-signature": header}
+
+
+def slack(secret, at):
+    verifier = SignatureVerifier(secret)
+    ts = str(int(at.timestamp()))
+    signature = verifier.generate_signature(timestamp=ts, body=BODY)
+    if abs((now() - at).total_seconds()) < 60:
+        assert verifier.is_valid(body=BODY, timestamp=ts, signature=signature)
+    return {"x-slack-request-timestamp": ts, "x-slack-signature": signature}
+
+
+def mac(secret, body=BODY):
+    return hmac.new(secret.encode(), body.encode(), hashlib.sha256).digest()
+
+
+def cases():
+    """(inbox, headers, body, status, code) for every delivery, None as the code of a 200."""
+    t = now()
+    out = []
+    for inbox, sign, other in (("standard", standard, OTHER["standard"]),
+                               ("svix", svix, OTHER["standard"]),
+                               ("stripe", stripe_header, OTHER["plain"]),
+                               ("slack", slack, OTHER["plain"])):
+        out += [
+            (inbox, sign(SECRET[inbox], t), BODY, 200, None),
+            (inbox, sign(SECRET[inbox], t), TAMPERED, 401, "webhook-signature-mismatch"),
+            (inbox, sign(SECRET[inbox], t - SIX_MINUTES), BODY, 401, "webhook-timestamp-stale"),
+            (inbox, sign(SECRET[inbox], t + SIX_MINUTES), BODY, 401, "webhook-timestamp-future"),
+            (inbox, sign(other, t), BODY, 401, "webhook-signature-mismatch"),
+        ]
+    gitlab_signed = dict(standard(SECRET["gitlab-signed"], t), **{"x-gitlab-event": "Push Hook"})
+    out.append(("gitlab-signed", gitlab_signed, BODY, 200, None))
+    # A rotation on Stripe's side: the old secret's v1 beside the new one's.
+    old = stripe.WebhookSignature.generate_signature_header(BODY, OTHER["plain"], int(t.timestamp()))
+    new = stripe_header(SECRET["stripe"], t)["stripe-signature"]
+    out.append(("stripe", {"stripe-signature": new + "," + old.split(",")[1]}, BODY, 200, None))
+    shopify = {"x-shopify-hmac-sha256": base64.b64encode(mac(SECRET["shopify"])).decode(),
+               "x-shopify-topic": "orders/create", "x-shopify-webhook-id": "b54557e4-bdd9-4b37"}
+    out += [("shopify", shopify, BODY, 200, None),
+            ("shopify", shopify, TAMPERED, 401, "webhook-signature-mismatch")]
+    for inbox in ("gitea", "forgejo"):
+        headers = {f"x-{inbox}-signature": mac(SECRET[inbox]).hex(), f"x-{inbox}-event": "push",
+                   f"x-{inbox}-delivery": "6a1b9d2e-0f3c-4e5a-8b7c-9d0e1f2a3b4c"}
+        out += [(inbox, headers, BODY, 200, None),
+                (inbox, headers, TAMPERED, 401, "webhook-signature-mismatch")]
+    bitbucket = {"x-hub-signature": "sha256=" + mac(SECRET["bitbucket"]).hex(), "x-event-key": "repo:push"}
+    out += [("bitbucket", bitbucket, BODY, 200, None),
+            ("gitlab", {"x-gitlab-token": SECRET["gitlab"], "x-gitlab-event": "Push Hook"}, BODY, 200, None),
+            ("gitlab", {"x-gitlab-token": OTHER["plain"]}, BODY, 401, "webhook-signature-mismatch")]
+    return out
+
+
+def send(case):
+    inbox, headers, body, status, code = case
+    request = urllib.request.Request(f"http://{ADDR}/hooks/{inbox}", data=body.encode(),
+                                     headers=dict(headers, **{"content-type": "application/json"}))
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            got, answer = response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        got, answer = error.code, json.load(error)
+    assert got == status, f"{inbox}: {got}, expected {status}: {answer}"
+    if code is None:
+        assert answer["inbox"] == inbox and answer["bytes"] == len(body.encode()), answer
+    else:
+        assert answer["code"] == code, f"{inbox}: {answer}, expected {code}"
+    return code or "ok"
+
+
+def main():
+    started = time.monotonic()
+    every = cases() * ROUNDS
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        tally = Counter(pool.map(send, every))
+    print(json.dumps(dict(tally)))
+    print(f"sdk_senders.py: {len(every)} deliveries in {time.monotonic() - started:.1f} s",
+          file=sys.stderr)
+
+
+main()

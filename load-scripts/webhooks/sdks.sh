@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Deliveries signed by the senders' own libraries, sent over TCP to examples/webhook-intake
+# (faultline's verified intake): from PyPI standardwebhooks, svix, stripe and slack-sdk
+# (sdk_senders.py; Shopify, Gitea, Forgejo, Bitbucket by their documented formulas, GitLab's
+# token as it is), from npm @octokit/webhooks-methods (octokit.mjs). Every answer's status
+# and code is checked by the sender scripts; then the ledger's counts on /metrics must equal
+# their tallies exactly, answer by answer. Installs the libraries into target/webhook-sdks/
+# (a venv, an npm folder) when missing. Stops the server by its PID. Exits non-zero on any
+# failure.
+#
+#   load-scripts/webhooks/sdks.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source load-scripts/proc.sh
+
+for tool in python3 node npm curl; do
+    command -v "$tool" >/dev/null || {
+        echo "sdks.sh: $tool is required (.ci/run installs it)" >&2
+        exit 1
+    }
+done
+
+sdks=target/webhook-sdks
+if ! "$sdks/venv/bin/python" -c 'import standardwebhooks, svix, stripe, slack_sdk' 2>/dev/null; then
+    echo "sdks.sh: installing standardwebhooks, svix, stripe, slack-sdk into $sdks/venv"
+    python3 -m venv "$sdks/venv"
+    "$sdks/venv/bin/pip" install -q standardwebhooks svix stripe slack-sdk
+fi
+# Major 5: it runs on Node 18, what Debian 12 ships; 6 asks for Node 20.
+octokit=$sdks/npm/node_modules/@octokit/webhooks-methods/package.json
+if ! grep -q '"version": "5\.' "$octokit" 2>/dev/null; then
+    echo "sdks.sh: installing @octokit/webhooks-methods@5 into $sdks/npm"
+    mkdir -p "$sdks/npm"
+    (cd "$sdks/npm" && { [[ -f package.json ]] || npm init -y >/dev/null; } &&
+        npm install --silent @octokit/webhooks-methods@5)
+fi
+
+# The secrets, as each sender's settings page shows them.
+export SECRET_GITHUB="github webhook secret"
+export SECRET_GITLAB="glpat-like-token-of-a-hook"
+export SECRET_GITLAB_SIGNED="whsec_$(printf 'a gitlab signing token, 32 bytes' | base64)"
+export SECRET_BITBUCKET="bitbucket secret"
+export SECRET_GITEA="gitea secret"
+export SECRET_FORGEJO="forgejo secret"
+export SECRET_STANDARD="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+export SECRET_SVIX="whsec_$(printf 'the key of an inbox fed by svix!' | base64)"
+export SECRET_STRIPE="whsec_stripe_endpoint_secret"
+export SECRET_SLACK="8f742231b10e8888abcd99yyyzzz85a5"
+export SECRET_SHOPIFY="shpss_shopify_app_secret"
+
+cargo build -q -p webhook-intake
+work=$(mktemp -d)
+pid=
+cleanup() {
+    [[ -n $pid ]] && kill "$pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+    echo "sdks.sh: $*" >&2
+    echo "--- server stderr" >&2 && cat "$work/stderr" >&2
+    exit 1
+}
+
+port=$(free_port)
+target/debug/webhook-intake --port "$port" \
+    --inbox github=github:"$SECRET_GITHUB" \
+    --inbox gitlab=gitlab:"$SECRET_GITLAB" \
+    --inbox gitlab-signed=gitlab-signed:"$SECRET_GITLAB_SIGNED" \
+    --inbox bitbucket=bitbucket:"$SECRET_BITBUCKET" \
+    --inbox gitea=gitea:"$SECRET_GITEA" \
+    --inbox forgejo=forgejo:"$SECRET_FORGEJO" \
+    --inbox standard=standard-webhooks:"$SECRET_STANDARD" \
+    --inbox svix=standard-webhooks:"$SECRET_SVIX" \
+    --inbox stripe=stripe:"$SECRET_STRIPE" \
+    --inbox slack=slack:"$SECRET_SLACK" \
+    --inbox shopify=shopify:"$SECRET_SHOPIFY" \
+    >"$work/stdout" 2>"$work/stderr" &
+pid=$!
+wait_for "$pid" 30 curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "the server did not start"
+addr=127.0.0.1:$port
+
+"$sdks/venv/bin/python" load-scripts/webhooks/sdk_senders.py "$addr" >"$work/python.json" ||
+    fail "sdk_senders.py failed"
+# An ES module finds its imports beside it: run it from the npm folder.
+cp load-scripts/webhooks/octokit.mjs "$sdks/npm/octokit.mjs"
+node "$sdks/npm/octokit.mjs" "$addr" >"$work/node.json" || fail "octokit.mjs failed"
+curl -sf "http://$addr/metrics" >"$work/metrics" || fail "no /metrics"
+
+# The tallies of both senders against the ledger: each code's count, and the ok total.
+python3 - "$work/python.json" "$work/node.json" "$work/metrics" <<'PY' || fail "the ledger does not match the senders' tallies"
+import json, re, sys
+from collections import Counter
+sent = Counter()
+for path in sys.argv[1:3]:
+    sent.update(json.load(open(path)))
+metrics = open(sys.argv[3]).read()
+counted = Counter()
+for code, count in re.findall(r'faultline_errors_total\{route="/hooks/\{inbox\}",code="([^"]+)",status="\d+"\} (\d+)', metrics):
+    counted[code] += int(count)
+def route(outcome):
+    found = re.search(r'faultline_route_requests_total\{route="/hooks/\{inbox\}",outcome="%s"\} (\d+)' % outcome, metrics)
+    return int(found.group(1))
+counted["ok"] = route("ok")
+handled = route("handled")
+print(f"sent {sum(sent.values())}: {dict(sorted(sent.items()))}")
+assert counted == sent, f"counted {dict(counted)}"
+assert handled == sum(n for code, n in sent.items() if code != "ok"), handled
+PY
+echo "sdks.sh: every SDK-signed delivery answered as expected and counted exactly"

@@ -1,0 +1,66 @@
+//! Verified webhook intake (feature `webhooks`): one verifier per sender, and the
+//! [`Verified`](crate::webhooks::Verified) extractor that yields a delivery only when its signature matches its body.
+//!
+//! A route takes `Verified` as its body extractor and finds an [`Intake`](crate::webhooks::Intake) in its state: the
+//! [`Sender`](crate::webhooks::Sender) and a [`SecretSet`](crate::webhooks::SecretSet) (several secrets during a rotation, each with an optional
+//! expiry), or a [`Secrets`](crate::webhooks::Secrets) lookup per tenant or inbox. Whatever fails verification is
+//! answered with a [`Refusal`](crate::webhooks::Refusal), a [`Fault`](crate::Fault) with a stable code, rendered and
+//! counted by the [`FaultLayer`](crate::FaultLayer) like any handled error; it names
+//! headers, never a secret or the body.
+//!
+//! ```
+//! use axum::{routing::post, Router};
+//! use faultline::webhooks::{Intake, SecretSet, Sender, Verified};
+//! use faultline::FaultLayer;
+//!
+//! async fn push(delivery: Verified) -> &'static str {
+//!     // Only a delivery signed with the secret gets here.
+//!     assert_eq!(delivery.event(), Some("push"));
+//!     "kept"
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?);
+//! let (layer, ledger) = FaultLayer::pair();
+//! let app = Router::new()
+//!     .route("/hooks/github", post(push))
+//!     .with_state(intake)
+//!     .layer(layer);
+//! # use tower::ServiceExt;
+//! # let request = |signature: &str| {
+//! #     axum::http::Request::post("/hooks/github")
+//! #         .header("x-github-event", "push")
+//! #         .header("x-hub-signature-256", signature)
+//! #         .body(axum::body::Body::from("Hello, World!"))
+//! #         .unwrap()
+//! # };
+//! let signed = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+//! let answer = app.clone().oneshot(request(signed)).await?;
+//! assert_eq!(answer.status(), 200);
+//!
+//! let forged = "sha256=0000000000000000000000000000000000000000000000000000000000000000";
+//! let answer = app.oneshot(request(forged)).await?;
+//! assert_eq!(answer.status(), 401);
+//! let series = ledger.snapshot().series;
+//! assert!(series.iter().any(|s| s.code == "webhook-signature-mismatch" && s.count == 1));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The guide, `docs/webhooks.md`, has the lines to copy for every sender, rotation, and
+//! what each refusal tells the sender.
+
+mod delivery;
+mod intake;
+mod proof;
+mod refusal;
+mod secret;
+mod sender;
+
+pub use delivery::Delivery;
+pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
+pub use proof::{MAX_DELIVERY_ID_BYTES, MAX_SIGNATURES};
+pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
+pub use secret::{Keys, LookupError, Secret, SecretError, SecretSet, Secrets};
+pub use sender::{Sender, DEFAULT_TOLERANCE};

@@ -1,0 +1,179 @@
+//! [`Refusal`]: every way a delivery is refused, each a [`Fault`] with a stable code.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use crate::error::{Error, Fault};
+
+/// Seconds a sender waits before retrying a delivery refused because the secrets could not
+/// be read: long enough for a store to fail over, short enough that a sender retrying on a
+/// schedule of its own (Stripe for three days) is not pushed far back.
+pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
+
+/// Why a delivery was refused. Each is a [`Fault`]: answered as problem+json with its
+/// status and stable code, and counted by the ledger as a handled error under that code.
+///
+/// A refusal names headers and limits, never a secret, a signature's value or the body.
+///
+/// | refusal | status | code |
+/// |---|---|---|
+/// | [`SignatureMissing`](Refusal::SignatureMissing) | 401 | `webhook-signature-missing` |
+/// | [`SignatureMismatch`](Refusal::SignatureMismatch) | 401 | `webhook-signature-mismatch` |
+/// | [`TimestampStale`](Refusal::TimestampStale) | 401 | `webhook-timestamp-stale` |
+/// | [`TimestampFuture`](Refusal::TimestampFuture) | 401 | `webhook-timestamp-future` |
+/// | [`HeaderMissing`](Refusal::HeaderMissing) | 400 | `webhook-header-missing` |
+/// | [`HeaderMalformed`](Refusal::HeaderMalformed) | 400 | `webhook-header-malformed` |
+/// | [`BodyTooLarge`](Refusal::BodyTooLarge) | 413 | `webhook-body-too-large` |
+/// | [`BodyUnreadable`](Refusal::BodyUnreadable) | 400 | `webhook-body-unreadable` |
+/// | [`UnknownInbox`](Refusal::UnknownInbox) | 404 | `webhook-unknown-inbox` |
+/// | [`SecretsUnavailable`](Refusal::SecretsUnavailable) | 503, `Retry-After` | `webhook-secrets-unavailable` |
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The header that carries the proof is absent, or holds no signature of a scheme
+    /// this verifier knows.
+    SignatureMissing {
+        /// The header, lower-case.
+        header: &'static str,
+    },
+    /// The proof does not match the body under any live secret.
+    SignatureMismatch {
+        /// The header, lower-case.
+        header: &'static str,
+    },
+    /// The signed timestamp is older than the sender's tolerance.
+    TimestampStale {
+        /// The header, lower-case.
+        header: &'static str,
+        /// The tolerance it exceeds.
+        tolerance: Duration,
+    },
+    /// The signed timestamp is further ahead than the sender's tolerance.
+    TimestampFuture {
+        /// The header, lower-case.
+        header: &'static str,
+        /// The tolerance it exceeds.
+        tolerance: Duration,
+    },
+    /// A header the signature covers, or the delivery id, is absent.
+    HeaderMissing {
+        /// The header, lower-case.
+        header: &'static str,
+    },
+    /// A header is not in the form its sender writes it, or is sent more than once.
+    HeaderMalformed {
+        /// The header, lower-case.
+        header: &'static str,
+        /// What is wrong with it, for the sender's operator.
+        problem: &'static str,
+    },
+    /// The body is longer than the bound it is read under.
+    BodyTooLarge {
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// The body could not be read to its end: the connection failed mid-body.
+    BodyUnreadable,
+    /// The secret lookup knows no inbox for this request.
+    UnknownInbox,
+    /// The secret lookup failed; the sender may retry.
+    SecretsUnavailable(Box<dyn StdError + Send + Sync>),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::SignatureMissing { header } => {
+                write!(f, "the delivery carries no signature in `{header}`")
+            }
+            Refusal::SignatureMismatch { header } => {
+                write!(f, "the signature in `{header}` does not match the body")
+            }
+            Refusal::TimestampStale { header, tolerance } => write!(
+                f,
+                "the timestamp in `{header}` is more than {} s old",
+                tolerance.as_secs()
+            ),
+            Refusal::TimestampFuture { header, tolerance } => write!(
+                f,
+                "the timestamp in `{header}` is more than {} s ahead",
+                tolerance.as_secs()
+            ),
+            Refusal::HeaderMissing { header } => write!(f, "the `{header}` header is missing"),
+            Refusal::HeaderMalformed { header, problem } => {
+                write!(f, "the `{header}` header {problem}")
+            }
+            Refusal::BodyTooLarge { limit } => {
+                write!(f, "the body is longer than {limit} bytes")
+            }
+            Refusal::BodyUnreadable => f.write_str("the body ended before its end"),
+            Refusal::UnknownInbox => f.write_str("no inbox takes deliveries here"),
+            Refusal::SecretsUnavailable(_) => f.write_str("the inbox's secrets could not be read"),
+        }
+    }
+}
+
+impl StdError for Refusal {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Refusal::SecretsUnavailable(source) => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+impl Fault for Refusal {
+    fn status(&self) -> StatusCode {
+        match self {
+            Refusal::SignatureMissing { .. }
+            | Refusal::SignatureMismatch { .. }
+            | Refusal::TimestampStale { .. }
+            | Refusal::TimestampFuture { .. } => StatusCode::UNAUTHORIZED,
+            Refusal::HeaderMissing { .. }
+            | Refusal::HeaderMalformed { .. }
+            | Refusal::BodyUnreadable => StatusCode::BAD_REQUEST,
+            Refusal::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Refusal::UnknownInbox => StatusCode::NOT_FOUND,
+            Refusal::SecretsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Refusal::SignatureMissing { .. } => "webhook-signature-missing",
+            Refusal::SignatureMismatch { .. } => "webhook-signature-mismatch",
+            Refusal::TimestampStale { .. } => "webhook-timestamp-stale",
+            Refusal::TimestampFuture { .. } => "webhook-timestamp-future",
+            Refusal::HeaderMissing { .. } => "webhook-header-missing",
+            Refusal::HeaderMalformed { .. } => "webhook-header-malformed",
+            Refusal::BodyTooLarge { .. } => "webhook-body-too-large",
+            Refusal::BodyUnreadable => "webhook-body-unreadable",
+            Refusal::UnknownInbox => "webhook-unknown-inbox",
+            Refusal::SecretsUnavailable(_) => "webhook-secrets-unavailable",
+        }
+    }
+
+    fn headers(&self, headers: &mut HeaderMap) {
+        if matches!(self, Refusal::SecretsUnavailable(_)) {
+            headers.insert(
+                http::header::RETRY_AFTER,
+                HeaderValue::from(SECRETS_RETRY_AFTER_SECS),
+            );
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        Error::from_fault(self).into_response()
+    }
+}
+
+/// A header of one value that is malformed.
+pub(crate) fn malformed(header: &'static str, problem: &'static str) -> Refusal {
+    Refusal::HeaderMalformed { header, problem }
+}

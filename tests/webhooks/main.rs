@@ -1,0 +1,14 @@
+//! The webhook verifiers and the extractor (feature `webhooks`): the senders' documented
+//! examples, the classic verification bugs one by one, and parallel deliveries over TCP
+//! counted exactly.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bounds;
+mod classic;
+mod cost;
+mod load;
+mod server;
+mod sign;
+mod vectors;
