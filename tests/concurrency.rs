@@ -29,12 +29,18 @@ async fn parallel_clients_mixing_outcomes_are_counted_exactly() {
     let lab = Arc::new(Lab::start().await);
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let peak = Arc::new(AtomicU64::new(0));
+    // Snapshots taken mid-load that read more finishes than starts.
+    let inconsistent = Arc::new(AtomicU64::new(0));
 
     let sampler = {
-        let (lab, peak) = (lab.clone(), peak.clone());
+        let (lab, peak, inconsistent) = (lab.clone(), peak.clone(), inconsistent.clone());
         tokio::spawn(async move {
             loop {
-                peak.fetch_max(lab.ledger.snapshot().in_flight, Ordering::Relaxed);
+                let snapshot = lab.ledger.snapshot();
+                peak.fetch_max(snapshot.in_flight, Ordering::Relaxed);
+                if !snapshot.is_consistent() {
+                    inconsistent.fetch_add(1, Ordering::Relaxed);
+                }
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
         })
@@ -89,8 +95,12 @@ async fn parallel_clients_mixing_outcomes_are_counted_exactly() {
         (snapshot.service_error, snapshot.aborted, snapshot.cancelled),
         (0, 0, 0)
     );
-    assert_eq!(snapshot.in_flight, 0);
-    assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    assert_eq!(snapshot.in_flight, 0, "{snapshot:#?}");
+    assert_eq!(
+        inconsistent.load(Ordering::Relaxed),
+        0,
+        "a finish read without its start"
+    );
     // Every failure is reported once, written or held back by flood control.
     assert_eq!(snapshot.reported + snapshot.suppressed, snapshot.failures());
     assert!(
