@@ -83,12 +83,19 @@ impl Budget {
                 }
                 current + 1
             };
-            match self.state.compare_exchange_weak(
-                current,
-                next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
+            let taken = weakenable!(
+                TakeWithoutCas: self.state.compare_exchange_weak(
+                    current,
+                    next,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ),
+                weakened: {
+                    self.state.store(next, Ordering::Relaxed);
+                    Ok::<u64, u64>(current)
+                }
+            );
+            match taken {
                 Ok(_) => return true,
                 Err(actual) => current = actual,
             }
@@ -303,6 +310,17 @@ mod loom_models {
     #[test]
     fn loom_flood_control_writes_per_window_and_tells_every_suppressed_failure() {
         two_threads_across_a_window_change();
+    }
+
+    /// `Budget::take` writes its word with a store in place of the compare-and-swap: both
+    /// threads may take the first window's one unit.
+    #[test]
+    #[should_panic(expected = "one event in each of the two windows")]
+    fn loom_flood_control_weakened_take_without_cas() {
+        crate::sync::run_weakened(
+            crate::sync::Weakening::TakeWithoutCas,
+            two_threads_across_a_window_change,
+        );
     }
 
     /// A written event takes the held count with a load and a store in place of `swap`: a
