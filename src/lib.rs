@@ -16,9 +16,13 @@
 //! | `aborted` | the head was sent, then the body failed or panicked | (stream ends in error) |
 //! | `cancelled` | the response was dropped before it was complete | (none) |
 //!
-//! Every request ends in exactly one outcome, counted in the [`Ledger`]:
-//! `started == ok + handled + rejected + service_error + panicked + aborted + cancelled +
-//! in_flight`.
+//! Every request ends in exactly one outcome, counted in the [`Ledger`], which keeps `started`
+//! and each outcome as totals of their own. A snapshot reads the finishes before the starts,
+//! ordered so that every finish it reads has its start read, on any memory model:
+//! `ok + handled + rejected + service_error + panicked + aborted + cancelled <= started` holds
+//! in every snapshot ([`Snapshot::is_consistent`], which a finish counted twice or a start lost
+//! breaks), and once nothing is in flight each outcome is exactly the number of requests that
+//! ended in it.
 //!
 //! Summaries are bounded before the work: messages go through a writer that refuses bytes
 //! past [`limits::DEFAULT_MAX_MESSAGE_BYTES`], the `source()` chain is walked to

@@ -10,7 +10,9 @@
 #   - the open-connection gauge returns to its baseline;
 #   - the ledger and the store reconcile with what was sent (reconcile.sh): the stalled
 #     bodies are counted as 408s, the stalled heads, never requests, not at all;
-#   - on SIGTERM the service exits cleanly and logs a balanced final ledger.
+#   - on SIGTERM the service exits cleanly, and its final ledger counts exactly the requests
+#     of the last scrape (which reconcile.sh and the gauge loop account for) and that scrape
+#     itself: every outcome, `started`, nothing in flight, consistent.
 # Prints the figures. Exits non-zero on any failure. Needs bash, curl, python3, and openssl
 # or the service binary (to sign).
 #
@@ -77,12 +79,20 @@ export WEBHOOK_INGEST_BIN=$SERVICE_BIN
 export LATENCY_LOG=$work/latency
 source "$LOAD_DIR/lib.sh"
 
-# The open-connection gauge, read by a scrape whose own connection it counts.
+# The open-connection gauge, read by a scrape whose own connection it counts. The scrape is
+# kept: the final ledger must count exactly what the last one saw, and that scrape.
 open_gauge() {
     local metrics
     metrics=$(curl -sf --max-time "$CURL_MAX_TIME" "$FAULTLINE_URL/metrics") || die "no /metrics"
+    printf '%s\n' "$metrics" >"$work/last-scrape"
     [[ $metrics =~ webhook_ingest_open_connections\ ([0-9]+) ]] || die "no open-connection gauge"
     printf '%s' "${BASH_REMATCH[1]}"
+}
+
+# An outcome's count in the last scrape.
+scraped() {
+    awk -v series="faultline_requests_total{outcome=\"$1\"}" \
+        '$1 == series { print $2; found = 1 } END { if (!found) print "none" }' "$work/last-scrape"
 }
 
 "$LOAD_DIR/setup.sh" >/dev/null
@@ -171,7 +181,23 @@ echo "== SIGTERM"
 stop_service
 ((SERVER_STATUS == 0)) || fail "the service exited with $SERVER_STATUS after SIGTERM"
 final=$(grep 'final ledger' "$work/server.log" || true)
-[[ $final == *'in_flight=0 balanced=true' ]] || fail "no balanced final ledger in the log: $final"
+# Nothing reached the service after the last gauge scrape, which was in flight as it was
+# rendered: the final ledger is that scrape's counts, and the scrape itself, one more ok.
+finished=0
+for outcome in ok handled rejected service_error panicked aborted cancelled; do
+    want=$(scraped "$outcome")
+    [[ $outcome == ok && $want != none ]] && want=$((want + 1))
+    if [[ $final =~ [[:space:]]$outcome=([0-9]+) ]]; then
+        ((BASH_REMATCH[1] == want)) ||
+            fail "final ledger: $outcome=${BASH_REMATCH[1]}, the last scrape and itself: $want"
+        finished=$((finished + BASH_REMATCH[1]))
+    else
+        fail "no $outcome in the final ledger: $final"
+    fi
+done
+[[ $final =~ [[:space:]]started=([0-9]+) ]] && ((BASH_REMATCH[1] == finished)) ||
+    fail "final ledger: started is not the $finished finished: $final"
+[[ $final == *'in_flight=0 consistent=true' ]] || fail "final ledger not settled or not consistent: $final"
 
 echo "| figure | value |"
 echo "|---|---|"

@@ -351,6 +351,6 @@ mod tests {
         assert_eq!(s.started, 2 + 2 * SPARE_RECORDS as u64);
         assert_eq!(s.outcome(Outcome::Ok), 1);
         assert_eq!(s.outcome(Outcome::Cancelled), 1 + 2 * SPARE_RECORDS as u64);
-        assert!(s.is_balanced() && s.in_flight == 0);
+        assert_eq!((s.finished(), s.in_flight), (s.started, 0));
     }
 }

@@ -168,7 +168,7 @@ async fn serve(args: Cli) -> io::Result<()> {
         aborted = counts.aborted,
         cancelled = counts.cancelled,
         in_flight = counts.in_flight,
-        balanced = counts.is_balanced(),
+        consistent = counts.is_consistent(),
         "final ledger"
     );
     Ok(())

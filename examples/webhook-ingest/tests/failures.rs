@@ -138,7 +138,10 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
         }
     }
     let snapshot = service.quiescent().await;
-    assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    // Ok: setup (5), the stored push (1), the two lists (2), `/metrics` (1) and the other
+    // inboxes' lists (2). Failed: the five refusals and the unknown inbox.
+    assert_eq!((snapshot.started, snapshot.ok), (17, 11), "{snapshot:#?}");
+    assert_eq!(snapshot.failures(), 6, "{snapshot:#?}");
 }
 
 #[tokio::test]
@@ -217,8 +220,14 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
         0
     );
     let snapshot = service.quiescent().await;
-    assert!(snapshot.is_balanced(), "{snapshot:#?}");
+    // Ok: setup (5), the list (1) and `/metrics` twice; the refusals are handled 401s.
+    assert_eq!(
+        (snapshot.started, snapshot.ok),
+        (8 + sent as u64, 8),
+        "{snapshot:#?}"
+    );
     assert_eq!(snapshot.handled, sent as u64, "{snapshot:#?}");
+    assert_eq!(snapshot.failures(), sent as u64, "{snapshot:#?}");
 }
 
 /// A refusal the store cannot keep still gets its answer, and is counted.

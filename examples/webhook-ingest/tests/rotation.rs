@@ -97,9 +97,13 @@ async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
     let stats = service.stats(&old).await;
     assert_eq!(stats["deliveries"], 9, "{stats}");
     let snapshot = service.quiescent().await;
-    assert!(snapshot.is_balanced(), "{snapshot:#?}");
     // Setup (5), rotations (3), pushes (12) and the stats (1); the 3 refusals are handled 4xx.
     assert_eq!((snapshot.ok, snapshot.handled), (18, 3), "{snapshot:#?}");
+    assert_eq!(
+        (snapshot.started, snapshot.finished()),
+        (21, 21),
+        "{snapshot:#?}"
+    );
 }
 
 /// Two instances on one PostgreSQL database: a rotation made at one holds at the other, grace
@@ -130,9 +134,17 @@ async fn a_rotation_at_one_instance_of_a_fleet_holds_at_another() {
         .assert_problem(401, "bad-signature");
     let fresh = push(&fleet[1], &new, Vcs::Github, "fleet-new-after").await;
     assert_eq!(fresh.status, 201, "{}", fresh.text);
-    for service in &fleet {
+    // The first: setup (5) and the rotation (1). The second: two pushes stored and one
+    // refused, a handled 401.
+    for (service, (ok, handled)) in fleet.iter().zip([(6, 0), (2, 1)]) {
         let snapshot = service.quiescent().await;
-        assert!(snapshot.is_balanced(), "{snapshot:#?}");
+        assert_eq!(
+            (snapshot.ok, snapshot.handled),
+            (ok, handled),
+            "{snapshot:#?}"
+        );
+        assert_eq!(snapshot.started, ok + handled, "{snapshot:#?}");
+        assert_eq!(snapshot.finished(), ok + handled, "{snapshot:#?}");
     }
 }
 

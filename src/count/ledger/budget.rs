@@ -20,7 +20,7 @@ use super::routes::RouteRequests;
 use super::Ledger;
 use crate::outcome::Outcome;
 use crate::panic::lock;
-use crate::sync::Ordering;
+use crate::sync::{weakenable, Ordering};
 
 /// Minutes of history kept: an hour, and the sample that starts it.
 pub(super) const HISTORY_MINUTES: u64 = 60;
@@ -205,7 +205,12 @@ impl Ledger {
             && self
                 .inner
                 .sampled
-                .compare_exchange(last, minute, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(
+                    weakenable!(SampleComparesWrongMinute: last, weakened: minute),
+                    minute,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
         {
             let routes = self.route_totals();

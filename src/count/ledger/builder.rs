@@ -21,7 +21,9 @@ use crate::config::LedgerLimits;
 ///     .build();
 /// let layer = FaultLayer::with_ledger(ledger.clone());
 /// # let _ = layer;
-/// assert!(ledger.snapshot().is_balanced());
+/// let snapshot = ledger.snapshot();
+/// assert_eq!((snapshot.started, snapshot.finished()), (0, 0));
+/// assert!(snapshot.is_consistent());
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use]

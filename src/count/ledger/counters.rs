@@ -3,7 +3,7 @@
 
 use crate::count::stripe::ThreadStripe;
 use crate::outcome::Outcome;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{weakenable, AtomicU64, Ordering};
 
 const OUTCOMES: usize = Outcome::ALL.len();
 
@@ -26,16 +26,19 @@ pub(super) struct Totals {
 }
 
 // Each add goes to the calling thread's stripe (`here`), as a plain store when the thread
-// owns it. Relaxed is enough throughout: each cell is exact on its own, and a read taken at
-// quiescence happens after every add through whatever synchronized with it (a join, the
-// response a client read).
+// owns it. The finish is a release and its read an acquire, so that a read which sees a
+// request's finish sees its start, on whichever threads the two ran: the start happened
+// before the finish (the request was handed from one thread to the other through a
+// synchronizing queue, a task's wake-up), and the read of the starts comes after the acquire.
+// Starts, reports and suppressions are relaxed: each cell is exact on its own, and nothing is
+// read through them.
 impl Counts {
     pub(super) fn start(&self, here: ThreadStripe) {
         here.add(&self.started);
     }
 
     pub(super) fn finish(&self, here: ThreadStripe, outcome: Outcome) {
-        here.add(&self.outcomes[outcome.index()]);
+        here.add_release(&self.outcomes[outcome.index()]);
     }
 
     pub(super) fn reported(&self, here: ThreadStripe) {
@@ -48,28 +51,47 @@ impl Counts {
 }
 
 impl Totals {
-    /// Sums `stripes`. Outcomes are read before `started`, so that a request finishing during
-    /// the read is more likely counted as started than as finished and not started; in flight
-    /// is derived from the two and floored at zero.
+    /// Sums `stripes`: the finishes first, with acquire loads, then the starts. Every finish
+    /// read then has its start read, so `finished <= started` in every sum, taken at any
+    /// moment on any memory model (`loom_a_read_never_sees_a_finish_without_its_start`);
+    /// a request that starts or finishes during the read may be missing from either total.
     pub(super) fn sum<'a>(stripes: impl Iterator<Item = &'a Counts> + Clone) -> Self {
         let mut totals = Self::default();
+        let starts_first = weakenable!(StartsReadFirst: false, weakened: true);
+        if starts_first {
+            totals.started = Self::starts(stripes.clone());
+        }
+        let finish_read =
+            weakenable!(FinishesReadRelaxed: Ordering::Acquire, weakened: Ordering::Relaxed);
         for counts in stripes.clone() {
             for (total, cell) in totals.outcomes.iter_mut().zip(&counts.outcomes) {
-                *total += cell.load(Ordering::Relaxed);
+                *total += cell.load(finish_read);
             }
             totals.reported += counts.reported.load(Ordering::Relaxed);
             totals.suppressed += counts.suppressed.load(Ordering::Relaxed);
         }
-        totals.started = stripes.map(|c| c.started.load(Ordering::Relaxed)).sum();
+        if !starts_first {
+            totals.started = Self::starts(stripes);
+        }
         totals
+    }
+
+    fn starts<'a>(stripes: impl Iterator<Item = &'a Counts>) -> u64 {
+        stripes.map(|c| c.started.load(Ordering::Relaxed)).sum()
     }
 
     pub(super) fn outcome(&self, outcome: Outcome) -> u64 {
         self.outcomes[outcome.index()]
     }
 
+    pub(super) fn finished(&self) -> u64 {
+        self.outcomes.iter().sum()
+    }
+
+    /// Started and not finished; 0 if more finished than started, which only a bug can make
+    /// (`Snapshot::is_consistent` says so).
     pub(super) fn in_flight(&self) -> u64 {
-        self.started.saturating_sub(self.outcomes.iter().sum())
+        self.started.saturating_sub(self.finished())
     }
 }
 

@@ -49,8 +49,8 @@ const SERIES_PER_THREAD: usize = 64;
 /// let (layer, ledger) = faultline::FaultLayer::pair();
 /// # let _ = layer;
 /// let snapshot = ledger.snapshot();
-/// assert_eq!(snapshot.started, 0);
-/// assert!(snapshot.is_balanced());
+/// assert_eq!((snapshot.started, snapshot.finished(), snapshot.in_flight), (0, 0, 0));
+/// assert!(snapshot.is_consistent());
 /// ```
 #[derive(Clone, Debug)]
 pub struct Ledger {
@@ -276,7 +276,8 @@ impl Ledger {
     }
 
     /// The counts as plain data. Each stripe's counters are exact; while requests are in
-    /// flight they are read one after another, so the sums balance exactly at quiescence.
+    /// flight they are read one after another, finishes before starts, so every finish read
+    /// has its start read ([`Snapshot::is_consistent`]) and the totals are exact at quiescence.
     pub fn snapshot(&self) -> Snapshot {
         self.hand_over();
         let totals = Totals::sum(self.inner.stripes.iter().map(|s| &s.counts));

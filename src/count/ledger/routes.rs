@@ -205,6 +205,9 @@ impl RouteCounts {
         Self((0..slots * COLUMNS).map(|_| AtomicU64::new(0)).collect())
     }
 
+    /// Relaxed, unlike the outcome's own add: the request's end is the outcome's release, and
+    /// no reader concludes from a route's cells what is in flight; they are exact at
+    /// quiescence, and the budget's samples need no more.
     pub(super) fn add(&self, here: ThreadStripe, route: u16, column: Column) {
         here.add(&self.0[usize::from(route) * COLUMNS + column.0]);
     }

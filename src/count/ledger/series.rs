@@ -11,7 +11,7 @@ use rustc_hash::FxHasher;
 
 use crate::outcome::OVERFLOW_LABEL;
 use crate::panic::lock;
-use crate::sync::Mutex;
+use crate::sync::{weakenable, Mutex};
 
 /// A table with no room for new labels.
 #[derive(Debug)]
@@ -126,7 +126,7 @@ impl SeriesTable {
     pub(crate) fn hand_over(&mut self, shared: &mut SeriesTable, empty: bool) {
         for entry in self.entries.iter_mut().filter(|e| e.count > 0) {
             shared.record(&entry.route, entry.code, entry.status, entry.count);
-            entry.count = 0;
+            entry.count = weakenable!(HandOverKeepsCounts: 0, weakened: entry.count);
         }
         shared.overflow += std::mem::take(&mut self.overflow);
         if empty {

@@ -10,7 +10,9 @@ use crate::outcome::Outcome;
 pub struct Snapshot {
     /// Requests that entered the layer.
     pub started: u64,
-    /// Requests started and not yet finished (a streaming body counts until its end).
+    /// Requests started and not yet finished (a streaming body counts until its end):
+    /// `started` minus the finishes, which a snapshot counts apart (see
+    /// [`Snapshot::is_consistent`]).
     pub in_flight: u64,
     /// See [`Outcome::Ok`].
     pub ok: u64,
@@ -62,9 +64,36 @@ impl Snapshot {
         self.finished() - self.ok
     }
 
-    /// Whether `started == ok + handled + rejected + service_error + panicked + aborted +
-    /// cancelled + in_flight`. Always true at quiescence.
-    pub fn is_balanced(&self) -> bool {
-        self.started == self.finished() + self.in_flight
+    /// Whether every finish counted has its start counted: `ok + handled + rejected +
+    /// service_error + panicked + aborted + cancelled <= started`.
+    ///
+    /// `started` and each outcome are totals of their own, and a snapshot reads the finishes
+    /// before the starts, ordered so that a finish it sees has its start seen too; so this
+    /// holds in every snapshot, taken at any moment on any memory model. A finish counted
+    /// twice, or a start never counted, breaks it. It cannot see a finish that is never
+    /// counted (that request stays in flight): at quiescence, check `in_flight == 0` and each
+    /// outcome against what you sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use axum::{body::Body, http::Request, routing::get, Router};
+    /// use tower::ServiceExt;
+    ///
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// let app = Router::new().route("/", get(|| async { "ok" })).layer(layer);
+    /// for path in ["/", "/", "/nope"] {
+    ///     let response = app.clone().oneshot(Request::get(path).body(Body::empty()).unwrap());
+    ///     axum::body::to_bytes(response.await.unwrap().into_body(), 1024).await.unwrap();
+    /// }
+    /// let snapshot = ledger.snapshot();
+    /// assert!(snapshot.is_consistent());
+    /// // Quiescent: each outcome is exactly what was sent.
+    /// assert_eq!((snapshot.started, snapshot.in_flight), (3, 0));
+    /// assert_eq!((snapshot.ok, snapshot.rejected, snapshot.failures()), (2, 1, 1));
+    /// # }
+    /// ```
+    pub fn is_consistent(&self) -> bool {
+        self.finished() <= self.started
     }
 }

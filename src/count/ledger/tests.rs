@@ -78,7 +78,7 @@ fn fail(ledger: &Ledger, summary: &Summary) {
 }
 
 #[test]
-fn outcomes_balance_against_started() {
+fn every_outcome_counts_on_its_own_against_started() {
     let ledger = Ledger::new();
     for &outcome in Outcome::ALL {
         ledger.start();
@@ -88,9 +88,42 @@ fn outcomes_balance_against_started() {
     let snapshot = ledger.snapshot();
     assert_eq!(snapshot.started, 8);
     assert_eq!(snapshot.in_flight, 1);
-    assert_eq!(snapshot.finished(), 7);
-    assert_eq!(snapshot.failures(), 6);
-    assert!(snapshot.is_balanced());
+    for &outcome in Outcome::ALL {
+        assert_eq!(snapshot.outcome(outcome), 1, "{outcome:?}");
+    }
+    assert_eq!((snapshot.finished(), snapshot.failures()), (7, 6));
+    assert!(snapshot.is_consistent());
+}
+
+/// The two bugs the check exists for, planted: a finish counted twice, and a finish whose
+/// start was never counted. Each leaves more finishes than starts, which the check sees while
+/// `in_flight`, floored at zero, reads 0 as if all were well.
+#[test]
+fn a_finish_counted_twice_or_a_start_lost_fails_the_check() {
+    let twice = Ledger::new();
+    twice.start();
+    twice.start();
+    twice.finish(Outcome::Ok, RouteKey::Unmatched);
+    assert!(twice.snapshot().is_consistent(), "one of two in flight");
+    twice.finish(Outcome::Ok, RouteKey::Unmatched);
+    twice.finish(Outcome::Ok, RouteKey::Unmatched);
+    let snapshot = twice.snapshot();
+    assert_eq!(
+        (snapshot.started, snapshot.ok, snapshot.in_flight),
+        (2, 3, 0)
+    );
+    assert!(!snapshot.is_consistent(), "{snapshot:#?}");
+
+    let lost = Ledger::new();
+    lost.start();
+    lost.finish(Outcome::Handled, RouteKey::Unmatched);
+    lost.finish(Outcome::Cancelled, RouteKey::Unmatched);
+    let snapshot = lost.snapshot();
+    assert_eq!(
+        (snapshot.started, snapshot.finished(), snapshot.in_flight),
+        (1, 2, 0)
+    );
+    assert!(!snapshot.is_consistent(), "{snapshot:#?}");
 }
 
 #[test]

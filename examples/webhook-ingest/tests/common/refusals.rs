@@ -116,7 +116,9 @@ pub async fn assert_refused(
         json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
     );
     let after = service.quiescent().await;
-    assert!(after.is_balanced(), "{after:#?}");
+    // The refusals, and the stats (1, ok).
+    assert_eq!(after.started - before.started, count + 1, "{after:#?}");
+    assert_eq!(after.ok - before.ok, 1, "{after:#?}");
     assert_eq!(after.failures() - before.failures(), count, "{after:#?}");
     assert_eq!(after.rejected - before.rejected, rejected, "{after:#?}");
     after
