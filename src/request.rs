@@ -188,9 +188,13 @@ fn route_label(matched: &MatchedPath) -> Route {
     let route = matched.as_str();
     let address = route.as_ptr() as usize;
     let slot = (address >> 3) % ROUTE_CACHE_SLOTS;
-    let cached = CACHE.with(|cache| cache.borrow()[slot]);
-    if cached.0 == address && cached.1.text == route {
-        return Route::Interned(cached.1);
+    // A cache gone or in use (a thread-local destructor, which cannot happen to this `const`
+    // one without a destructor of its own) is a miss.
+    let cached = CACHE.try_with(|cache| cache.try_borrow().ok().map(|slots| slots[slot]));
+    if let Ok(Some((at, cached))) = cached {
+        if at == address && cached.text == route {
+            return Route::Interned(cached);
+        }
     }
     let interned = {
         // Not `panic::lock`, which takes the `sync` facade's locks: this one is process-wide.
@@ -209,7 +213,11 @@ fn route_label(matched: &MatchedPath) -> Route {
     };
     match interned {
         Some(interned) => {
-            CACHE.with(|cache| cache.borrow_mut()[slot] = (address, interned));
+            let _ = CACHE.try_with(|cache| {
+                if let Ok(mut slots) = cache.try_borrow_mut() {
+                    slots[slot] = (address, interned);
+                }
+            });
             Route::Interned(interned)
         }
         None => Route::Shared(matched.clone()),
@@ -240,15 +248,19 @@ fn next_id_number() -> u64 {
         /// The next number of this thread's block, and the end of the block.
         static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
-    BLOCK.with(|block| {
-        let (mut next, mut end) = block.get();
-        if next == end {
-            next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
-            end = next + ID_BLOCK;
-        }
-        block.set((next + 1, end));
-        next
-    })
+    BLOCK
+        .try_with(|block| {
+            let (mut next, mut end) = block.get();
+            if next == end {
+                next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                end = next + ID_BLOCK;
+            }
+            block.set((next + 1, end));
+            next
+        })
+        // Without the block (which a `const` cell without a destructor never is): one number
+        // straight from the process-wide counter, still unique.
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure

@@ -134,12 +134,14 @@ impl ThreadStripe {
 /// to the shared stripe.
 #[cfg(not(all(test, loom)))]
 pub(crate) fn this_thread() -> ThreadStripe {
-    if let Some(here) = THREAD_STRIPE.with(Cell::get) {
+    // `THREAD_STRIPE` is a `const` cell without a destructor, reachable in every thread-local
+    // destructor; `try_with` costs nothing more on it.
+    if let Ok(Some(here)) = THREAD_STRIPE.try_with(Cell::get) {
         return here;
     }
     match CLAIM.try_with(|claim| thread_stripe(claim.0)) {
         Ok(claimed) => {
-            THREAD_STRIPE.with(|cell| cell.set(Some(claimed)));
+            let _ = THREAD_STRIPE.try_with(|cell| cell.set(Some(claimed)));
             claimed
         }
         Err(_) => thread_stripe(shared_stripe()),

@@ -38,13 +38,17 @@ struct Mark {
 
 /// Whether a layer of the ledger `ledger` already counts the request being called here.
 pub(crate) fn counted_by(ledger: usize) -> bool {
-    COUNTING.with(Cell::get).ledger == ledger
+    // `COUNTING` is a `const` cell without a destructor: reachable in every thread-local
+    // destructor. Were it not, no mark means that nothing counts the request yet.
+    COUNTING
+        .try_with(Cell::get)
+        .is_ok_and(|mark| mark.ledger == ledger)
 }
 
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
 pub(crate) fn passing_through(route: Option<InternedRoute>) {
-    COUNTING.with(|counting| {
+    let _ = COUNTING.try_with(|counting| {
         let mark = counting.get();
         if mark.nested_route.is_none() {
             counting.set(Mark {
@@ -214,10 +218,14 @@ impl Record {
             ledger: self.shared.ledger.id(),
             nested_route: None,
         };
-        let outer = COUNTING.with(|counting| counting.replace(mark));
+        let outer = COUNTING.try_with(|counting| counting.replace(mark));
         let result = f();
-        let mark = COUNTING.with(|counting| counting.replace(outer));
-        if let Some(route) = mark.nested_route {
+        let mark = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
+        if let Ok(Mark {
+            nested_route: Some(route),
+            ..
+        }) = mark
+        {
             self.meta.refine_route(route);
         }
         result

@@ -39,16 +39,20 @@ pub(crate) struct Caught {
 /// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it. What was
 /// caught is boxed: it is rare, and the result of every call and poll goes through here.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<Caught>> {
-    GUARD.with(|g| g.set(g.get() + OPEN));
+    // `GUARD` is a `const` cell without a destructor, which every thread-local destructor can
+    // still reach; `try_with` says so without costing a branch more.
+    let _ = GUARD.try_with(|g| g.set(g.get() + OPEN));
     // A site is only ever read by the `catch` that recorded it. (A panic caught and re-raised
     // with `resume_unwind` within one call still reads the site of the first: std runs no
     // hook for the second.)
     let result = catch_unwind(AssertUnwindSafe(f));
-    let recorded = GUARD.with(|g| {
-        let state = g.get() - OPEN;
-        g.set(state & !RECORDED);
-        state & RECORDED != 0
-    });
+    let recorded = GUARD
+        .try_with(|g| {
+            let state = g.get() - OPEN;
+            g.set(state & !RECORDED);
+            state & RECORDED != 0
+        })
+        .unwrap_or(false);
     match result {
         Ok(value) if !recorded => Ok(value),
         result => with_site(result, recorded),
@@ -61,7 +65,9 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<Caught>> {
 #[inline(never)]
 fn with_site<R>(result: std::thread::Result<R>, recorded: bool) -> Result<R, Box<Caught>> {
     let site = if recorded {
-        SITE.with(|site| site.borrow_mut().take())
+        SITE.try_with(|site| site.try_borrow_mut().ok()?.take())
+            .ok()
+            .flatten()
     } else {
         None
     };

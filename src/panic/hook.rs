@@ -25,7 +25,8 @@ pub fn install_panic_hook() {
     INSTALL.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if GUARD.with(Cell::get) >= OPEN {
+            // A guard that is gone (never, for a `const` cell without a destructor) is closed.
+            if GUARD.try_with(Cell::get).unwrap_or(0) >= OPEN {
                 record(info);
             } else {
                 previous(info);
@@ -39,6 +40,16 @@ fn record(info: &PanicHookInfo<'_>) {
         file: location.file().to_owned(),
         line: location.line(),
     });
-    SITE.with(|slot| *slot.borrow_mut() = site);
-    GUARD.with(|g| g.set(g.get() | RECORDED));
+    // In a thread-local destructor the site's slot may be gone: the panic is still kept off
+    // stderr and caught, only without its file and line.
+    let kept = SITE.try_with(|slot| match slot.try_borrow_mut() {
+        Ok(mut slot) => {
+            *slot = site;
+            true
+        }
+        Err(_) => false,
+    });
+    if kept == Ok(true) {
+        let _ = GUARD.try_with(|g| g.set(g.get() | RECORDED));
+    }
 }

@@ -107,6 +107,7 @@ fn push_head(out: &mut BytesMut, summary: &Summary, type_base: Option<&str>) {
 
 /// [`push_head`] without a `type` base, whose bytes depend only on the status and the code:
 /// kept per thread from the last body, so that a run of the same failure copies them once.
+/// In a thread-local destructor, after the kept head is gone, the head is written afresh.
 fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
     /// The status and the code (a `&'static str`, compared by address and length: equal
     /// pointers are equal texts) of the head in the buffer.
@@ -114,15 +115,22 @@ fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
     thread_local! {
         static HEAD: RefCell<Head> = RefCell::new((StatusCode::OK, "", BytesMut::new()));
     }
-    HEAD.with(|head| {
-        let (status, code, bytes) = &mut *head.borrow_mut();
+    let copied = HEAD.try_with(|head| {
+        let Ok(mut head) = head.try_borrow_mut() else {
+            return false;
+        };
+        let (status, code, bytes) = &mut *head;
         if *status != summary.status || !std::ptr::eq(*code, summary.code) || bytes.is_empty() {
             bytes.clear();
             push_head(bytes, summary, None);
             (*status, *code) = (summary.status, summary.code);
         }
         out.extend_from_slice(bytes);
+        true
     });
+    if copied != Ok(true) {
+        push_head(out, summary, None);
+    }
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.
