@@ -14,7 +14,12 @@
 //! | `service_error` | the inner service returned `Err`: timeout, overload, … | 504, 503, 500 |
 //! | `panicked` | a panic in `call`, in a poll, in an extractor or in `IntoResponse` | 500 |
 //! | `aborted` | the head was sent, then the body failed or panicked | (stream ends in error) |
-//! | `cancelled` | the response was dropped before it was complete | (none) |
+//! | `cancelled` | the response, or its body, was dropped before it was sent whole | (none) |
+//!
+//! A streamed body is `ok` when it ends, or once the bytes of its declared length are out; a
+//! body of length 0, and an answer that carries none on the wire (to a HEAD, a 1xx, a 204, a
+//! 304), as soon as the head goes out. A body dropped before that, polled or not, is
+//! `cancelled`.
 //!
 //! Every request ends in exactly one outcome, counted in the [`Ledger`]:
 //! `started == ok + handled + rejected + service_error + panicked + aborted + cancelled +

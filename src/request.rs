@@ -86,6 +86,11 @@ impl RequestMeta {
         self.method.as_str()
     }
 
+    /// The request's method as http's type, for what depends on it besides its label.
+    pub(crate) fn http_method(&self) -> &Method {
+        &self.method
+    }
+
     /// The route template from axum's `MatchedPath`, never the raw path.
     pub(crate) fn route(&self) -> &str {
         self.matched_route().unwrap_or(UNMATCHED_ROUTE)

@@ -138,8 +138,8 @@ impl RecordSpace {
 enum Phase {
     /// Waiting for the inner service's response.
     Waiting,
-    /// The head went out and the body is streaming; `polled` once the body was asked for.
-    Streaming { status: StatusCode, polled: bool },
+    /// The head went out and the body is streaming: `ok` once it reaches its end.
+    Streaming { status: StatusCode },
     /// Counted.
     Settled,
 }
@@ -238,21 +238,12 @@ impl Record {
 
     /// The head went out with `status`; the body decides the outcome from here.
     pub(crate) fn streaming(&mut self, status: StatusCode) {
-        self.phase = Phase::Streaming {
-            status,
-            polled: false,
-        };
-    }
-
-    pub(crate) fn mark_polled(&mut self) {
-        if let Phase::Streaming { polled, .. } = &mut self.phase {
-            *polled = true;
-        }
+        self.phase = Phase::Streaming { status };
     }
 
     pub(crate) fn status(&self) -> StatusCode {
         match self.phase {
-            Phase::Streaming { status, .. } => status,
+            Phase::Streaming { status } => status,
             _ => StatusCode::OK,
         }
     }
@@ -308,9 +299,10 @@ impl Drop for RequestGuard {
         let record: &mut Record = self;
         match record.phase {
             Phase::Settled => {}
-            // A body that was never asked for (a HEAD request, a 204) was delivered whole.
-            Phase::Streaming { polled: false, .. } => record.settle_ok(),
-            Phase::Waiting | Phase::Streaming { polled: true, .. } => {
+            // A body that was not sent to its end, polled or not, was not delivered: answers
+            // that send no body (a HEAD, a 204, a 304) and bodies of length 0 were settled
+            // `ok` when the head went out.
+            Phase::Waiting | Phase::Streaming { .. } => {
                 record.settle_unanswered(&Summary::cancelled())
             }
         }
