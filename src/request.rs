@@ -13,13 +13,9 @@ use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashMap;
 
+use crate::limits::MAX_REQUEST_ID_BYTES;
 use crate::outcome::UNMATCHED_ROUTE;
 use crate::text::freeze;
-
-/// The longest request id taken from a client: it is echoed in a header, the problem body and
-/// every report, so a client must not be able to make it large. UUIDs and the ids of common
-/// tracing systems are well under it.
-pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
 
 /// The request facts a failure's summary, problem body and report need.
 #[derive(Debug)]

@@ -312,6 +312,33 @@ async fn a_replaced_body_takes_its_describing_headers_with_it() {
     assert_eq!(problem["detail"], "The request was rejected.");
 }
 
+/// An error body up to the readable cap is read for its message; one byte more is not
+/// waited for, and the detail comes from the status.
+#[tokio::test]
+async fn an_error_body_is_read_up_to_the_readable_cap_and_not_past_it() {
+    use faultline::limits::MAX_READABLE_BODY_BYTES;
+
+    for (size, detail) in [
+        (MAX_READABLE_BODY_BYTES, "a"),
+        (MAX_READABLE_BODY_BYTES + 1, "The request was rejected."),
+    ] {
+        let layer = FaultLayer::new();
+        let service = layer.layer(service_fn(move |_: Request<Body>| async move {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::BAD_REQUEST)
+                    .body(Body::from("a".repeat(size)))
+                    .unwrap(),
+            )
+        }));
+        let response = service.oneshot(get_request("/")).await.unwrap();
+        let (_, problem) = problem_of(response).await;
+        let shown = problem["detail"].as_str().unwrap();
+        assert!(shown.starts_with(detail), "{size} bytes: {shown:.80}");
+        assert_ne!(shown.starts_with('a'), size > MAX_READABLE_BODY_BYTES);
+    }
+}
+
 #[tokio::test]
 async fn an_error_body_that_stalls_does_not_hold_back_the_answer() {
     let (layer, ledger) = FaultLayer::pair();

@@ -14,7 +14,7 @@
 //! was destroyed takes a new id and then touches that guard, which panics inside a destructor
 //! and aborts the process (checked with thread_local 1.1.10: exit status 134). Here an exiting
 //! thread writes to the shared stripe instead. The stripe index is also one claim per thread
-//! that every ledger and every lane indexes by, where a `ThreadLocal` per ledger would add a
+//! that every ledger and every stripe handle indexes by, where a `ThreadLocal` per ledger would add a
 //! lookup and an allocation per thread and ledger. The registry is model-checked under loom
 //! (`loom_a_stripe_keeps_its_counts_across_thread_exit_and_reuse`).
 

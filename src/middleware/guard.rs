@@ -4,10 +4,10 @@
 //!
 //! A request counts once per ledger. When one layer (one ledger) wraps both a nested router
 //! and the router around it, the outer layer counts the request and the inner one passes it
-//! through: while a layer calls or polls its inner service, the thread is marked as counting
-//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under
-//! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
-//! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
+//! through: while a layer calls or polls its inner service, the thread notes that it counts
+//! for its ledger ([`Record::counting`]), and a layer of the same ledger called under that
+//! note ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
+//! response (a service error) goes out to the counting layer as a [`PassedFailure`] summary.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -23,12 +23,12 @@ use crate::request::{request_id_text, InternedRoute, RequestMeta};
 
 thread_local! {
     /// The request whose inner service this thread is calling or polling, if any.
-    static COUNTING: Cell<Mark> = const { Cell::new(Mark { ledger: 0, nested_route: None }) };
+    static COUNTING: Cell<CountingFor> = const { Cell::new(CountingFor { ledger: 0, nested_route: None }) };
 }
 
 /// What the thread knows of the request a layer is calling or polling its inner service for.
 #[derive(Clone, Copy)]
-struct Mark {
+struct CountingFor {
     /// The ledger (by `Ledger::id`) that counts it; 0 for none.
     ledger: usize,
     /// The route template a layer passing it through saw: a router nested as a service
@@ -39,21 +39,21 @@ struct Mark {
 /// Whether a layer of the ledger `ledger` already counts the request being called here.
 pub(crate) fn counted_by(ledger: usize) -> bool {
     // `COUNTING` is a `const` cell without a destructor: reachable in every thread-local
-    // destructor. Were it not, no mark means that nothing counts the request yet.
+    // destructor. Were it not, no note means that nothing counts the request yet.
     COUNTING
         .try_with(Cell::get)
-        .is_ok_and(|mark| mark.ledger == ledger)
+        .is_ok_and(|note| note.ledger == ledger)
 }
 
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
 pub(crate) fn passing_through(route: Option<InternedRoute>) {
     let _ = COUNTING.try_with(|counting| {
-        let mark = counting.get();
-        if mark.nested_route.is_none() {
-            counting.set(Mark {
+        let note = counting.get();
+        if note.nested_route.is_none() {
+            counting.set(CountingFor {
                 nested_route: route,
-                ..mark
+                ..note
             });
         }
     });
@@ -62,7 +62,7 @@ pub(crate) fn passing_through(route: Option<InternedRoute>) {
 /// A failure a passing-through layer met, for the layer that counts the request to answer,
 /// report and count: the response that carries it has no body of its own.
 #[derive(Clone, Debug)]
-pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
+pub(crate) struct PassedFailure(pub(crate) Arc<Summary>);
 
 /// One request's place in the ledger, from `call` until its outcome is counted. Dropped
 /// before that, it counts the request as cancelled.
@@ -210,21 +210,21 @@ impl Record {
     }
 
     /// Runs `f`, a [`catch`] around a call or a poll of the inner service, with the thread
-    /// marked as inside a request this guard's ledger counts: a layer of the same ledger
-    /// called inside passes the request through, and may name its route. Marks nest, for
+    /// noting that it is inside a request this guard's ledger counts: a layer of the same
+    /// ledger called inside passes the request through, and may name its route. Notes nest, for
     /// layers of different ledgers stacked.
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
-        let mark = Mark {
+        let note = CountingFor {
             ledger: self.shared.ledger.id(),
             nested_route: None,
         };
-        let outer = COUNTING.try_with(|counting| counting.replace(mark));
+        let outer = COUNTING.try_with(|counting| counting.replace(note));
         let result = f();
-        let mark = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
-        if let Ok(Mark {
+        let note = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
+        if let Ok(CountingFor {
             nested_route: Some(route),
             ..
-        }) = mark
+        }) = note
         {
             self.meta.refine_route(route);
         }

@@ -150,7 +150,7 @@ impl<S> FaultService<S> {
     {
         passing_through(interned_route(&request));
         match self.not_ready.take() {
-            Some(summary) => ResponseFuture::handing_over(summary),
+            Some(summary) => ResponseFuture::passing_failure(summary),
             None => ResponseFuture::passing(self.inner.call(request), self.handle.clone()),
         }
     }

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::panic::{self, PanicHookInfo};
 use std::sync::Once;
 
-use super::catch::{PanicSite, GUARD, OPEN, RECORDED, SITE};
+use super::catch::{PanicSite, CATCHING, OPEN, RECORDED, SITE};
 
 /// Installs faultline's panic hook in front of the current one. Call it once at start-up,
 /// after any hook of your own; later calls do nothing.
@@ -26,7 +26,7 @@ pub fn install_panic_hook() {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
             // A guard that is gone (never, for a `const` cell without a destructor) is closed.
-            if GUARD.try_with(Cell::get).unwrap_or(0) >= OPEN {
+            if CATCHING.try_with(Cell::get).unwrap_or(0) >= OPEN {
                 record(info);
             } else {
                 previous(info);
@@ -50,6 +50,6 @@ fn record(info: &PanicHookInfo<'_>) {
         Err(_) => false,
     });
     if kept == Ok(true) {
-        let _ = GUARD.try_with(|g| g.set(g.get() | RECORDED));
+        let _ = CATCHING.try_with(|g| g.set(g.get() | RECORDED));
     }
 }

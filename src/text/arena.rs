@@ -1,7 +1,7 @@
 //! Per-thread buffers for the bytes of an answer, so that a failure does not allocate for
 //! its problem body or its request id.
 //!
-//! Bytes are copied into a thread's current chunk and split off it: every `Bytes` handed out
+//! Bytes are copied into a thread's current chunk and split off it: every `Bytes` made from it
 //! shares the chunk, which a thread replaces when it is full and which is freed when the last
 //! answer made from it is dropped. A chunk holds dozens of problem bodies, so an answer costs
 //! a fraction of an allocation instead of two (the buffer and `Bytes`'s own header).

@@ -11,6 +11,7 @@ mod oracle;
 mod strategies;
 
 use axum::http::StatusCode;
+use faultline::limits::MAX_REQUEST_ID_BYTES;
 use faultline::limits::TRUNCATION_MARKER;
 use proptest::prelude::*;
 
@@ -20,9 +21,6 @@ use strategies::{
     caps, case, client_status, kind, link_texts, nasty_text, request_id, secret_link_texts,
     secret_text, server_status, MAX_CHAIN_DEPTH, SECRET,
 };
-
-/// The longest request id the layer takes from a client.
-const MAX_REQUEST_ID_BYTES: usize = 128;
 
 // ---------------------------------------------------------------------------------------------
 // The properties.
