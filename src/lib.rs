@@ -119,7 +119,11 @@ mod request;
 /// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
 mod error;
 
-/// The bounded summary of a failure, and the problem body rendered from it.
+/// The bounded summary of a failure, computed once: what the answer, the report and the
+/// counts are all made from.
+mod summary;
+
+/// The problem body rendered from a summary.
 mod render;
 
 /// Tracing events under flood control, and the error groups.

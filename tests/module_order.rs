@@ -340,10 +340,26 @@ fn lib_rs_declares_the_layers_ground_first() {
     assert!(modules.len() >= 10, "{modules:?}");
     assert_eq!(modules[0], "outcome");
     assert_eq!(modules.last().map(String::as_str), Some("middleware"));
-    // The graph was read: the middleware uses the ledger, the ledger the summary.
+    // The graph was read: the middleware uses the ledger and writes the reports, the ledger
+    // and the problem body read the summary.
     let has = |from: &str, to: &str| edges.iter().any(|e| e.from == from && e.to == to);
     assert!(has("middleware", "count"), "{edges:?}");
-    assert!(has("count", "render"), "{edges:?}");
+    assert!(has("middleware", "report"), "{edges:?}");
+    assert!(has("count", "summary"), "{edges:?}");
+    assert!(has("render", "summary"), "{edges:?}");
+}
+
+/// Counting needs nothing of how an answer looks: the ledger reads the summary, never the
+/// problem body, and the middleware renders, reports and counts in that order.
+#[test]
+fn the_ledger_uses_nothing_of_the_rendering() {
+    let (_, edges) = graph();
+    let rendering: Vec<String> = edges
+        .iter()
+        .filter(|e| e.from == "count" && e.to == "render")
+        .map(|e| format!("src/{}:{}", e.file, e.line))
+        .collect();
+    assert!(rendering.is_empty(), "count uses render: {rendering:?}");
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod ledger;
 mod stripe;
 mod striped_arc;
 
+pub(crate) use ledger::ToReport;
 pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
 #[cfg(all(test, not(loom)))]
 pub(crate) use stripe::this_thread;

@@ -16,7 +16,7 @@ use crate::middleware::guard::RequestGuard;
 use crate::middleware::head::sends_no_body;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
+use crate::summary::Summary;
 
 pin_project! {
     /// The body of every response that passed a [`FaultLayer`](crate::FaultLayer).

@@ -17,7 +17,7 @@ use crate::limits::MAX_READABLE_BODY_BYTES;
 use crate::middleware::guard::PassedFailure;
 use crate::outcome::Outcome;
 use crate::panic::{catch, Caught};
-use crate::render::Summary;
+use crate::summary::Summary;
 
 /// Whether a response without a fault is a failure to re-render and count as rejected.
 pub(crate) fn is_error_status(status: StatusCode) -> bool {

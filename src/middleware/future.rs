@@ -36,9 +36,9 @@ use crate::middleware::guard::{PassedFailure, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
 use crate::panic::catch;
-use crate::render::Summary;
 use crate::render::{problem_body, PROBLEM_JSON};
 use crate::request::request_id_text;
+use crate::summary::Summary;
 
 pin_project! {
     /// The response future of [`FaultService`](crate::service::FaultService).

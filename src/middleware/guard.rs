@@ -15,11 +15,13 @@ use std::sync::Arc;
 use http::{Request, StatusCode};
 
 use crate::config::Config;
+use crate::count::ToReport;
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
+use crate::report::emit;
 use crate::request::{request_id_text, InternedRoute, RequestMeta};
+use crate::summary::Summary;
 
 thread_local! {
     /// The request whose inner service this thread is calling or polling, if any.
@@ -268,18 +270,35 @@ impl Record {
         }
         self.phase = Phase::Settled;
         let ledger = &self.shared.ledger;
-        // The report runs the subscriber's code (and the exporter's): a panic there must not
-        // keep the request from being counted.
-        let levels = &self.shared.config.report_levels;
-        let written = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
+        // Reported, then counted: the ledger tallies the failure and lets its event through
+        // or holds it back, the event is written here, and the end is counted last.
+        let to_report = ledger.fail(summary, &self.meta);
+        if let Some(ToReport {
+            fingerprint,
+            suppressed_since,
+        }) = to_report
+        {
+            let level = self
+                .config()
+                .report_levels
+                .of(summary.outcome, summary.status);
+            // The event runs the subscriber's code (and the exporter's): a panic there must
+            // not keep the request from being counted.
+            let _ = catch(|| {
+                emit(
+                    level,
+                    summary,
+                    &self.meta,
+                    request_id,
+                    fingerprint,
+                    suppressed_since,
+                )
+            });
+        }
         #[cfg(feature = "metrics")]
         if let Some(metrics) = &self.shared.bridges.metrics {
-            // A panic here came from the subscriber writing the event, which the ledger had
-            // already counted as reported.
-            let _ = catch(|| metrics.report(written.unwrap_or(true)));
+            let _ = catch(|| metrics.report(to_report.is_some()));
         }
-        #[cfg(not(feature = "metrics"))]
-        let _ = written;
         #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
         let _ = catch(|| {
             self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))

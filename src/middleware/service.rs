@@ -17,8 +17,8 @@ use crate::middleware::layer::FaultLayer;
 use crate::middleware::shared::{StripeHandle, StripeHandles};
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
 use crate::request::interned_route;
+use crate::summary::Summary;
 
 /// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.

@@ -12,7 +12,7 @@ use http::StatusCode;
 use crate::config::Config;
 use crate::limits::MAX_REQUEST_ID_BYTES;
 use crate::limits::TRUNCATION_MARKER;
-use crate::render::Summary;
+use crate::summary::Summary;
 use crate::text::freeze_written;
 
 /// The media type of every body faultline renders.

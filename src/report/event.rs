@@ -5,8 +5,8 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::FxHasher;
 use tracing::Level;
 
-use crate::render::Summary;
 use crate::request::RequestMeta;
+use crate::summary::Summary;
 
 /// Outcome, code, route template and panic location: what makes two failures the same.
 /// FxHash is enough: none of these comes from raw input.

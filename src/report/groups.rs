@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
 use crate::outcome::Outcome;
-use crate::render::Summary;
+use crate::summary::Summary;
 
 /// The fingerprints one thread tallies before it hands its tallies over.
 const PENDING_PER_THREAD: usize = 16;

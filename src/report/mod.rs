@@ -30,7 +30,7 @@ pub use self::groups::{Group, TREND_MINUTES};
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
 use crate::panic::lock;
-use crate::render::Summary;
+use crate::summary::Summary;
 use crate::sync::Mutex;
 
 /// Flood control and error groups, shared by every clone of a layer.

@@ -39,7 +39,7 @@ fn loom_a_read_gathers_every_threads_tallies_exactly_at_quiescence() {
                 loom::thread::spawn(move || {
                     ledger.start();
                     let failure = failure();
-                    ledger.fail(&failure, &meta(), "id", &ReportLevels::default());
+                    ledger.fail(&failure, &meta());
                     ledger.finish(failure.outcome, meta().route_key());
                     stripe::exit();
                 })
