@@ -126,10 +126,11 @@ mod summary;
 /// The problem body rendered from a summary.
 mod render;
 
-/// Tracing events under flood control, and the error groups.
+/// The tracing event of a failure.
 mod report;
 
-/// The ledger and the per-thread stripes it counts in.
+/// The ledger, the per-thread stripes it counts in, and what it keeps of failures: series,
+/// flood control, error groups.
 mod count;
 
 /// The error inbox page, the `metrics` and OpenTelemetry bridges.
@@ -166,10 +167,10 @@ pub mod ledger {
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
     //! error budget per route ([`RouteBudget`]).
 
+    pub use crate::count::{Group, TREND_MINUTES};
     pub use crate::count::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
     pub use crate::export::PROMETHEUS_TEXT;
     pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
-    pub use crate::report::{Group, TREND_MINUTES};
 }
 
 pub mod catalog {

@@ -1,6 +1,7 @@
-//! Reports: one tracing event per failure, never for a success, under flood control that
-//! counts every event it holds back; and the error groups, a bounded local inbox of what
-//! failed, how often and when.
+//! What the ledger keeps of failures besides their series: flood control, which decides
+//! whether a failure's event is written and counts every one it holds back, and the error
+//! groups, a bounded local inbox of what failed, how often and when. (The event itself is
+//! written by the middleware, through `report`.)
 //!
 //! A failure's fingerprint is its outcome, code, route template and panic location. Per
 //! fingerprint at most `per_window` events are written per window, from all threads
@@ -14,16 +15,14 @@
 //! thread meets a fingerprint its cache lacks, when its tallies fill up, or when someone
 //! reads the groups.
 
-mod event;
 mod flood;
 mod groups;
 
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 
-pub(crate) use self::event::{emit, fingerprint};
 pub(crate) use self::flood::Verdict;
 use self::flood::{Budgets, CachedBudgets};
 pub use self::groups::{Group, TREND_MINUTES};
@@ -32,6 +31,20 @@ use crate::config::ReportLimits;
 use crate::panic::lock;
 use crate::summary::Summary;
 use crate::sync::Mutex;
+
+/// Outcome, code, route template and panic location: what makes two failures the same.
+/// FxHash is enough: none of these comes from raw input.
+pub(crate) fn fingerprint(summary: &Summary, route: &str) -> u64 {
+    let mut hasher = FxHasher::default();
+    summary.outcome.hash(&mut hasher);
+    summary.code.hash(&mut hasher);
+    route.hash(&mut hasher);
+    if let Some(site) = &summary.site {
+        site.file.hash(&mut hasher);
+        site.line.hash(&mut hasher);
+    }
+    hasher.finish()
+}
 
 /// Flood control and error groups, shared by every clone of a layer.
 #[derive(Debug)]
