@@ -223,7 +223,7 @@ fn run_thread(app: Router, ledger: Ledger, answers: Arc<Mutex<Vec<String>>>) {
 }
 
 #[test]
-#[ignore = "run in a child process by requests_that_end_in_a_thread_local_destructor_are_counted_and_answered"]
+#[ignore = "run in a child process by the test above"]
 fn child() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;

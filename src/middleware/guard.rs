@@ -25,7 +25,8 @@ use crate::summary::Summary;
 
 thread_local! {
     /// The request whose inner service this thread is calling or polling, if any.
-    static COUNTING: Cell<CountingFor> = const { Cell::new(CountingFor { ledger: 0, nested_route: None }) };
+    static COUNTING: Cell<CountingFor> =
+        const { Cell::new(CountingFor { ledger: 0, nested_route: None }) };
 }
 
 /// What the thread knows of the request a layer is calling or polling its inner service for.

@@ -136,7 +136,7 @@ pub(crate) fn write_panic_payload(out: &mut String, cap: usize, payload: &(dyn A
 /// at most `cap` bytes each; returns whether the chain goes on past what was written.
 ///
 /// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs. One
-/// guard covers the whole walk: a link whose `Display` or `source()` panics leaves the
+/// catch covers the whole walk: a link whose `Display` or `source()` panics leaves the
 /// placeholder in place of the chain.
 pub(crate) fn write_chain(
     out: &mut String,

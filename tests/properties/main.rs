@@ -28,8 +28,8 @@ use strategies::{
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// A 4xx detail is the message when it fits, else a marked prefix of it, within the
-    /// message cap; development mode changes nothing for client errors.
+    /// A 4xx detail is the message when it fits, else a prefix of it ending in the truncation
+    /// marker, within the message cap; development mode changes nothing for client errors.
     #[test]
     fn client_errors_answer_a_bounded_copy_of_the_message(
         case in case(client_status(), nasty_text(), link_texts()),
