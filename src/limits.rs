@@ -90,3 +90,8 @@ pub const DEFAULT_MAX_FINGERPRINTS: usize = 1024;
 
 /// Default cap on error groups; past it the least recently seen goes.
 pub const DEFAULT_MAX_GROUPS: usize = 256;
+
+/// The minutes of per-minute counts each error group keeps: the last hour, what a person on
+/// call compares against ("since when, and is it getting worse?"). Also public as
+/// `faultline::ledger::TREND_MINUTES`.
+pub const TREND_MINUTES: usize = 60;

@@ -7,7 +7,7 @@ mod ledger;
 mod stripe;
 mod striped_arc;
 
-pub use failures::{Group, TREND_MINUTES};
+pub use failures::Group;
 pub(crate) use ledger::ToReport;
 pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
 #[cfg(all(test, not(loom)))]

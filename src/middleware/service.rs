@@ -128,7 +128,8 @@ impl<S> FaultService<S> {
     /// let _ = service.get_ref();
     /// let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
     /// assert_eq!(response.status(), 200);
-    /// drop(response);
+    /// // `ok` once the body is sent to its end: here, read whole.
+    /// axum::body::to_bytes(Body::new(response.into_body()), 1024).await.unwrap();
     /// assert_eq!(ledger.snapshot().ok, 1);
     /// # }
     /// ```

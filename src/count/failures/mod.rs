@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 pub(crate) use self::flood::Verdict;
 use self::flood::{Budgets, CachedBudgets};
-pub use self::groups::{Group, TREND_MINUTES};
+pub use self::groups::Group;
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
 use crate::panic::lock;
