@@ -253,7 +253,7 @@ mod loom_models {
     /// its counts, while the others share the last stripe; every add is in the sum.
     ///
     /// Fails, as it should, when the shared stripe is written with a plain load and store
-    /// (`owned` true for it: an add of one sharer is lost), and when a stripe is handed back
+    /// (`owned` true for it: an add of one sharer is lost), and when a stripe is given back
     /// through a relaxed atomic word instead of the registry's lock (the next owner reads a
     /// count from before the last owner's adds).
     #[test]
