@@ -14,7 +14,12 @@
 //! | `service_error` | the inner service returned `Err`: timeout, overload, … | 504, 503, 500 |
 //! | `panicked` | a panic in `call`, in a poll, in an extractor or in `IntoResponse` | 500 |
 //! | `aborted` | the head was sent, then the body failed or panicked | (stream ends in error) |
-//! | `cancelled` | the response was dropped before it was complete | (none) |
+//! | `cancelled` | the response, or its body, was dropped before it was sent whole | (none) |
+//!
+//! A streamed body is `ok` when it ends, or once the bytes of its declared length are out; a
+//! body of length 0, and an answer that carries none on the wire (to a HEAD, a 1xx, a 204, a
+//! 304), as soon as the head goes out. A body dropped before that, polled or not, is
+//! `cancelled`.
 //!
 //! Every request ends in exactly one outcome, counted in the [`Ledger`], which keeps `started`
 //! and each outcome as totals of their own. A snapshot reads the finishes before the starts,
@@ -120,13 +125,18 @@ mod request;
 /// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
 mod error;
 
-/// The bounded summary of a failure, and the problem body rendered from it.
+/// The bounded summary of a failure, computed once: what the answer, the report and the
+/// counts are all made from.
+mod summary;
+
+/// The problem body rendered from a summary.
 mod render;
 
-/// Tracing events under flood control, and the error groups.
+/// The tracing event of a failure.
 mod report;
 
-/// The ledger and the per-thread stripes it counts in.
+/// The ledger, the per-thread stripes it counts in, and what it keeps of failures: series,
+/// flood control, error groups.
 mod count;
 
 /// The error inbox page, the `metrics` and OpenTelemetry bridges.
@@ -167,10 +177,10 @@ pub mod ledger {
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
     //! error budget per route ([`RouteBudget`]).
 
-    pub use crate::count::{LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+    pub use crate::count::{Group, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
     pub use crate::export::PROMETHEUS_TEXT;
+    pub use crate::limits::TREND_MINUTES;
     pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
-    pub use crate::report::{Group, TREND_MINUTES};
 }
 
 pub mod catalog {

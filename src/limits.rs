@@ -56,6 +56,17 @@ pub const MIN_BODY_BYTES: usize = 1024;
 /// every problem response. tower-http's `SetRequestIdLayer` uses the same name by default.
 pub const DEFAULT_REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The longest request id taken from a client; a longer one is replaced by a generated id.
+/// It is echoed in a header, the problem body and every report, so a client must not be able
+/// to make it large. UUIDs and the ids of common tracing systems are well under it.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// The most an error response's body may declare for the layer to wait for its text, which
+/// becomes the problem's detail. axum's rejections are a few dozen bytes; a larger or
+/// open-ended body (a proxied 502 that streams) is not waited for, so that a stalled body
+/// cannot hold back the answer.
+pub const MAX_READABLE_BODY_BYTES: usize = 64 * 1024;
+
 // What the ledger may hold.
 
 /// Default cap on the number of failure series: far above what an application's routes times
@@ -79,3 +90,8 @@ pub const DEFAULT_MAX_FINGERPRINTS: usize = 1024;
 
 /// Default cap on error groups; past it the least recently seen goes.
 pub const DEFAULT_MAX_GROUPS: usize = 256;
+
+/// The minutes of per-minute counts each error group keeps: the last hour, what a person on
+/// call compares against ("since when, and is it getting worse?"). Also public as
+/// `faultline::ledger::TREND_MINUTES`.
+pub const TREND_MINUTES: usize = 60;

@@ -12,7 +12,10 @@ pub const UNMATCHED_ROUTE: &str = "~unmatched";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// 2xx or 3xx, no fault attached, body sent to the end.
+    /// 2xx or 3xx, no fault attached, body sent to its end. A streamed body is `ok` when it
+    /// ends, or once the bytes of its declared length are out; a body of length 0, and an
+    /// answer that carries none on the wire (to a HEAD, a 1xx, a 204, a 304), as soon as the
+    /// head goes out. A body dropped before that, polled or not, is [`Cancelled`](Self::Cancelled).
     Ok,
     /// A handler returned `Err`; status, code and message came from the error.
     Handled,
@@ -24,7 +27,8 @@ pub enum Outcome {
     Panicked,
     /// The head was sent, then the body failed or panicked while streaming.
     Aborted,
-    /// The response was dropped before it was complete: the client went away.
+    /// The response, or its body, was dropped before it was sent whole: the client went away,
+    /// or a layer outside this one dropped the body.
     Cancelled,
 }
 

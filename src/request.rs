@@ -13,13 +13,9 @@ use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method, Request};
 use rustc_hash::FxHashMap;
 
+use crate::limits::MAX_REQUEST_ID_BYTES;
 use crate::outcome::UNMATCHED_ROUTE;
 use crate::text::freeze;
-
-/// The longest request id taken from a client: it is echoed in a header, the problem body and
-/// every report, so a client must not be able to make it large. UUIDs and the ids of common
-/// tracing systems are well under it.
-pub(crate) const MAX_REQUEST_ID_BYTES: usize = 128;
 
 /// The request facts a failure's summary, problem body and report need.
 #[derive(Debug)]
@@ -84,6 +80,11 @@ impl RequestMeta {
 
     pub(crate) fn method(&self) -> &str {
         self.method.as_str()
+    }
+
+    /// The request's method as http's type, for what depends on it besides its label.
+    pub(crate) fn http_method(&self) -> &Method {
+        &self.method
     }
 
     /// The route template from axum's `MatchedPath`, never the raw path.
@@ -188,9 +189,13 @@ fn route_label(matched: &MatchedPath) -> Route {
     let route = matched.as_str();
     let address = route.as_ptr() as usize;
     let slot = (address >> 3) % ROUTE_CACHE_SLOTS;
-    let cached = CACHE.with(|cache| cache.borrow()[slot]);
-    if cached.0 == address && cached.1.text == route {
-        return Route::Interned(cached.1);
+    // A cache gone or in use (a thread-local destructor, which cannot happen to this `const`
+    // one without a destructor of its own) is a miss.
+    let cached = CACHE.try_with(|cache| cache.try_borrow().ok().map(|slots| slots[slot]));
+    if let Ok(Some((at, cached))) = cached {
+        if at == address && cached.text == route {
+            return Route::Interned(cached);
+        }
     }
     let interned = {
         // Not `panic::lock`, which takes the `sync` facade's locks: this one is process-wide.
@@ -209,7 +214,11 @@ fn route_label(matched: &MatchedPath) -> Route {
     };
     match interned {
         Some(interned) => {
-            CACHE.with(|cache| cache.borrow_mut()[slot] = (address, interned));
+            let _ = CACHE.try_with(|cache| {
+                if let Ok(mut slots) = cache.try_borrow_mut() {
+                    slots[slot] = (address, interned);
+                }
+            });
             Route::Interned(interned)
         }
         None => Route::Shared(matched.clone()),
@@ -240,15 +249,19 @@ fn next_id_number() -> u64 {
         /// The next number of this thread's block, and the end of the block.
         static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
-    BLOCK.with(|block| {
-        let (mut next, mut end) = block.get();
-        if next == end {
-            next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
-            end = next + ID_BLOCK;
-        }
-        block.set((next + 1, end));
-        next
-    })
+    BLOCK
+        .try_with(|block| {
+            let (mut next, mut end) = block.get();
+            if next == end {
+                next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                end = next + ID_BLOCK;
+            }
+            block.set((next + 1, end));
+            next
+        })
+        // Without the block (which a `const` cell without a destructor never is): one number
+        // straight from the process-wide counter, still unique.
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure

@@ -285,7 +285,7 @@ fn past_the_series_cap_label_sets_fold_into_one_overflow_series() {
         assert!(0 < series.count && series.count <= sent[r], "{series:?}");
     }
 
-    // The groups are bounded separately (256 by default): one per route, each exact.
+    // The groups are bounded separately (`limits::DEFAULT_MAX_GROUPS`): one per route, each exact.
     let mut groups: Vec<_> = ledger
         .groups()
         .into_iter()

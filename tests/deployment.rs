@@ -285,7 +285,8 @@ async fn cors_outside_the_layer_reaches_every_answer_and_inside_all_but_panics()
     );
     let (_, headers, _) = send(&inside, from_browser("/users/7")).await;
     assert_eq!(headers[ACCESS_CONTROL_ALLOW_ORIGIN], "*");
-    // A panic leaves no response for CORS to have marked: why the layer goes inside CORS.
+    // A panic leaves no response for CORS to have put its headers on: why the layer goes
+    // inside CORS.
     let (status, headers, _) = send(&inside, from_browser("/panic")).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(!headers.contains_key(ACCESS_CONTROL_ALLOW_ORIGIN));

@@ -19,7 +19,7 @@ use faultline::{Fault, FaultLayer, Ledger};
 use http::{HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-use common::oneshot::{get_request, problem_of};
+use common::oneshot::{get_request, problem_of, send};
 
 #[tokio::test]
 async fn a_panic_in_the_synchronous_part_of_call_is_a_500() {
@@ -312,6 +312,33 @@ async fn a_replaced_body_takes_its_describing_headers_with_it() {
     assert_eq!(problem["detail"], "The request was rejected.");
 }
 
+/// An error body up to the readable cap is read for its message; one byte more is not
+/// waited for, and the detail comes from the status.
+#[tokio::test]
+async fn an_error_body_is_read_up_to_the_readable_cap_and_not_past_it() {
+    use faultline::limits::MAX_READABLE_BODY_BYTES;
+
+    for (size, detail) in [
+        (MAX_READABLE_BODY_BYTES, "a"),
+        (MAX_READABLE_BODY_BYTES + 1, "The request was rejected."),
+    ] {
+        let layer = FaultLayer::new();
+        let service = layer.layer(service_fn(move |_: Request<Body>| async move {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::BAD_REQUEST)
+                    .body(Body::from("a".repeat(size)))
+                    .unwrap(),
+            )
+        }));
+        let response = service.oneshot(get_request("/")).await.unwrap();
+        let (_, problem) = problem_of(response).await;
+        let shown = problem["detail"].as_str().unwrap();
+        assert!(shown.starts_with(detail), "{size} bytes: {shown:.80}");
+        assert_ne!(shown.starts_with('a'), size > MAX_READABLE_BODY_BYTES);
+    }
+}
+
 #[tokio::test]
 async fn an_error_body_that_stalls_does_not_hold_back_the_answer() {
     let (layer, ledger) = FaultLayer::pair();
@@ -344,7 +371,7 @@ async fn a_ledger_made_with_its_bounds_keeps_them_for_every_handle() {
         .route("/", get(|| async { "ok" }))
         .layer(layer);
     for path in ["/", "/a", "/b", "/a"] {
-        app.clone().oneshot(get_request(path)).await.unwrap();
+        send(&app, get_request(path)).await;
     }
     let snapshot = ledger.snapshot();
     assert_eq!((snapshot.ok, snapshot.rejected), (1, 3));

@@ -340,10 +340,26 @@ fn lib_rs_declares_the_layers_ground_first() {
     assert!(modules.len() >= 10, "{modules:?}");
     assert_eq!(modules[0], "outcome");
     assert_eq!(modules.last().map(String::as_str), Some("middleware"));
-    // The graph was read: the middleware uses the ledger, the ledger the summary.
+    // The graph was read: the middleware uses the ledger and writes the reports, the ledger
+    // and the problem body read the summary.
     let has = |from: &str, to: &str| edges.iter().any(|e| e.from == from && e.to == to);
     assert!(has("middleware", "count"), "{edges:?}");
-    assert!(has("count", "render"), "{edges:?}");
+    assert!(has("middleware", "report"), "{edges:?}");
+    assert!(has("count", "summary"), "{edges:?}");
+    assert!(has("render", "summary"), "{edges:?}");
+}
+
+/// Counting needs nothing of how a failure is shown: the ledger reads the summary, never the
+/// problem body or the event, and the middleware renders, reports and then counts.
+#[test]
+fn the_ledger_uses_neither_the_rendering_nor_the_reports() {
+    let (_, edges) = graph();
+    let upward: Vec<String> = edges
+        .iter()
+        .filter(|e| e.from == "count" && (e.to == "render" || e.to == "report"))
+        .map(|e| format!("{} (src/{}:{})", e.to, e.file, e.line))
+        .collect();
+    assert!(upward.is_empty(), "count uses: {upward:?}");
 }
 
 #[test]

@@ -2,10 +2,13 @@
 //! (and the service's shared state) are split into, so that no cache line is written by
 //! every request.
 
+mod failures;
 mod ledger;
 mod stripe;
 mod striped_arc;
 
+pub use failures::Group;
+pub(crate) use ledger::ToReport;
 pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
 #[cfg(all(test, not(loom)))]
 pub(crate) use stripe::this_thread;

@@ -15,7 +15,7 @@
 //! was destroyed takes a new id and then touches that guard, which panics inside a destructor
 //! and aborts the process (checked with thread_local 1.1.10: exit status 134). Here an exiting
 //! thread writes to the shared stripe instead. The stripe index is also one claim per thread
-//! that every ledger and every lane indexes by, where a `ThreadLocal` per ledger would add a
+//! that every ledger and every stripe handle indexes by, where a `ThreadLocal` per ledger would add a
 //! lookup and an allocation per thread and ledger. The registry is model-checked under loom
 //! (`loom_a_stripe_keeps_its_counts_across_thread_exit_and_reuse`).
 
@@ -153,12 +153,14 @@ impl ThreadStripe {
 /// to the shared stripe.
 #[cfg(not(all(test, loom)))]
 pub(crate) fn this_thread() -> ThreadStripe {
-    if let Some(here) = THREAD_STRIPE.with(Cell::get) {
+    // `THREAD_STRIPE` is a `const` cell without a destructor, reachable in every thread-local
+    // destructor; `try_with` costs nothing more on it.
+    if let Ok(Some(here)) = THREAD_STRIPE.try_with(Cell::get) {
         return here;
     }
     match CLAIM.try_with(|claim| thread_stripe(claim.0)) {
         Ok(claimed) => {
-            THREAD_STRIPE.with(|cell| cell.set(Some(claimed)));
+            let _ = THREAD_STRIPE.try_with(|cell| cell.set(Some(claimed)));
             claimed
         }
         Err(_) => thread_stripe(shared_stripe()),
@@ -266,7 +268,7 @@ mod loom_models {
     use super::*;
 
     /// Three threads, two stripes: one owned, one shared. Whichever way the threads start and
-    /// exit, one owns the stripe, hands it back on exit and a later one claims it again with
+    /// exit, one owns the stripe, gives it back on exit and a later one claims it again with
     /// its counts, while the others share the last stripe; every add is in the sum.
     #[test]
     fn loom_a_stripe_keeps_its_counts_across_thread_exit_and_reuse() {

@@ -19,9 +19,9 @@ use http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
 };
 
+use crate::count::Group;
 use crate::count::Snapshot;
 use crate::outcome::Outcome;
-use crate::report::Group;
 
 /// The page's only script: the filters. `hidden` toggles rows, so no inline style is set.
 const SCRIPT: &str = include_str!("inbox/inbox.js");

@@ -13,9 +13,10 @@ use pin_project_lite::pin_project;
 use tower::BoxError;
 
 use crate::middleware::guard::RequestGuard;
+use crate::middleware::head::sends_no_body;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
+use crate::summary::Summary;
 
 pin_project! {
     /// The body of every response that passed a [`FaultLayer`](crate::FaultLayer).
@@ -28,36 +29,38 @@ pin_project! {
 pin_project! {
     #[project = KindProj]
     enum Kind<B> {
-        // The inner service's body; the tally counts the request when it ends. `remaining` is
+        // The inner service's body; the guard counts the request when it ends. `remaining` is
         // what is left of a declared length: hyper stops polling once that much is written,
         // so reaching it is the end even when the body never says so.
-        Watched { #[pin] inner: B, tally: Option<RequestGuard>, remaining: Option<u64>, failed: bool },
+        Watched { #[pin] inner: B, guard: Option<RequestGuard>, remaining: Option<u64>, failed: bool },
         // A rendered problem body, sent in one frame.
         Problem { bytes: Option<Bytes> },
     }
 }
 
 impl<B: Body> FaultBody<B> {
-    /// Watches `inner` to its end; an already finished body settles at once. `length` is how
-    /// many bytes the body will send, if known: its exact size or the declared length.
+    /// Watches `inner` to its end; a body that is already finished, or that the answer never
+    /// sends ([`sends_no_body`]), settles at once. `length` is how many bytes the body will
+    /// send, if known: its exact size or the declared length.
     pub(crate) fn watched(
         inner: B,
-        mut tally: RequestGuard,
+        mut guard: RequestGuard,
         status: http::StatusCode,
         length: Option<u64>,
     ) -> Self {
-        tally.streaming(status);
+        guard.streaming(status);
         let remaining = length;
-        let tally = if inner.is_end_stream() || remaining == Some(0) {
-            tally.settle_ok();
+        let no_body = || sends_no_body(guard.meta().http_method(), status);
+        let guard = if inner.is_end_stream() || remaining == Some(0) || no_body() {
+            guard.settle_ok();
             None
         } else {
-            Some(tally)
+            Some(guard)
         };
         Self {
             kind: Kind::Watched {
                 inner,
-                tally,
+                guard,
                 remaining,
                 failed: false,
             },
@@ -69,7 +72,7 @@ impl<B: Body> FaultBody<B> {
         Self {
             kind: Kind::Watched {
                 inner,
-                tally: None,
+                guard: None,
                 remaining: None,
                 failed: false,
             },
@@ -101,23 +104,22 @@ where
             KindProj::Problem { bytes } => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             KindProj::Watched {
                 mut inner,
-                tally,
+                guard,
                 remaining,
                 failed,
             } => {
                 if *failed {
                     return Poll::Ready(None);
                 }
-                let Some(watching) = tally.as_mut() else {
+                let Some(watching) = guard.as_mut() else {
                     return inner.poll_frame(cx).map_err(Into::into);
                 };
-                watching.mark_polled();
                 let polled = catch(|| inner.as_mut().poll_frame(cx));
                 let summary = match polled {
                     Ok(Poll::Pending) => return Poll::Pending,
                     Ok(Poll::Ready(None)) => {
                         watching.settle_ok();
-                        *tally = None;
+                        *guard = None;
                         return Poll::Ready(None);
                     }
                     Ok(Poll::Ready(Some(Ok(frame)))) => {
@@ -126,7 +128,7 @@ where
                         }
                         if inner.is_end_stream() || *remaining == Some(0) {
                             watching.settle_ok();
-                            *tally = None;
+                            *guard = None;
                         }
                         return Poll::Ready(Some(Ok(frame)));
                     }

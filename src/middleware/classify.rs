@@ -13,20 +13,16 @@ use tower::BoxError;
 
 use crate::config::Config;
 use crate::error::{marked, FaultMarker};
-use crate::middleware::guard::HandedOver;
+use crate::limits::MAX_READABLE_BODY_BYTES;
+use crate::middleware::guard::PassedFailure;
 use crate::outcome::Outcome;
 use crate::panic::{catch, Caught};
-use crate::render::Summary;
+use crate::summary::Summary;
 
 /// Whether a response without a fault is a failure to re-render and count as rejected.
 pub(crate) fn is_error_status(status: StatusCode) -> bool {
     status.is_client_error() || status.is_server_error()
 }
-
-/// The most an error response's body may declare for the layer to wait for its text.
-/// axum's rejections are a few dozen bytes; a larger or open-ended body (a proxied 502 that
-/// streams) is not waited for, so a stalled body cannot hold back the answer.
-const MAX_READABLE_BODY_BYTES: u64 = 64 * 1024;
 
 /// Whether an error response's body is worth reading for its message: plain text of a known,
 /// small size.
@@ -35,7 +31,7 @@ pub(crate) fn is_readable<B: Body>(head: &response::Parts, body: &B) -> bool {
         && body
             .size_hint()
             .upper()
-            .is_some_and(|upper| upper <= MAX_READABLE_BODY_BYTES)
+            .is_some_and(|upper| upper <= MAX_READABLE_BODY_BYTES as u64)
 }
 
 /// Reads `body` into `text` until its end or until `text` holds more than `cap` bytes, so a
@@ -128,7 +124,7 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
                 let summary = Summary::already_answered(outcome, response.status(), code);
                 return Step::Forward(response, summary);
             }
-            if let Some(HandedOver(summary)) = response.extensions().get::<HandedOver>() {
+            if let Some(PassedFailure(summary)) = response.extensions().get::<PassedFailure>() {
                 return Step::Answer(None, Summary::clone(summary));
             }
             let (head, body) = response.into_parts();

@@ -13,8 +13,8 @@
 //! "Answer" renders the problem body, reports and counts the failure, and ends in `Done`.
 //!
 //! A request that a layer of the same ledger outside this one counts already has no guard
-//! here: `Passing` hands the inner response on as it is, or a service error out as a
-//! [`HandedOver`] summary; `Failed` hands its summary out the same way.
+//! here: `Passing` passes the inner response on as it is, or a service error out as a
+//! [`PassedFailure`] summary; `Failed` passes its summary out the same way.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -32,13 +32,13 @@ use tower::BoxError;
 use crate::error::mark;
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
-use crate::middleware::guard::{HandedOver, RequestGuard};
+use crate::middleware::guard::{PassedFailure, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
 use crate::panic::catch;
-use crate::render::Summary;
 use crate::render::{problem_body, PROBLEM_JSON};
 use crate::request::request_id_text;
+use crate::summary::Summary;
 
 pin_project! {
     /// The response future of [`FaultService`](crate::service::FaultService).
@@ -90,7 +90,7 @@ impl<F, B> ResponseFuture<F, B> {
     }
 
     /// Hands a failure out to the outer layer of the same ledger that counts the request.
-    pub(crate) fn handing_over(summary: Box<Summary>) -> Self {
+    pub(crate) fn passing_failure(summary: Box<Summary>) -> Self {
         Self {
             state: State::Failed {
                 summary: Some(summary),
@@ -177,7 +177,7 @@ where
 }
 
 /// Polls a request passed through for an outer layer of the same ledger: the response as it
-/// is, a failure handed out to that layer. No catch: that layer's is around this poll.
+/// is, a failure passed out to that layer. No catch: that layer's is around this poll.
 fn poll_passing<F, B, E>(
     mut state: Pin<&mut State<F, B>>,
     cx: &mut Context<'_>,
@@ -204,7 +204,7 @@ where
     *response.status_mut() = status;
     response
         .extensions_mut()
-        .insert(HandedOver(Arc::new(summary)));
+        .insert(PassedFailure(Arc::new(summary)));
     Poll::Ready(response)
 }
 

@@ -4,10 +4,10 @@
 //!
 //! A request counts once per ledger. When one layer (one ledger) wraps both a nested router
 //! and the router around it, the outer layer counts the request and the inner one passes it
-//! through: while a layer calls or polls its inner service, the thread is marked as counting
-//! for its ledger ([`RequestGuard::counting`]), and a layer of the same ledger called under
-//! that mark ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
-//! response (a service error) goes out to the counting layer as a [`HandedOver`] summary.
+//! through: while a layer calls or polls its inner service, the thread notes that it counts
+//! for its ledger ([`Record::counting`]), and a layer of the same ledger called under that
+//! note ([`counted_by`]) takes no guard of its own. A failure it meets that is not yet a
+//! response (a service error) goes out to the counting layer as a [`PassedFailure`] summary.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -15,20 +15,23 @@ use std::sync::Arc;
 use http::{Request, StatusCode};
 
 use crate::config::Config;
+use crate::count::ToReport;
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
+use crate::report::emit;
 use crate::request::{request_id_text, InternedRoute, RequestMeta};
+use crate::summary::Summary;
 
 thread_local! {
     /// The request whose inner service this thread is calling or polling, if any.
-    static COUNTING: Cell<Mark> = const { Cell::new(Mark { ledger: 0, nested_route: None }) };
+    static COUNTING: Cell<CountingFor> =
+        const { Cell::new(CountingFor { ledger: 0, nested_route: None }) };
 }
 
 /// What the thread knows of the request a layer is calling or polling its inner service for.
 #[derive(Clone, Copy)]
-struct Mark {
+struct CountingFor {
     /// The ledger (by `Ledger::id`) that counts it; 0 for none.
     ledger: usize,
     /// The route template a layer passing it through saw: a router nested as a service
@@ -38,18 +41,22 @@ struct Mark {
 
 /// Whether a layer of the ledger `ledger` already counts the request being called here.
 pub(crate) fn counted_by(ledger: usize) -> bool {
-    COUNTING.with(Cell::get).ledger == ledger
+    // `COUNTING` is a `const` cell without a destructor: reachable in every thread-local
+    // destructor. Were it not, no note means that nothing counts the request yet.
+    COUNTING
+        .try_with(Cell::get)
+        .is_ok_and(|note| note.ledger == ledger)
 }
 
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
 pub(crate) fn passing_through(route: Option<InternedRoute>) {
-    COUNTING.with(|counting| {
-        let mark = counting.get();
-        if mark.nested_route.is_none() {
-            counting.set(Mark {
+    let _ = COUNTING.try_with(|counting| {
+        let note = counting.get();
+        if note.nested_route.is_none() {
+            counting.set(CountingFor {
                 nested_route: route,
-                ..mark
+                ..note
             });
         }
     });
@@ -58,7 +65,7 @@ pub(crate) fn passing_through(route: Option<InternedRoute>) {
 /// A failure a passing-through layer met, for the layer that counts the request to answer,
 /// report and count: the response that carries it has no body of its own.
 #[derive(Clone, Debug)]
-pub(crate) struct HandedOver(pub(crate) Arc<Summary>);
+pub(crate) struct PassedFailure(pub(crate) Arc<Summary>);
 
 /// One request's place in the ledger, from `call` until its outcome is counted. Dropped
 /// before that, it counts the request as cancelled.
@@ -134,8 +141,8 @@ impl RecordSpace {
 enum Phase {
     /// Waiting for the inner service's response.
     Waiting,
-    /// The head went out and the body is streaming; `polled` once the body was asked for.
-    Streaming { status: StatusCode, polled: bool },
+    /// The head went out and the body is streaming: `ok` once it reaches its end.
+    Streaming { status: StatusCode },
     /// Counted.
     Settled,
 }
@@ -206,18 +213,22 @@ impl Record {
     }
 
     /// Runs `f`, a [`catch`] around a call or a poll of the inner service, with the thread
-    /// marked as inside a request this guard's ledger counts: a layer of the same ledger
-    /// called inside passes the request through, and may name its route. Marks nest, for
+    /// noting that it is inside a request this guard's ledger counts: a layer of the same
+    /// ledger called inside passes the request through, and may name its route. Notes nest, for
     /// layers of different ledgers stacked.
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
-        let mark = Mark {
+        let note = CountingFor {
             ledger: self.shared.ledger.id(),
             nested_route: None,
         };
-        let outer = COUNTING.with(|counting| counting.replace(mark));
+        let outer = COUNTING.try_with(|counting| counting.replace(note));
         let result = f();
-        let mark = COUNTING.with(|counting| counting.replace(outer));
-        if let Some(route) = mark.nested_route {
+        let note = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
+        if let Ok(CountingFor {
+            nested_route: Some(route),
+            ..
+        }) = note
+        {
             self.meta.refine_route(route);
         }
         result
@@ -230,21 +241,12 @@ impl Record {
 
     /// The head went out with `status`; the body decides the outcome from here.
     pub(crate) fn streaming(&mut self, status: StatusCode) {
-        self.phase = Phase::Streaming {
-            status,
-            polled: false,
-        };
-    }
-
-    pub(crate) fn mark_polled(&mut self) {
-        if let Phase::Streaming { polled, .. } = &mut self.phase {
-            *polled = true;
-        }
+        self.phase = Phase::Streaming { status };
     }
 
     pub(crate) fn status(&self) -> StatusCode {
         match self.phase {
-            Phase::Streaming { status, .. } => status,
+            Phase::Streaming { status } => status,
             _ => StatusCode::OK,
         }
     }
@@ -269,18 +271,35 @@ impl Record {
         }
         self.phase = Phase::Settled;
         let ledger = &self.shared.ledger;
-        // The report runs the subscriber's code (and the exporter's): a panic there must not
-        // keep the request from being counted.
-        let levels = &self.shared.config.report_levels;
-        let written = catch(|| ledger.fail(summary, &self.meta, request_id, levels));
+        // Reported, then counted: the ledger tallies the failure and lets its event through
+        // or holds it back, the event is written here, and the end is counted last.
+        let to_report = ledger.fail(summary, &self.meta);
+        if let Some(ToReport {
+            fingerprint,
+            suppressed_since,
+        }) = to_report
+        {
+            let level = self
+                .config()
+                .report_levels
+                .of(summary.outcome, summary.status);
+            // The event runs the subscriber's code (and the exporter's): a panic there must
+            // not keep the request from being counted.
+            let _ = catch(|| {
+                emit(
+                    level,
+                    summary,
+                    &self.meta,
+                    request_id,
+                    fingerprint,
+                    suppressed_since,
+                )
+            });
+        }
         #[cfg(feature = "metrics")]
         if let Some(metrics) = &self.shared.bridges.metrics {
-            // A panic here came from the subscriber writing the event, which the ledger had
-            // already counted as reported.
-            let _ = catch(|| metrics.report(written.unwrap_or(true)));
+            let _ = catch(|| metrics.report(to_report.is_some()));
         }
-        #[cfg(not(feature = "metrics"))]
-        let _ = written;
         #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
         let _ = catch(|| {
             self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
@@ -300,9 +319,10 @@ impl Drop for RequestGuard {
         let record: &mut Record = self;
         match record.phase {
             Phase::Settled => {}
-            // A body that was never asked for (a HEAD request, a 204) was delivered whole.
-            Phase::Streaming { polled: false, .. } => record.settle_ok(),
-            Phase::Waiting | Phase::Streaming { polled: true, .. } => {
+            // A body that was not sent to its end, polled or not, was not delivered: answers
+            // that send no body (a HEAD, a 204, a 304) and bodies of length 0 were settled
+            // `ok` when the head went out.
+            Phase::Waiting | Phase::Streaming { .. } => {
                 record.settle_unanswered(&Summary::cancelled())
             }
         }

@@ -1,11 +1,22 @@
-//! The head of a response: the length it declares, and the headers of a body that a problem
-//! body replaces.
+//! The head of a response: whether a body follows it, the length it declares, and the
+//! headers of a body that a problem body replaces.
 
 use http::header::{
     CONTENT_ENCODING, CONTENT_LANGUAGE, CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, ETAG,
     LAST_MODIFIED, TRANSFER_ENCODING,
 };
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderMap, HeaderName, Method, StatusCode};
+
+/// Whether an answer with `status` to a request with `method` carries no body on the wire,
+/// whatever body the response holds: the answer to a HEAD, a 1xx, a 204 and a 304 (RFC 9110,
+/// sections 9.3.2, 15.2, 15.3.5 and 15.4.5). A server sends the head alone and never polls
+/// the body, so the head going out delivers the answer whole.
+pub(crate) fn sends_no_body(method: &Method, status: StatusCode) -> bool {
+    status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+        || *method == Method::HEAD
+}
 
 /// The `Content-Length` a response head declares.
 pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {

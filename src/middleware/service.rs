@@ -17,8 +17,8 @@ use crate::middleware::layer::FaultLayer;
 use crate::middleware::shared::{StripeHandle, StripeHandles};
 use crate::outcome::Outcome;
 use crate::panic::catch;
-use crate::render::Summary;
 use crate::request::interned_route;
+use crate::summary::Summary;
 
 /// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.
@@ -128,7 +128,8 @@ impl<S> FaultService<S> {
     /// let _ = service.get_ref();
     /// let response = service.oneshot(Request::new(Body::empty())).await.unwrap();
     /// assert_eq!(response.status(), 200);
-    /// drop(response);
+    /// // `ok` once the body is sent to its end: here, read whole.
+    /// axum::body::to_bytes(Body::new(response.into_body()), 1024).await.unwrap();
     /// assert_eq!(ledger.snapshot().ok, 1);
     /// # }
     /// ```
@@ -150,7 +151,7 @@ impl<S> FaultService<S> {
     {
         passing_through(interned_route(&request));
         match self.not_ready.take() {
-            Some(summary) => ResponseFuture::handing_over(summary),
+            Some(summary) => ResponseFuture::passing_failure(summary),
             None => ResponseFuture::passing(self.inner.call(request), self.handle.clone()),
         }
     }

@@ -1,5 +1,5 @@
-//! [`catch`]: every place where the layer catches a panic runs through it, which marks the
-//! thread as guarded for that call. While a thread is guarded, the hook
+//! [`catch`]: every place where the layer catches a panic runs through it, which notes on the
+//! thread that a catch is open for that call. While one is open, the hook
 //! ([`install_panic_hook`](super::install_panic_hook)) records the panic's file and line for
 //! the summary and does nothing else: no stderr line, no backtrace capture, even with
 //! `RUST_BACKTRACE=1`. Panics anywhere else go to the previous hook unchanged.
@@ -12,15 +12,15 @@ thread_local! {
     /// [`OPEN`] per open [`catch`] call on this thread, plus [`RECORDED`] while [`SITE`]
     /// holds a site: one cell, so that a `catch` whose call did not panic (nearly all) reads
     /// and writes one word and never touches the site.
-    pub(super) static GUARD: Cell<u32> = const { Cell::new(0) };
-    /// Where the last guarded panic on this thread happened, until [`catch`] takes it.
+    pub(super) static CATCHING: Cell<u32> = const { Cell::new(0) };
+    /// Where the last panic caught on this thread happened, until [`catch`] takes it.
     pub(super) static SITE: RefCell<Option<PanicSite>> = const { RefCell::new(None) };
 }
 
-/// What one open [`catch`] adds to [`GUARD`].
+/// What one open [`catch`] adds to [`CATCHING`].
 pub(super) const OPEN: u32 = 2;
 
-/// The bit of [`GUARD`] that says [`SITE`] holds a site.
+/// The bit of [`CATCHING`] that says [`SITE`] holds a site.
 pub(super) const RECORDED: u32 = 1;
 
 /// Where a panic happened, as the hook saw it.
@@ -39,16 +39,20 @@ pub(crate) struct Caught {
 /// Runs `f`, catching a panic; the installed hook stays quiet for panics inside it. What was
 /// caught is boxed: it is rare, and the result of every call and poll goes through here.
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<Caught>> {
-    GUARD.with(|g| g.set(g.get() + OPEN));
+    // `CATCHING` is a `const` cell without a destructor, which every thread-local destructor can
+    // still reach; `try_with` says so without costing a branch more.
+    let _ = CATCHING.try_with(|g| g.set(g.get() + OPEN));
     // A site is only ever read by the `catch` that recorded it. (A panic caught and re-raised
     // with `resume_unwind` within one call still reads the site of the first: std runs no
     // hook for the second.)
     let result = catch_unwind(AssertUnwindSafe(f));
-    let recorded = GUARD.with(|g| {
-        let state = g.get() - OPEN;
-        g.set(state & !RECORDED);
-        state & RECORDED != 0
-    });
+    let recorded = CATCHING
+        .try_with(|g| {
+            let state = g.get() - OPEN;
+            g.set(state & !RECORDED);
+            state & RECORDED != 0
+        })
+        .unwrap_or(false);
     match result {
         Ok(value) if !recorded => Ok(value),
         result => with_site(result, recorded),
@@ -61,7 +65,9 @@ pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, Box<Caught>> {
 #[inline(never)]
 fn with_site<R>(result: std::thread::Result<R>, recorded: bool) -> Result<R, Box<Caught>> {
     let site = if recorded {
-        SITE.with(|site| site.borrow_mut().take())
+        SITE.try_with(|site| site.try_borrow_mut().ok()?.take())
+            .ok()
+            .flatten()
     } else {
         None
     };

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::panic::{self, PanicHookInfo};
 use std::sync::Once;
 
-use super::catch::{PanicSite, GUARD, OPEN, RECORDED, SITE};
+use super::catch::{PanicSite, CATCHING, OPEN, RECORDED, SITE};
 
 /// Installs faultline's panic hook in front of the current one. Call it once at start-up,
 /// after any hook of your own; later calls do nothing.
@@ -25,7 +25,8 @@ pub fn install_panic_hook() {
     INSTALL.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if GUARD.with(Cell::get) >= OPEN {
+            // A guard that is gone (never, for a `const` cell without a destructor) is closed.
+            if CATCHING.try_with(Cell::get).unwrap_or(0) >= OPEN {
                 record(info);
             } else {
                 previous(info);
@@ -39,6 +40,16 @@ fn record(info: &PanicHookInfo<'_>) {
         file: location.file().to_owned(),
         line: location.line(),
     });
-    SITE.with(|slot| *slot.borrow_mut() = site);
-    GUARD.with(|g| g.set(g.get() | RECORDED));
+    // In a thread-local destructor the site's slot may be gone: the panic is still kept off
+    // stderr and caught, only without its file and line.
+    let kept = SITE.try_with(|slot| match slot.try_borrow_mut() {
+        Ok(mut slot) => {
+            *slot = site;
+            true
+        }
+        Err(_) => false,
+    });
+    if kept == Ok(true) {
+        let _ = CATCHING.try_with(|g| g.set(g.get() | RECORDED));
+    }
 }

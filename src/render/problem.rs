@@ -10,9 +10,9 @@ use bytes::{Bytes, BytesMut};
 use http::StatusCode;
 
 use crate::config::Config;
+use crate::limits::MAX_REQUEST_ID_BYTES;
 use crate::limits::TRUNCATION_MARKER;
-use crate::render::Summary;
-use crate::request::MAX_REQUEST_ID_BYTES;
+use crate::summary::Summary;
 use crate::text::freeze_written;
 
 /// The media type of every body faultline renders.
@@ -107,6 +107,7 @@ fn push_head(out: &mut BytesMut, summary: &Summary, type_base: Option<&str>) {
 
 /// [`push_head`] without a `type` base, whose bytes depend only on the status and the code:
 /// kept per thread from the last body, so that a run of the same failure copies them once.
+/// In a thread-local destructor, after the kept head is gone, the head is written afresh.
 fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
     /// The status and the code (a `&'static str`, compared by address and length: equal
     /// pointers are equal texts) of the head in the buffer.
@@ -114,15 +115,22 @@ fn push_usual_head(out: &mut BytesMut, summary: &Summary) {
     thread_local! {
         static HEAD: RefCell<Head> = RefCell::new((StatusCode::OK, "", BytesMut::new()));
     }
-    HEAD.with(|head| {
-        let (status, code, bytes) = &mut *head.borrow_mut();
+    let copied = HEAD.try_with(|head| {
+        let Ok(mut head) = head.try_borrow_mut() else {
+            return false;
+        };
+        let (status, code, bytes) = &mut *head;
         if *status != summary.status || !std::ptr::eq(*code, summary.code) || bytes.is_empty() {
             bytes.clear();
             push_head(bytes, summary, None);
             (*status, *code) = (summary.status, summary.code);
         }
         out.extend_from_slice(bytes);
+        true
     });
+    if copied != Ok(true) {
+        push_head(out, summary, None);
+    }
 }
 
 /// Whether the client must see a generic detail, whatever the summary holds.
@@ -171,13 +179,13 @@ fn push_escaped(out: &mut BytesMut, s: &str, cap: usize) {
 /// Whether JSON escapes any byte of `bytes`, tested eight bytes at a time: a problem body's
 /// members are short texts, where a byte-by-byte loop costs more than the copy itself.
 fn any_needs_escape(bytes: &[u8]) -> bool {
-    /// A byte of 1 in every lane of a word.
-    const LANES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH_BITS: u64 = LANES * 0x80;
-    // Whether any lane of `word` is below `n` (exact for any word when `n` <= 0x80): a lane
-    // below `n` borrows into its high bit, which `!word` keeps only for lanes under 0x80.
-    let any_below = |word: u64, n: u8| word.wrapping_sub(LANES * u64::from(n)) & !word & HIGH_BITS;
-    let any_equal = |word: u64, byte: u8| any_below(word ^ (LANES * u64::from(byte)), 1);
+    /// A 1 in every byte of a word.
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH_BITS: u64 = ONES * 0x80;
+    // Whether any byte of `word` is below `n` (exact for any word when `n` <= 0x80): a byte
+    // below `n` borrows into its high bit, which `!word` keeps only for bytes under 0x80.
+    let any_below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH_BITS;
+    let any_equal = |word: u64, byte: u8| any_below(word ^ (ONES * u64::from(byte)), 1);
     let needs = |word: u64| any_below(word, 0x20) | any_equal(word, b'"') | any_equal(word, b'\\');
     let mut chunks = bytes.chunks_exact(8);
     let mut found = 0;
@@ -289,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn every_byte_that_needs_escaping_is_found_in_any_lane() {
+    fn every_byte_that_needs_escaping_is_found_at_any_place_in_a_word() {
         for byte in 0..=255u8 {
             for at in 0..19 {
                 let mut bytes = [b'a'; 19];

@@ -1,28 +1,11 @@
-//! The event of one failure: its fingerprint and the one `tracing` event written for it.
+//! The one `tracing` event written for a failure that flood control lets through.
 
-use std::hash::{Hash, Hasher};
-
-use rustc_hash::FxHasher;
 use tracing::Level;
 
-use crate::render::Summary;
 use crate::request::RequestMeta;
+use crate::summary::Summary;
 
-/// Outcome, code, route template and panic location: what makes two failures the same.
-/// FxHash is enough: none of these comes from raw input.
-pub(crate) fn fingerprint(summary: &Summary, route: &str) -> u64 {
-    let mut hasher = FxHasher::default();
-    summary.outcome.hash(&mut hasher);
-    summary.code.hash(&mut hasher);
-    route.hash(&mut hasher);
-    if let Some(site) = &summary.site {
-        site.file.hash(&mut hasher);
-        site.line.hash(&mut hasher);
-    }
-    hasher.finish()
-}
-
-/// Writes the event of one failure.
+/// Writes the event of one failure; `fingerprint` is the one the ledger judged it by.
 pub(crate) fn emit(
     level: Level,
     summary: &Summary,

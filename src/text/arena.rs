@@ -1,7 +1,7 @@
 //! Per-thread buffers for the bytes of an answer, so that a failure does not allocate for
 //! its problem body or its request id.
 //!
-//! Bytes are copied into a thread's current chunk and split off it: every `Bytes` handed out
+//! Bytes are copied into a thread's current chunk and split off it: every `Bytes` made from it
 //! shares the chunk, which a thread replaces when it is full and which is freed when the last
 //! answer made from it is dropped. A chunk holds dozens of problem bodies, so an answer costs
 //! a fraction of an allocation instead of two (the buffer and `Bytes`'s own header).
@@ -31,13 +31,26 @@ pub(crate) fn freeze(bytes: &[u8]) -> Bytes {
 
 /// What `write` writes, straight into this thread's chunk with at least `room` bytes free
 /// (more grows it), as shared bytes. `write` must not call back into this module.
+///
+/// A request can end in a thread-local destructor (a runtime kept in one drops its tasks
+/// there) after this thread's chunk is gone: then the bytes get an allocation of their own.
 pub(crate) fn freeze_written(room: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
-    CHUNK.with(|chunk| {
-        let mut chunk = chunk.borrow_mut();
+    let mut write = Some(write);
+    let shared = CHUNK.try_with(|chunk| {
+        let mut chunk = chunk.try_borrow_mut().ok()?;
         make_room(&mut chunk, room);
-        write(&mut chunk);
-        chunk.split().freeze()
-    })
+        (write.take()?)(&mut chunk);
+        Some(chunk.split().freeze())
+    });
+    if let Ok(Some(bytes)) = shared {
+        return bytes;
+    }
+    // The chunk is gone or in use, so `write` has not run: an allocation of its own.
+    let mut own = BytesMut::with_capacity(room);
+    if let Some(write) = write {
+        write(&mut own);
+    }
+    own.freeze()
 }
 
 #[cfg(all(test, not(loom)))]

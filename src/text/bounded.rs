@@ -101,7 +101,7 @@ pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
 /// A panicking `Display` leaves a placeholder in place of whatever it had written.
 pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
     let start = out.len();
-    let result = catch(|| write_unguarded(out, cap, value));
+    let result = catch(|| write_uncaught(out, cap, value));
     match result {
         Ok(truncated) => truncated,
         Err(_) => {
@@ -112,8 +112,8 @@ pub(crate) fn write_bounded(out: &mut String, cap: usize, value: &dyn fmt::Displ
     }
 }
 
-/// [`write_bounded`] without the panic guard, for callers that hold one already.
-fn write_unguarded(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
+/// [`write_bounded`] without its `catch`, for callers inside one already.
+fn write_uncaught(out: &mut String, cap: usize, value: &dyn fmt::Display) -> bool {
     let mut writer = BoundedWriter::new(out, cap);
     // An `Err` here is our own refusal (or the impl's own error): what was written stays.
     let _ = write!(writer, "{value}");
@@ -136,7 +136,7 @@ pub(crate) fn write_panic_payload(out: &mut String, cap: usize, payload: &(dyn A
 /// at most `cap` bytes each; returns whether the chain goes on past what was written.
 ///
 /// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs. One
-/// guard covers the whole walk: a link whose `Display` or `source()` panics leaves the
+/// catch covers the whole walk: a link whose `Display` or `source()` panics leaves the
 /// placeholder in place of the chain.
 pub(crate) fn write_chain(
     out: &mut String,
@@ -160,7 +160,7 @@ pub(crate) fn write_chain(
                 out.push_str(CHAIN_CONTINUES);
                 return true;
             }
-            write_unguarded(out, cap, link);
+            write_uncaught(out, cap, link);
             links += 1;
             next = link.source();
         }

@@ -11,6 +11,7 @@ mod oracle;
 mod strategies;
 
 use axum::http::StatusCode;
+use faultline::limits::MAX_REQUEST_ID_BYTES;
 use faultline::limits::TRUNCATION_MARKER;
 use proptest::prelude::*;
 
@@ -21,17 +22,14 @@ use strategies::{
     secret_text, server_status, MAX_CHAIN_DEPTH, SECRET,
 };
 
-/// The longest request id the layer takes from a client.
-const MAX_REQUEST_ID_BYTES: usize = 128;
-
 // ---------------------------------------------------------------------------------------------
 // The properties.
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// A 4xx detail is the message when it fits, else a marked prefix of it, within the
-    /// message cap; development mode changes nothing for client errors.
+    /// A 4xx detail is the message when it fits, else a prefix of it ending in the truncation
+    /// marker, within the message cap; development mode changes nothing for client errors.
     #[test]
     fn client_errors_answer_a_bounded_copy_of_the_message(
         case in case(client_status(), nasty_text(), link_texts()),

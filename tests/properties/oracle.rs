@@ -139,7 +139,7 @@ pub(crate) fn check_bounded_copy(detail: &str, message: &str) -> Result<(), Test
     }
     prop_assert!(
         detail.ends_with(TRUNCATION_MARKER),
-        "detail is neither the message nor marked as cut: {:?}",
+        "detail is neither the message nor cut with the truncation marker: {:?}",
         detail
     );
     let kept = &detail[..detail.len() - TRUNCATION_MARKER.len()];

@@ -48,7 +48,7 @@ fn two_failures_and_a_read() {
                 loom::thread::spawn(move || {
                     ledger.start();
                     let failure = failure();
-                    ledger.fail(&failure, &meta(), "id", &ReportLevels::default());
+                    ledger.fail(&failure, &meta());
                     ledger.finish(failure.outcome, meta().route_key());
                     stripe::exit();
                 })

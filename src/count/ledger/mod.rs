@@ -31,17 +31,26 @@ use self::routes::{Column, RouteCounts, RouteSlots};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::Snapshot;
-use crate::config::{LedgerLimits, ReportLevels};
+use crate::config::LedgerLimits;
+use crate::count::failures::{fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
-use crate::render::Summary;
-use crate::report::{emit, fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::request::{RequestMeta, RouteKey};
+use crate::summary::Summary;
 use crate::sync::{AtomicU64, Mutex};
 
 /// The label sets one thread counts in its own series table before handing them over.
 const SERIES_PER_THREAD: usize = 64;
+
+/// A failure's event that flood control lets through, for the caller to write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToReport {
+    /// The failure's fingerprint, which the event carries.
+    pub(crate) fingerprint: u64,
+    /// The failures of that fingerprint held back since its last event.
+    pub(crate) suppressed_since: u64,
+}
 
 /// A handle on the counts of one [`FaultLayer`](crate::FaultLayer); cheap to clone.
 ///
@@ -212,16 +221,11 @@ impl Ledger {
         lock(&self.inner.series).max
     }
 
-    /// Counts a failure in its series and its group, and writes its event unless flood
-    /// control holds it back; whether it was written. The event runs the subscriber's code,
-    /// last, with no lock held.
-    pub(crate) fn fail(
-        &self,
-        summary: &Summary,
-        meta: &RequestMeta,
-        request_id: &str,
-        levels: &ReportLevels,
-    ) -> bool {
+    /// Counts a failure in its series and its group, and decides with flood control whether
+    /// its event is written: the event to write, counted as reported, or `None`, counted as
+    /// suppressed. The caller writes the event (it runs the subscriber's code, with no lock of
+    /// the ledger held), then counts the request's end with [`finish`](Self::finish).
+    pub(crate) fn fail(&self, summary: &Summary, meta: &RequestMeta) -> Option<ToReport> {
         self.observe_minute(budget::minute_now());
         let (stripe, here) = self.stripe();
         let route = meta.route();
@@ -238,20 +242,14 @@ impl Ledger {
         match verdict {
             Verdict::Suppress => {
                 stripe.counts.suppressed(here);
-                false
+                None
             }
             Verdict::Write { suppressed_since } => {
                 stripe.counts.reported(here);
-                let level = levels.of(summary.outcome, summary.status);
-                emit(
-                    level,
-                    summary,
-                    meta,
-                    request_id,
+                Some(ToReport {
                     fingerprint,
                     suppressed_since,
-                );
-                true
+                })
             }
         }
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use http::{HeaderName, Request, StatusCode};
 
 use super::*;
-use crate::config::ReportLimits;
+use crate::config::{ReportLevels, ReportLimits};
 use crate::panic::PanicSite;
 
 /// Collects what a fmt subscriber writes.
@@ -70,10 +70,24 @@ fn ledger(per_window: u32, window: Duration) -> Ledger {
     })
 }
 
-/// One failure through the ledger, as the guard counts it.
+/// One failure through the ledger, as the guard reports and counts it.
 fn fail(ledger: &Ledger, summary: &Summary) {
     ledger.start();
-    ledger.fail(summary, &meta(), "rid", &ReportLevels::default());
+    if let Some(to_report) = ledger.fail(summary, &meta()) {
+        let level = ReportLevels::default().of(summary.outcome, summary.status);
+        let ToReport {
+            fingerprint,
+            suppressed_since,
+        } = to_report;
+        crate::report::emit(
+            level,
+            summary,
+            &meta(),
+            "rid",
+            fingerprint,
+            suppressed_since,
+        );
+    }
     ledger.finish(summary.outcome, RouteKey::Unmatched);
 }
 

@@ -7,7 +7,7 @@
 //! - the whole request must be answered within [`Deadlines::request`], or the client gets
 //!   503 `deadline-exceeded` with `Retry-After`, and the handler is dropped.
 //!
-//! A handler dropped at the deadline may already have handed a push to the store, which then
+//! A handler dropped at the deadline may already have passed a push to the store, which then
 //! commits it: the provider's redelivery is answered as a duplicate, so nothing is stored
 //! twice and nothing is lost.
 

@@ -10,15 +10,12 @@
 use rustc_hash::FxHashMap;
 
 use super::evict_least_recent;
+use crate::limits::TREND_MINUTES;
 use crate::outcome::Outcome;
-use crate::render::Summary;
+use crate::summary::Summary;
 
 /// The fingerprints one thread tallies before it hands its tallies over.
 const PENDING_PER_THREAD: usize = 16;
-
-/// The minutes of per-minute counts each group keeps: the last hour, what a person on call
-/// compares against ("since when, and is it getting worse?").
-pub const TREND_MINUTES: usize = 60;
 
 const MINUTE_MS: u64 = 60_000;
 

@@ -9,7 +9,7 @@
 //! events per fingerprint per window, wherever they come from.
 //!
 //! Budgets live in a bounded table (least recently seen evicted), taken under its lock only
-//! when a thread meets a fingerprint its cache lacks. An evicted budget is marked so, and
+//! when a thread meets a fingerprint its cache lacks. An evicted budget is flagged so, and
 //! caches drop it at their next use; a fingerprint evicted and seen again starts afresh, as
 //! one never seen would.
 
