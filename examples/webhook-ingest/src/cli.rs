@@ -28,7 +28,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::Parser;
 
-use crate::rotation;
+use crate::manage::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
 use crate::{Config, DEFAULT_BODY_LIMIT};

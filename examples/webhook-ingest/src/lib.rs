@@ -6,19 +6,13 @@
 //! commits.
 
 pub mod cli;
-pub mod drain;
 pub mod error;
-pub mod ignored;
-pub mod payload;
-mod receive;
-pub mod refusals;
-pub mod rotation;
-pub mod secret_cache;
+pub mod manage;
+pub mod receive;
 pub mod serve;
 pub mod spool;
-pub mod spooled;
 pub mod store;
-pub mod webhook;
+pub mod verify;
 
 use std::sync::Arc;
 
@@ -33,8 +27,12 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
+use crate::manage::rotation;
+use crate::receive::{ignored, refusals};
+use crate::spool::drain;
 use crate::store::{InstanceRow, Store};
-use crate::webhook::Vcs;
+use crate::verify::secret_cache;
+use crate::verify::webhook::{self, Vcs};
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;

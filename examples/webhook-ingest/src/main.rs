@@ -53,7 +53,7 @@ use webhook_ingest::cli::Cli;
 use webhook_ingest::serve;
 use webhook_ingest::spool::Spool;
 use webhook_ingest::store::{self, Store};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)

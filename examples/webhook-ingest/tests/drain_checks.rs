@@ -11,7 +11,7 @@ use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::{Spool, SpoolConfig};
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::Vcs;
+use webhook_ingest::verify::webhook::Vcs;
 
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
-use webhook_ingest::webhook::Vcs;
+use webhook_ingest::verify::webhook::Vcs;
 
 impl Service {
     async fn failures(&self, fixture: &Fixture, inbox: &str, key: &str, query: &str) -> Answer {

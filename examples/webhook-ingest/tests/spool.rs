@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
+use webhook_ingest::spool::spooled::SpooledDelivery;
 use webhook_ingest::spool::{Spool, SpoolConfig, RECORD_HEADER_BYTES};
-use webhook_ingest::spooled::SpooledDelivery;
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::{self, Vcs};
+use webhook_ingest::verify::webhook::{self, Vcs};
 
 /// How long a drain may take once the store answers: the drainer's longest backoff is 2 s.
 const DRAIN_WAIT: Duration = Duration::from_secs(20);

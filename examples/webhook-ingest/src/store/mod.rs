@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::payload::Commit;
-use crate::webhook::Vcs;
+use crate::receive::payload::Commit;
+use crate::verify::webhook::Vcs;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]

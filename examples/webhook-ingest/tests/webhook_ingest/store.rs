@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 use crate::common::*;
 

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::error::IngestError;
 use crate::store::{Refusal, Store, REFUSALS_KEPT_PER_INBOX};
-use crate::webhook;
+use crate::verify::webhook;
 use crate::{authorize, AppState};
 
 /// Refusals listed when the client names no limit.

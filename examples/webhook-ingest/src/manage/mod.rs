@@ -1,0 +1,3 @@
+//! The management API: instances, digests, inboxes and their secrets.
+
+pub mod rotation;
