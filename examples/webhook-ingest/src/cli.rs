@@ -101,10 +101,6 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_SPOOL_MAX_BYTES", default_value_t = NonZeroU64::new(spool::DEFAULT_SPOOL_MAX_BYTES).expect("not zero"))]
     pub spool_max_bytes: NonZeroU64,
 
-    /// Make every store operation fail, to see what providers see when the store is down
-    #[arg(long)]
-    pub fail_store: bool,
-
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]
     pub header_timeout: Span,

@@ -226,7 +226,7 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
 async fn a_refusal_that_cannot_be_kept_changes_no_answer() {
     let service = Service::start().await;
     let fixture = service.setup().await;
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["x"]);
     let headers = provider_headers(&fixture, Vcs::Github, "push", "d1", &body)
         .set("content-type", "text/plain");
