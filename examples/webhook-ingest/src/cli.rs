@@ -31,6 +31,7 @@ use clap::Parser;
 use crate::manage::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
+use crate::verify::refresh;
 use crate::{Config, DEFAULT_BODY_LIMIT};
 
 /// The address served when neither `--listen` nor `--port` is given: loopback only, so a
@@ -100,6 +101,20 @@ pub struct Cli {
     /// The spool's bound in bytes; past it a delivery the store cannot take gets 503
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_SPOOL_MAX_BYTES", default_value_t = NonZeroU64::new(spool::DEFAULT_SPOOL_MAX_BYTES).expect("not zero"))]
     pub spool_max_bytes: NonZeroU64,
+
+    /// The bound in bytes of deliveries to inboxes unknown here, taken unverified while the
+    /// store is down; past it they get 503
+    #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BYTES", default_value_t = NonZeroU64::new(spool::unverified::DEFAULT_UNVERIFIED_MAX_BYTES).expect("not zero"))]
+    pub unverified_max_bytes: NonZeroU64,
+
+    /// The largest body taken unverified; larger ones get 503 while the store is down
+    #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BODY", default_value_t = spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY)]
+    pub unverified_max_body: usize,
+
+    /// How often the known inboxes are read again from the store, for the changes made
+    /// through other instances
+    #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_INBOX_REFRESH", default_value_t = Span(refresh::DEFAULT_INBOX_REFRESH))]
+    pub inbox_refresh: Span,
 
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]
@@ -227,6 +242,8 @@ impl Cli {
                 request: self.request_timeout.0,
             },
             secret_grace: self.secret_grace.0,
+            unverified_max_body: self.unverified_max_body,
+            inbox_refresh: self.inbox_refresh.0,
             ..Config::default()
         }
     }

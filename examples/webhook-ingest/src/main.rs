@@ -20,7 +20,11 @@
 //! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
 //! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
 //! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
-//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`.
+//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`. A delivery to an inbox
+//! this instance does not know (from its file of known inboxes beside the spool, refreshed
+//! every `--inbox-refresh`) is spooled unverified only within `--unverified-max-bytes`
+//! (64 MiB) and `--unverified-max-body` (1 MiB), else 503; see
+//! `webhook_ingest::spool::unverified`.
 //!
 //! `--secret-grace` (default 24h) is how long an inbox's previous secret still passes after a
 //! rotation (`POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`); the deliveries an
@@ -50,7 +54,7 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 use webhook_ingest::cli::Cli;
 use webhook_ingest::serve;
-use webhook_ingest::spool::Spool;
+use webhook_ingest::spool::{unverified, Spool};
 use webhook_ingest::store::{self, Store};
 use webhook_ingest::verify::webhook;
 
@@ -118,19 +122,25 @@ async fn serve(args: Cli) -> io::Result<()> {
     })?;
     let spool_config = args.spool_config();
     let spool_dir = spool_config.dir.clone();
-    let spool = tokio::task::spawn_blocking(move || Spool::open(spool_config))
-        .await
-        .map_err(io::Error::other)?
-        .map_err(|e| {
-            io::Error::other(format!(
-                "opening the spool at `{}`: {e}",
-                spool_dir.display()
-            ))
-        })?;
+    let unverified_max_bytes = args.unverified_max_bytes.get();
+    let (spool, unverified) = tokio::task::spawn_blocking(move || {
+        let spool = Spool::open(spool_config)?;
+        let unverified = unverified::open(spool.dir(), unverified_max_bytes)?;
+        Ok::<_, io::Error>((spool, unverified))
+    })
+    .await
+    .map_err(io::Error::other)?
+    .map_err(|e| {
+        io::Error::other(format!(
+            "opening the spool at `{}`: {e}",
+            spool_dir.display()
+        ))
+    })?;
     let spooled = spool.stats();
     let store_kind = store.kind();
     let config = webhook_ingest::Config {
         spool: Some(spool),
+        unverified: Some(unverified),
         ..args.config()
     };
     let limits = args.limits();

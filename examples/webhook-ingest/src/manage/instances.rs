@@ -135,6 +135,7 @@ pub(crate) async fn create_inbox(
             secret: secret.clone(),
         })
         .await?;
+    state.refreshes.want();
     // The host the client reached us by is the one its provider should use.
     let host = headers
         .get(header::HOST)

@@ -8,6 +8,7 @@
 //! instances at once store it once: the database makes the later ones wait on the first's
 //! row and then see it.
 
+mod inboxes;
 mod refusals;
 pub mod tls;
 

@@ -86,6 +86,14 @@ impl Service {
         config: webhook_ingest::Config,
     ) -> Self {
         faultline::install_panic_hook();
+        // What no one could verify goes to its own small spool, inside the main one's
+        // directory, as the binary opens it, unless the test opened one itself.
+        let mut config = config;
+        if let (Some(spool), None) = (&config.spool, &config.unverified) {
+            let max_bytes = webhook_ingest::spool::unverified::DEFAULT_UNVERIFIED_MAX_BYTES;
+            config.unverified =
+                Some(webhook_ingest::spool::unverified::open(spool.dir(), max_bytes).unwrap());
+        }
         let (store, outage) = Outage::wrap(store);
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -6,6 +6,7 @@
 //! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
 //! single connection, so its reads queue behind the writer too.
 
+mod inboxes;
 mod refusals;
 mod schema;
 
