@@ -53,6 +53,12 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR", env = "WEBHOOK_INGEST_LISTEN", default_value_t = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
+    /// The URL providers and people reach the service by, such as
+    /// `https://hooks.example.com` behind TLS or a proxy; inbox callback URLs and the first
+    /// page are built from it (default: `http://` and the address bound)
+    #[arg(long, value_name = "URL", env = "WEBHOOK_INGEST_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
+
     /// Shorthand for `--listen 127.0.0.1:PORT`; 0 picks a free port (wins over
     /// WEBHOOK_INGEST_LISTEN, not with `--listen`)
     #[arg(long, value_name = "PORT")]
@@ -244,9 +250,28 @@ impl Cli {
             secret_grace: self.secret_grace.0,
             unverified_max_body: self.unverified_max_body,
             inbox_refresh: self.inbox_refresh.0,
+            public_url: self.public_url.clone(),
             ..Config::default()
         }
     }
+}
+
+/// A base URL as `--public-url` takes it: `http://` or `https://`, a host, perhaps a port
+/// and a path; no query or fragment, which a callback URL cannot carry after it. A trailing
+/// slash is dropped.
+fn public_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or("must start with `http://` or `https://`")?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() || host.contains('@') {
+        return Err("must name a host, and no user".into());
+    }
+    if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must have no query, fragment or spaces".into());
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 /// A positive duration as the flags write it: `250ms`, `5s`, `10m`, `24h`, or plain seconds

@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use faultline::{FaultLayer, Ledger};
 
-use crate::manage::{observe, rotation};
+use crate::manage::{home, observe, rotation};
 use crate::receive::{ignored, refusals};
 use crate::spool::drain;
 use crate::store::Store;
@@ -61,7 +61,14 @@ pub struct Config {
     pub unverified_max_body: usize,
     /// How often the known inboxes are read again from the store.
     pub inbox_refresh: std::time::Duration,
+    /// The base URL providers and people reach the service by (`https://hooks.example.com`):
+    /// an inbox's callback URL and the first page are built from it, never from a request's
+    /// `Host` header, which the client chooses. Without one, [`DEFAULT_PUBLIC_URL`].
+    pub public_url: Option<String>,
 }
+
+/// The base URL when none is configured: the default listen address.
+pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:3000";
 
 impl Default for Config {
     fn default() -> Self {
@@ -75,6 +82,7 @@ impl Default for Config {
             unverified: None,
             unverified_max_body: spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY,
             inbox_refresh: refresh::DEFAULT_INBOX_REFRESH,
+            public_url: None,
         }
     }
 }
@@ -92,6 +100,8 @@ pub(crate) struct AppState {
     unverified_refused: spool::unverified::BoundRefusals,
     spool_refused: drain::Refusals,
     refreshes: refresh::Refreshes,
+    /// [`Config::public_url`], without a trailing slash.
+    public_url: Arc<str>,
     /// Stops the drainers and the refresher when the last router holding this state is
     /// dropped.
     _tasks: Arc<Vec<AbortOnDrop>>,
@@ -122,6 +132,12 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         unverified_refused: spool::unverified::BoundRefusals::default(),
         spool_refused: drain::Refusals::default(),
         refreshes: refresh::Refreshes::default(),
+        public_url: config
+            .public_url
+            .as_deref()
+            .unwrap_or(DEFAULT_PUBLIC_URL)
+            .trim_end_matches('/')
+            .into(),
         _tasks: Arc::default(),
     };
     state._tasks = Arc::new(start_tasks(&state, config.inbox_refresh));
@@ -136,6 +152,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     ));
     let mut router = manage::routes()
         .merge(hooks)
+        .route("/", get(home::home))
         .route("/health", get(observe::health))
         .with_state(state)
         .route("/metrics", metrics);

@@ -9,7 +9,8 @@
 //!
 //! It binds `--listen` (default `127.0.0.1:3000`; `--port N` is short for `127.0.0.1:N`, and 0
 //! picks a free port) and prints `listening on ADDR` as its first line on stdout; logs go to
-//! stderr. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
+//! stderr. `GET /` says what the service is and how to start; the URLs it and every inbox
+//! answer with start with `--public-url`, else `http://ADDR`, never the request's `Host`. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
 //! that PostgreSQL database (its migrations run at start-up), so several instances can share
 //! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
 //! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
@@ -146,17 +147,24 @@ async fn serve(args: Cli) -> io::Result<()> {
     let limits = args.limits();
     let connections = config.connections.clone();
     let deadlines = config.deadlines;
-    let (router, ledger) = webhook_ingest::app(store, config);
     let listen = args.listen_addr();
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| io::Error::new(e.kind(), format!("binding {listen} failed: {e}")))?;
-    println!("listening on {}", listener.local_addr()?);
+    let bound = listener.local_addr()?;
+    let config = webhook_ingest::Config {
+        public_url: Some(public_url(args.public_url.as_deref(), bound)),
+        ..config
+    };
+    let public = config.public_url.clone().unwrap_or_default();
+    let (router, ledger) = webhook_ingest::app(store, config);
+    println!("listening on {bound}");
     tracing::info!(
         db = %db,
         store = store_kind,
         spool = %spool_dir.display(),
         spool_depth = spooled.depth,
+        public_url = %public,
         ?limits,
         ?deadlines,
         "serving"
@@ -177,6 +185,23 @@ async fn serve(args: Cli) -> io::Result<()> {
         "final ledger"
     );
     Ok(())
+}
+
+/// The base URL of callback URLs and of the first page: `--public-url`, else built from the
+/// address bound (never from a request's `Host`). An address of every interface is no URL
+/// a provider can call: said once, at start.
+fn public_url(configured: Option<&str>, bound: std::net::SocketAddr) -> String {
+    if let Some(url) = configured {
+        return url.to_owned();
+    }
+    if bound.ip().is_unspecified() {
+        tracing::warn!(
+            %bound,
+            "no --public-url: inbox callback URLs name an address of every interface; \
+             set --public-url to the URL providers reach this service by"
+        );
+    }
+    format!("http://{bound}")
 }
 
 /// The store: SQLite opened now; PostgreSQL opened now if it answers, else in the background

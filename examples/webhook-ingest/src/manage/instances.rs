@@ -2,7 +2,7 @@
 //! or secret it alone holds.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -136,12 +136,9 @@ pub(crate) async fn create_inbox(
         })
         .await?;
     state.refreshes.want();
-    // The host the client reached us by is the one its provider should use.
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:3000");
-    let url = format!("http://{host}/api/{}/inboxes/{id}/commits", row.id);
+    // From the configured public URL: the request's Host is the client's to choose, and
+    // behind TLS or a proxy it is not what the provider must call.
+    let url = format!("{}/api/{}/inboxes/{id}/commits", state.public_url, row.id);
     Ok((
         StatusCode::CREATED,
         Json(json!({
