@@ -293,3 +293,40 @@ async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refre
         "{down}"
     );
 }
+
+#[tokio::test]
+async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
+    let dir = SpoolDir(temp_path("seen", "spool"));
+    let db = temp_path("seen", "db");
+    let peer = Service::serve(
+        Store::open(db.to_str().unwrap()).await.unwrap(),
+        None,
+        TEST_BODY_LIMIT,
+    )
+    .await;
+    let config = webhook_ingest::Config {
+        spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let store = Store::open(db.to_str().unwrap()).await.unwrap();
+    let service = Service::serve_with(store, Some(db), config).await;
+    until(&service, "refreshed", |h| {
+        h["spool"]["inbox_refreshes"] == 1
+    })
+    .await;
+    let fixture = peer.setup().await;
+    let file = dir
+        .0
+        .join(webhook_ingest::verify::known::KNOWN_INBOXES_FILE);
+    assert_eq!(webhook_ingest::verify::known::load(&file).unwrap().len(), 0);
+
+    let body = github_push(&["first"]);
+    let push = delivery(&service, &fixture, Vcs::Github, "push", "first", &body);
+    assert_eq!(service.send(push).await.status, 201);
+    // Long before the next period (a minute): the look-up asked for a refresh.
+    until(&service, "refreshed after the look-up", |h| {
+        h["spool"]["inbox_refreshes"] == 2
+    })
+    .await;
+    assert_eq!(webhook_ingest::verify::known::load(&file).unwrap().len(), 3);
+}

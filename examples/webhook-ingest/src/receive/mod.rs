@@ -138,7 +138,12 @@ async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Inbox,
         .await
     {
         Ok(Some(row)) => {
-            state.secrets.remember(instance, &row);
+            // An inbox new here (made on another instance since the last refresh) is written
+            // to the file of known inboxes now rather than at the next period. Only inboxes
+            // that exist get here, so no sender can make refreshes by the request.
+            if state.secrets.remember(instance, &row) {
+                state.refreshes.want();
+            }
             Ok(Inbox::Stored(row))
         }
         Ok(None) => Err(IngestError::InboxNotFound(inbox.to_owned())),

@@ -36,13 +36,17 @@ pub struct SecretCache {
 }
 
 impl SecretCache {
-    /// Remembers what the store answered for `inbox` of `instance`.
-    pub fn remember(&self, instance: &str, inbox: &InboxRow) {
+    /// Remembers what the store answered for `inbox` of `instance`; whether it is one not
+    /// remembered before.
+    pub fn remember(&self, instance: &str, inbox: &InboxRow) -> bool {
         let mut inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
         let key = (instance.to_owned(), inbox.id.clone());
         if inboxes.len() < MAX_CACHED_INBOXES || inboxes.contains_key(&key) {
-            inboxes.insert(key, (inbox.clone(), Instant::now()));
+            return inboxes
+                .insert(key, (inbox.clone(), Instant::now()))
+                .is_none();
         }
+        false
     }
 
     /// Forgets everything and remembers `inboxes` (the first [`MAX_CACHED_INBOXES`]), as the
