@@ -135,6 +135,16 @@ pub(crate) async fn create_inbox(
             secret: secret.clone(),
         })
         .await?;
+    // Known here at once, so that a delivery in the next instant of an outage is verified;
+    // the file follows with the refresh.
+    let known = store::InboxRow {
+        id: id.clone(),
+        digest_id: digest.clone(),
+        vcs,
+        secret: secret.clone(),
+        previous: None,
+    };
+    let _ = state.secrets.remember(&row.id, &known);
     state.refreshes.want();
     // From the configured public URL: the request's Host is the client's to choose, and
     // behind TLS or a proxy it is not what the provider must call.
