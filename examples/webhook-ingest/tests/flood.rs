@@ -337,3 +337,45 @@ async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
     .await;
     assert_eq!(known::load(&file).unwrap().len(), 3);
 }
+
+/// A store whose inboxes cannot be listed, so that no refresh ever succeeds.
+struct NoListing(Store);
+
+impl webhook_ingest::store::StoreBackend for NoListing {
+    fn inner(&self) -> &Store {
+        &self.0
+    }
+
+    fn before(&self, operation: &'static str) -> Result<(), webhook_ingest::store::StoreError> {
+        match operation {
+            "inboxes" => Err(webhook_ingest::store::StoreError::Connecting),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
+    let dir = SpoolDir(temp_path("made-here", "spool"));
+    let inner = Store::open(":memory:").await.unwrap();
+    let config = webhook_ingest::Config {
+        spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let service = Service::serve_with(Store::wrapping(NoListing(inner)), None, config).await;
+    let fixture = service.setup().await;
+    service.outage.begin();
+    let body = gitlab_push();
+    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
+        .set("x-gitlab-token", "not-the-secret");
+    let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &body);
+    service
+        .send(forged)
+        .await
+        .assert_problem(401, "bad-signature");
+    let real = delivery(&service, &fixture, Vcs::Gitlab, "Push Hook", "gl-1", &body);
+    assert_eq!(service.send(real).await.str("status"), "queued");
+    let down = health(&service).await;
+    assert_eq!(down["spool"]["inbox_refreshes"], 0, "{down}");
+    assert_eq!(down["spool"]["depth"], 1, "{down}");
+}
