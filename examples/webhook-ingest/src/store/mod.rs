@@ -196,6 +196,29 @@ pub struct OpenOptions {
     /// A PEM file of certificates to trust, beside the system's roots, when a PostgreSQL URL
     /// says `sslmode=verify-full`: a managed database's own CA.
     pub db_ca: Option<std::path::PathBuf>,
+    /// Whether a SQLite file store's commit waits for the disk.
+    pub sqlite_sync: SqliteSync,
+}
+
+/// Whether a SQLite commit, and so the answer that says stored, waits for the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SqliteSync {
+    /// `synchronous=FULL`: each commit fsyncs the WAL; an acknowledged delivery survives a
+    /// power cut. Group commit shares one fsync among every delivery waiting.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: the WAL is fsynced only at checkpoints; a power cut or a
+    /// kernel crash can lose the last acknowledged deliveries (a killed process loses none).
+    Normal,
+}
+
+impl SqliteSync {
+    fn pragma(self) -> &'static str {
+        match self {
+            SqliteSync::Full => "FULL",
+            SqliteSync::Normal => "NORMAL",
+        }
+    }
 }
 
 /// A handle on the store; cheap to clone.
@@ -309,6 +332,16 @@ impl Store {
     /// `--fail-store` can see what providers see when the database is down.
     pub fn set_failing(&self, failing: bool) {
         self.failing.store(failing, Ordering::Relaxed);
+    }
+
+    /// Why an answer that says stored may not survive a power cut or a crash of the database
+    /// server under the store's settings, or `None` when every commit waits for the disk
+    /// (and for a PostgreSQL primary's synchronous standbys). `None` too until opened.
+    pub fn not_durable(&self) -> Option<&str> {
+        match self.backend.get()? {
+            Backend::Sqlite(store) => store.not_durable(),
+            Backend::Postgres(store) => store.not_durable(),
+        }
     }
 
     /// Whether the store answers a trivial query.
@@ -425,8 +458,8 @@ async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, 
             postgres::PgStore::open(location, ca).await?,
         ));
     }
-    let path = location.to_owned();
-    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+    let (path, sync) = (location.to_owned(), options.sqlite_sync);
+    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path, sync))
         .await
         .map_err(|_| StoreError::Stopped)?;
     Ok(Backend::Sqlite(opened?))

@@ -2,25 +2,30 @@
 //!
 //! Every write goes to one writer thread that owns the only writing connection, through a
 //! bounded queue: SQLite admits one writer at a time anyway, and a full queue answers "busy"
-//! at once instead of parking requests. Reads run on tokio's blocking pool over a few
-//! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
-//! single connection, so its reads queue behind the writer too.
+//! at once instead of parking requests. The writer commits every job waiting in one
+//! transaction (`writer`), and answers none before that commit is on disk. Reads run on
+//! tokio's blocking pool over a few read-only connections, which WAL lets proceed beside the
+//! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
+//! too.
 
 mod refusals;
 mod schema;
+mod writer;
 
-use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use super::{
+    InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
+};
 use crate::payload::Commit;
 use schema::migrate;
+use writer::{copied, Job, Reply};
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout
@@ -39,8 +44,6 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// A handle on the SQLite store; cheap to clone.
 #[derive(Clone)]
 pub(super) struct SqliteStore {
@@ -49,13 +52,16 @@ pub(super) struct SqliteStore {
 
 struct Shared {
     writer: SyncSender<Job>,
+    /// Why a commit may return before it is durable, or `None` when it waits for the disk.
+    not_durable: Option<&'static str>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
 }
 
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path`; `:memory:` makes a throwaway one.
-    pub(super) fn open(path: &str) -> Result<SqliteStore, StoreError> {
+    /// `sync` says whether a commit waits for the disk.
+    pub(super) fn open(path: &str, sync: SqliteSync) -> Result<SqliteStore, StoreError> {
         let in_memory = path == ":memory:";
         let mut writer = Connection::open(path).map_err(|e| StoreError::Open(e.into()))?;
         writer
@@ -63,9 +69,10 @@ impl SqliteStore {
             .and_then(|()| {
                 if !in_memory {
                     writer.pragma_update(None, "journal_mode", "WAL")?;
-                    // In WAL mode NORMAL loses no committed data on a crash of the process,
-                    // only possibly the last transactions on a power loss.
-                    writer.pragma_update(None, "synchronous", "NORMAL")?;
+                    // FULL: every commit fsyncs the WAL, so a commit that returned survives a
+                    // power loss; NORMAL syncs only at checkpoints. Group commit pays one
+                    // fsync for a whole batch.
+                    writer.pragma_update(None, "synchronous", sync.pragma())?;
                 }
                 writer.pragma_update(None, "foreign_keys", "ON")?;
                 migrate(&mut writer)
@@ -82,34 +89,44 @@ impl SqliteStore {
         let (sender, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || {
-                let mut connection = writer;
-                // Ends when the last `Store` is dropped and the queue is drained.
-                for job in jobs {
-                    // A job that panics loses its own answer (its request gets a 503) and rolls
-                    // its transaction back as it unwinds; the writer goes on with the next.
-                    let _ = panic::catch_unwind(AssertUnwindSafe(|| job(&mut connection)));
-                }
-            })
+            .spawn(move || writer::run(writer, jobs))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
             shared: Arc::new(Shared {
                 writer: sender,
+                not_durable: not_durable(in_memory, sync),
                 readers,
                 next_reader: AtomicUsize::new(0),
             }),
         })
     }
 
-    /// Runs `work` on the writer thread, in the order of arrival.
+    /// Why a commit may return before it is durable, or `None` when it waits for the disk.
+    pub(super) fn not_durable(&self) -> Option<&str> {
+        self.shared.not_durable
+    }
+
+    /// Runs `work` on the writer thread, in the order of arrival, as one atomic part of the
+    /// next group commit; answers once that commit is durable. An error of `work` rolls back
+    /// what it wrote, and only that.
     async fn write<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |connection| {
-            // The receiver is gone only if the request was cancelled; the write stands.
-            let _ = answer.send(work(connection));
+            let done = work(connection);
+            let kept = done.is_ok();
+            let reply: Reply = Box::new(move |commit| {
+                let answered = match (done, commit) {
+                    (Ok(value), Ok(())) => Ok(value),
+                    (Ok(_), Err(error)) => Err(copied(error)),
+                    (Err(error), _) => Err(error),
+                };
+                // The receiver is gone only if the request was cancelled; the write stands.
+                let _ = answer.send(answered);
+            });
+            (kept, reply)
         });
         self.shared.writer.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => StoreError::QueueFull,
@@ -272,9 +289,9 @@ impl SqliteStore {
         delivery_id: String,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
-        self.write(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // The conflict is settled inside the transaction by the primary key, not by a
+        self.write(move |tx| {
+            // The write is one savepoint of the writer's batch, atomic on its own. The
+            // conflict is settled inside the transaction by the primary key, not by a
             // look-up before it: that holds whatever reaches the database at the same time.
             let redeliveries: i64 = tx
                 .prepare_cached(
@@ -289,7 +306,6 @@ impl SqliteStore {
                     |row| row.get(0),
                 )?;
             if redeliveries > 0 {
-                tx.commit()?;
                 return Ok(Ingested::Duplicate);
             }
             {
@@ -313,7 +329,6 @@ impl SqliteStore {
                     ])?;
                 }
             }
-            tx.commit()?;
             Ok(Ingested::Stored(commits.len()))
         })
         .await
@@ -375,6 +390,18 @@ impl SqliteStore {
     }
 }
 
+/// Why commits of a store opened so may return before they are durable.
+fn not_durable(in_memory: bool, sync: SqliteSync) -> Option<&'static str> {
+    match (in_memory, sync) {
+        (true, _) => Some("the store is in memory: everything is lost when the process ends"),
+        (false, SqliteSync::Normal) => Some(
+            "sqlite synchronous=NORMAL: a commit returns before the WAL is fsynced, so a \
+             power cut or a kernel crash can lose acknowledged deliveries",
+        ),
+        (false, SqliteSync::Full) => None,
+    }
+}
+
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let connection = Connection::open_with_flags(
         path,
@@ -416,7 +443,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = SqliteStore::open(&path).unwrap();
+        let store = SqliteStore::open(&path, SqliteSync::Full).unwrap();
         let inbox = || InboxRow {
             id: "ib".into(),
             digest_id: "dg".into(),
@@ -444,7 +471,7 @@ mod tests {
         assert_eq!(listed[1].1.author.as_deref(), Some("Ada"));
         drop(store);
         // Opened again, nothing runs twice.
-        SqliteStore::open(&path).unwrap();
+        SqliteStore::open(&path, SqliteSync::Full).unwrap();
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{path}{suffix}"));
         }
