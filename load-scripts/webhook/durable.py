@@ -30,10 +30,11 @@ import threading
 import time
 from pathlib import Path
 
-# Parallel senders and deliveries each: enough that group commit puts several deliveries
-# under one fsync, few enough for a traced debug build on a loaded 2-core machine.
-SENDERS = 8
-PER_SENDER = 25
+# Two phases, (senders, deliveries each): one sender alone, where an answer that does not
+# wait for its own fsync finds no other fsync to hide behind; then parallel senders, enough
+# that group commit puts several deliveries under one fsync, few enough for a traced debug
+# build on a loaded 2-core machine.
+PHASES = ((1, 50), (8, 25))
 START_TIMEOUT_S = 60.0
 # A graceful stop drains the writer; far longer than that means it hangs.
 STOP_TIMEOUT_S = 60.0
@@ -100,15 +101,16 @@ def inbox(port: int) -> tuple[str, str]:
     return f"{base}/inboxes/{box['id']}/commits", box["secret"]
 
 
-def send_all(port: int, path: str, secret: str, want: int) -> list[str]:
-    """SENDERS keep-alive connections at once, PER_SENDER pushes each; every answer must be
-    `want`. Returns the delivery ids acknowledged."""
+def send_all(port: int, path: str, secret: str, want: int, phase: int) -> list[str]:
+    """The phase's keep-alive connections at once, its number of pushes each; every answer
+    must be `want`. Returns the delivery ids acknowledged."""
     acked, failures = [], []
+    senders, per_sender = PHASES[phase]
 
     def sender(s: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        for n in range(PER_SENDER):
-            delivery = f"durable-{s}-{n}"
+        for n in range(per_sender):
+            delivery = f"durable-{phase}-{s}-{n}"
             body = json.dumps({"ref": "refs/heads/main",
                                "repository": {"full_name": "durable/widgets"},
                                "commits": [{"id": f"{s:04x}{n:04x}", "message": "m"}]}).encode()
@@ -124,7 +126,7 @@ def send_all(port: int, path: str, secret: str, want: int) -> list[str]:
                 failures.append(f"{delivery}: {answer.status} {text[:120]!r}")
         conn.close()
 
-    threads = [threading.Thread(target=sender, args=(s,)) for s in range(SENDERS)]
+    threads = [threading.Thread(target=sender, args=(s,)) for s in range(senders)]
     for t in threads:
         t.start()
     for t in threads:
@@ -205,12 +207,14 @@ def main() -> int:
             path, secret = "/api/in_nowhere/inboxes/ib_nowhere/commits", "made-up"
         else:
             path, secret = inbox(port)
-        acked = send_all(port, path, secret, int(status))
+        acked = [delivery for phase in range(len(PHASES))
+                 for delivery in send_all(port, path, secret, int(status), phase)]
     finally:
         stop(proc)
     checked, bad = uncovered(events(work / "trace.txt"), durable_file, status)
-    print(f"durable: {mode}: {len(acked)} deliveries answered {status} from {SENDERS} connections "
-          f"at once; {checked} answers found in the trace, {len(bad)} without a sync of "
+    phases = " then ".join(f"{n} × {each}" for n, each in PHASES)
+    print(f"durable: {mode}: {len(acked)} deliveries answered {status} ({phases} at once); "
+          f"{checked} answers found in the trace, {len(bad)} without a sync of "
           f"{durable_file.pattern} between the request and the answer")
     if checked != len(acked):
         print(f"durable: {mode}: the trace shows {checked} answers, {len(acked)} were received")

@@ -203,22 +203,14 @@ pub struct OpenOptions {
 /// Whether a SQLite commit, and so the answer that says stored, waits for the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SqliteSync {
-    /// `synchronous=FULL`: each commit fsyncs the WAL; an acknowledged delivery survives a
-    /// power cut. Group commit shares one fsync among every delivery waiting.
+    /// The WAL is fsynced after each commit and before its answers (as `synchronous=FULL`
+    /// does, by a thread of its own that flushes one batch while the next is written); an
+    /// acknowledged delivery survives a power cut.
     #[default]
     Full,
     /// `synchronous=NORMAL`: the WAL is fsynced only at checkpoints; a power cut or a
     /// kernel crash can lose the last acknowledged deliveries (a killed process loses none).
     Normal,
-}
-
-impl SqliteSync {
-    fn pragma(self) -> &'static str {
-        match self {
-            SqliteSync::Full => "FULL",
-            SqliteSync::Normal => "NORMAL",
-        }
-    }
 }
 
 /// A handle on the store; cheap to clone.

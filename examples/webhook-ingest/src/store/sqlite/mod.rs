@@ -8,15 +8,17 @@
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
+mod inboxes;
 mod refusals;
 mod schema;
+mod syncer;
 mod writer;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
@@ -56,6 +58,7 @@ struct Shared {
     not_durable: Option<&'static str>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    inboxes: inboxes::Inboxes,
 }
 
 impl SqliteStore {
@@ -69,10 +72,9 @@ impl SqliteStore {
             .and_then(|()| {
                 if !in_memory {
                     writer.pragma_update(None, "journal_mode", "WAL")?;
-                    // FULL: every commit fsyncs the WAL, so a commit that returned survives a
-                    // power loss; NORMAL syncs only at checkpoints. Group commit pays one
-                    // fsync for a whole batch.
-                    writer.pragma_update(None, "synchronous", sync.pragma())?;
+                    // NORMAL: a commit writes the WAL and does not wait for the disk; the
+                    // syncer's fsync does, for every batch at once (`syncer`).
+                    writer.pragma_update(None, "synchronous", "NORMAL")?;
                 }
                 writer.pragma_update(None, "foreign_keys", "ON")?;
                 migrate(&mut writer)
@@ -86,10 +88,14 @@ impl SqliteStore {
                 .collect::<Result<_, _>>()
                 .map_err(|e| StoreError::Open(e.into()))?
         };
+        let syncer = match (in_memory, sync) {
+            (false, SqliteSync::Full) => Some(start_syncer(path)?),
+            _ => None,
+        };
         let (sender, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer::run(writer, jobs))
+            .spawn(move || writer::run(writer, jobs, syncer))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
             shared: Arc::new(Shared {
@@ -97,6 +103,7 @@ impl SqliteStore {
                 not_durable: not_durable(in_memory, sync),
                 readers,
                 next_reader: AtomicUsize::new(0),
+                inboxes: inboxes::Inboxes::default(),
             }),
         })
     }
@@ -242,6 +249,25 @@ impl SqliteStore {
         instance: String,
         id: String,
     ) -> Result<Option<InboxRow>, StoreError> {
+        let generation = match self.shared.inboxes.get(&instance, &id) {
+            Ok(row) => return Ok(Some(row)),
+            Err(generation) => generation,
+        };
+        let read_at = Instant::now();
+        let found = self.read_inbox(instance.clone(), id).await?;
+        if let Some(row) = &found {
+            self.shared
+                .inboxes
+                .keep(&instance, row, generation, read_at);
+        }
+        Ok(found)
+    }
+
+    async fn read_inbox(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<Option<InboxRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
                 "SELECT id, digest_id, vcs, secret, previous_secret,
@@ -270,16 +296,22 @@ impl SqliteStore {
         id: String,
         secret: String,
     ) -> Result<bool, StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "UPDATE inboxes SET previous_secret = secret, secret = ?1,
+        let (kept_instance, kept_id) = (instance.clone(), id.clone());
+        let rotated = self
+            .write(move |c| {
+                c.execute(
+                    "UPDATE inboxes SET previous_secret = secret, secret = ?1,
                      secret_rotated_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER)
                  WHERE id = ?2 AND instance_id = ?3 AND digest_id = ?4",
-                params![secret, id, instance, digest],
-            )
-            .map(|updated| updated == 1)
-        })
-        .await
+                    params![secret, id, instance, digest],
+                )
+                .map(|updated| updated == 1)
+            })
+            .await;
+        // Committed (or failed, and then possibly committed anyway): the kept row is stale
+        // either way.
+        self.shared.inboxes.forget(&kept_instance, &kept_id);
+        rotated
     }
 
     pub(super) async fn ingest(
@@ -390,6 +422,18 @@ impl SqliteStore {
     }
 }
 
+/// The syncer's thread, on the WAL of the database at `path`, which the migrations created
+/// and the store's open connections keep (SQLite removes it only when the last one closes).
+fn start_syncer(path: &str) -> Result<mpsc::Sender<syncer::Committed>, StoreError> {
+    let wal = std::fs::File::open(format!("{path}-wal")).map_err(|e| StoreError::Open(e.into()))?;
+    let (sender, committed) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("store-syncer".into())
+        .spawn(move || syncer::run(wal, committed))
+        .map_err(StoreError::Spawn)?;
+    Ok(sender)
+}
+
 /// Why commits of a store opened so may return before they are durable.
 fn not_durable(in_memory: bool, sync: SqliteSync) -> Option<&'static str> {
     match (in_memory, sync) {
@@ -412,68 +456,4 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::schema::SCHEMA_V1;
-    use super::*;
-    use crate::webhook::Vcs;
-
-    /// A database made before migrations were versioned keeps its rows, and takes commits
-    /// without the optional fields afterwards.
-    #[tokio::test]
-    async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
-        let path = std::env::temp_dir().join(format!(
-            "faultline-migrate-{}-{:?}.db",
-            std::process::id(),
-            std::time::SystemTime::now()
-        ));
-        let path = path.to_str().unwrap().to_owned();
-        {
-            let old = Connection::open(&path).unwrap();
-            old.execute_batch(SCHEMA_V1).unwrap();
-            old.execute_batch(
-                "INSERT INTO instances (id, key_hash) VALUES ('in', x'00');
-                 INSERT INTO digests (id, instance_id, description) VALUES ('dg', 'in', 'd');
-                 INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
-                     VALUES ('ib', 'in', 'dg', 'github', 'n', 's');
-                 INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
-                     VALUES ('ib', 'old', 'in', 1);
-                 INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
-                     message, author, timestamp, repository, branch)
-                     VALUES ('in', 'dg', 'ib', 'old', 'a1', 'm', 'Ada', 't', 'r', 'main');",
-            )
-            .unwrap();
-        }
-        let store = SqliteStore::open(&path, SqliteSync::Full).unwrap();
-        let inbox = || InboxRow {
-            id: "ib".into(),
-            digest_id: "dg".into(),
-            vcs: Vcs::Github,
-            secret: "s".into(),
-            previous: None,
-        };
-        let bare = Commit {
-            sha: "b2".into(),
-            message: None,
-            author: None,
-            timestamp: None,
-            repository: "r".into(),
-            branch: "main".into(),
-        };
-        let stored = store
-            .ingest("in".into(), inbox(), "new".into(), vec![bare.clone()])
-            .await
-            .unwrap();
-        assert_eq!(stored, Ingested::Stored(1));
-        let commits = store.commits("dg".into(), None, 10).await.unwrap();
-        let listed: Vec<_> = commits.into_iter().map(|c| (c.seq, c.commit)).collect();
-        assert_eq!(listed[0], (2, bare));
-        assert_eq!(listed[1].0, 1);
-        assert_eq!(listed[1].1.author.as_deref(), Some("Ada"));
-        drop(store);
-        // Opened again, nothing runs twice.
-        SqliteStore::open(&path, SqliteSync::Full).unwrap();
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{path}{suffix}"));
-        }
-    }
-}
+mod tests;

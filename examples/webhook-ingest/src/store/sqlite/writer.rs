@@ -1,14 +1,18 @@
 //! The writer thread's group commit: every job waiting when the last commit ended goes into
-//! one transaction, each under a savepoint of its own, and one commit (one fsync of the WAL
-//! at `synchronous=FULL`) makes them all durable. No job is answered before that commit.
+//! one transaction, each under a savepoint of its own, and one commit holds them all. No job
+//! is answered before that commit is durable: the syncer (`syncer`) fsyncs the WAL for every
+//! batch committed since its last fsync, and answers them then.
 //!
 //! So a delivery pays for an fsync only while the disk is idle: under load, one fsync
-//! acknowledges every delivery that arrived while the previous one ran.
+//! acknowledges every delivery that arrived while the previous one was flushed.
 
+use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
 
 use rusqlite::{ffi, Connection};
+
+use super::syncer::Committed;
 
 /// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
 /// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
@@ -24,18 +28,29 @@ pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 /// its changes are kept (false rolls its savepoint back) and how to answer.
 pub(super) type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
 
-/// Runs batches until the last sender is dropped and the queue is drained.
-pub(super) fn run(connection: Connection, jobs: Receiver<Job>) {
+/// Runs batches until the last sender is dropped and the queue is drained. Each committed
+/// batch goes to `syncer`, or is answered at once without one (a store that does not wait
+/// for the disk).
+pub(super) fn run(connection: Connection, jobs: Receiver<Job>, syncer: Option<Sender<Committed>>) {
     while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-        commit_batch(&connection, batch);
+        let committed = commit_batch(&connection, batch);
+        match &syncer {
+            Some(syncer) => {
+                if let Err(unsent) = syncer.send(committed) {
+                    let gone = io::Error::other("the store's syncer stopped");
+                    unsent.0.answer(Err(&gone));
+                }
+            }
+            None => committed.answer(Ok(())),
+        }
     }
 }
 
-/// One transaction for `batch`, one commit, then every answer.
-fn commit_batch(connection: &Connection, batch: Vec<Job>) {
+/// One transaction for `batch` and its commit; the answers wait for the caller.
+fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
     let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let mut open = begin(connection);
     for job in batch {
@@ -65,8 +80,9 @@ fn commit_batch(connection: &Connection, batch: Vec<Job>) {
     if committed.is_err() && !connection.is_autocommit() {
         let _ = connection.execute_batch("ROLLBACK");
     }
-    for reply in replies {
-        reply(committed.as_ref().map(|_| ()));
+    Committed {
+        replies,
+        result: committed,
     }
 }
 
@@ -172,7 +188,7 @@ mod tests {
             jobs.send(insert(key, panics, &log)).unwrap();
         }
         drop(jobs);
-        run(connection, queue);
+        run(connection, queue, None);
         let log = log.lock().unwrap().clone();
         assert_eq!(
             log,
