@@ -28,7 +28,7 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::Parser;
 
-use crate::rotation;
+use crate::manage::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
 use crate::store;
@@ -107,10 +107,6 @@ pub struct Cli {
     /// The spool's bound in bytes; past it a delivery the store cannot take gets 503
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_SPOOL_MAX_BYTES", default_value_t = NonZeroU64::new(spool::DEFAULT_SPOOL_MAX_BYTES).expect("not zero"))]
     pub spool_max_bytes: NonZeroU64,
-
-    /// Make every store operation fail, to see what providers see when the store is down
-    #[arg(long)]
-    pub fail_store: bool,
 
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]

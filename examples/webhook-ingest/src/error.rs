@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use faultline::Fault;
 
 use crate::store::StoreError;
-use crate::webhook::Vcs;
+use crate::verify::webhook::Vcs;
 
 /// The errors of the service's handlers.
 ///

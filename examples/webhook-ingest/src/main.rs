@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p webhook-ingest -- [--listen ADDR | --port N] [--db PATH|postgres://…]
-//!     [--body-limit BYTES] [--fail-store] [limits]
+//!     [--body-limit BYTES] [limits]
 //! cargo run --release -p webhook-ingest -- --help
 //! ```
 //!
@@ -15,8 +15,7 @@
 //! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
 //! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
 //! at start-up with the reason; a PostgreSQL database that is merely down at start is connected
-//! (and migrated) in the background, with backoff. `--fail-store` makes every store operation
-//! fail, to see what providers see when the store is down.
+//! (and migrated) in the background, with backoff.
 //!
 //! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
 //! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
@@ -53,7 +52,7 @@ use webhook_ingest::cli::Cli;
 use webhook_ingest::serve;
 use webhook_ingest::spool::Spool;
 use webhook_ingest::store::{self, Store};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
@@ -118,9 +117,6 @@ async fn serve(args: Cli) -> io::Result<()> {
         }
         io::Error::other(said)
     })?;
-    if args.fail_store {
-        store.set_failing(true);
-    }
     let spool_config = args.spool_config();
     let spool_dir = spool_config.dir.clone();
     let spool = tokio::task::spawn_blocking(move || Spool::open(spool_config))
@@ -150,7 +146,6 @@ async fn serve(args: Cli) -> io::Result<()> {
     tracing::info!(
         db = %db,
         store = store_kind,
-        fail_store = args.fail_store,
         spool = %spool_dir.display(),
         spool_depth = spooled.depth,
         ?limits,

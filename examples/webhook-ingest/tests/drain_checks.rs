@@ -11,7 +11,7 @@ use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::{Spool, SpoolConfig};
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::Vcs;
+use webhook_ingest::verify::webhook::Vcs;
 
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
 
@@ -99,7 +99,7 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
     let service = &spooled.service;
     let fixture = service.setup().await;
     // Down from the start: the inbox was never seen, so the delivery cannot be checked now.
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = gitlab_push();
     let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
         .set("x-gitlab-token", "not-the-secret");
@@ -110,7 +110,7 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
         (202, "queued".into())
     );
 
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
     let listed = failures(service, &fixture, Vcs::Gitlab).await;
@@ -131,19 +131,19 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
     let old = service.setup().await;
     rotate(service, &old, Vcs::Github).await;
     // Unseen inbox: spooled unverified, checked when drained.
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["unseen"]);
     let unseen = delivery(service, &old, Vcs::Github, "push", "old-unseen", &body);
     assert_eq!(service.send(unseen).await.str("status"), "queued");
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 0, "{health}");
     // Seen inbox: checked at once against the remembered secrets, previous one included.
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["seen"]);
     let seen = delivery(service, &old, Vcs::Github, "push", "old-seen", &body);
     assert_eq!(service.send(seen).await.str("status"), "queued");
-    service.store.set_failing(false);
+    service.outage.end();
     drained(service).await;
     assert_eq!(
         service.stats(&old).await,
@@ -158,12 +158,12 @@ async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_re
     let service = &spooled.service;
     let old = service.setup().await;
     rotate(service, &old, Vcs::Github).await;
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["late"]);
     let late = delivery(service, &old, Vcs::Github, "push", "old-late", &body);
     assert_eq!(service.send(late).await.str("status"), "queued");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
     let listed = failures(service, &old, Vcs::Github).await;

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
+use webhook_ingest::spool::spooled::SpooledDelivery;
 use webhook_ingest::spool::{Spool, SpoolConfig, RECORD_HEADER_BYTES};
-use webhook_ingest::spooled::SpooledDelivery;
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::{self, Vcs};
+use webhook_ingest::verify::webhook::{self, Vcs};
 
 /// How long a drain may take once the store answers: the drainer's longest backoff is 2 s.
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
@@ -90,7 +90,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     let seen = delivery(&service, &fixture, Vcs::Github, "push", "seen", &first);
     assert_eq!(service.send(seen).await.status, 201);
 
-    service.store.set_failing(true);
+    service.outage.begin();
     let before = service.quiescent().await;
     // GitHub's inbox was seen: checked against the remembered secret. GitLab's was not:
     // spooled unverified and checked when drained.
@@ -145,7 +145,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     assert_eq!(during.ok - before.ok, PUSHES as u64 + 3 + 1);
     assert_eq!(during.failures() - before.failures(), 1);
 
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(&service).await;
     assert_eq!(health["spool"]["drained"], PUSHES + 3);
     assert_eq!(health["spool"]["refused"], 1);
@@ -172,7 +172,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
     let dir = SpoolDir::new("restart");
     let mut first = spooled_service("restart", &dir, 1 << 30).await;
     let fixture = first.setup().await;
-    first.store.set_failing(true);
+    first.outage.begin();
     for n in 0..5 {
         let body = github_push(&[&format!("r{n}")]);
         let id = format!("restart-{n}");
@@ -182,7 +182,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
         assert_eq!(answer.status, 202, "{}", answer.text);
     }
     // The instance goes away; a crash left half a record at the spool's end.
-    let store = first.store.clone();
+    let (store, outage) = (first.store.clone(), first.outage.clone());
     let db = first.db.take();
     first.task.abort();
     let _ = (&mut first.task).await;
@@ -202,7 +202,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
     std::io::Write::write_all(&mut file, &torn).unwrap();
     drop(file);
 
-    store.set_failing(false);
+    outage.end();
     let second = Service::serve_spooled(store, db, TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
     let health = drained(&second).await;
     assert_eq!(health["spool"]["cut"], 1);
@@ -297,7 +297,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
             .status,
         201
     );
-    service.store.set_failing(true);
+    service.outage.begin();
     let mut statuses = Vec::new();
     for n in 0..5 {
         let body = github_push(&[&format!("b{n}")]);
@@ -333,7 +333,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
         .sum();
     assert_eq!(full, 2);
 
-    service.store.set_failing(false);
+    service.outage.end();
     drained(&service).await;
     assert_eq!(service.stats(&fixture).await["deliveries"], 4);
 }

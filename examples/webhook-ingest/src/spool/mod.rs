@@ -27,8 +27,10 @@
 //! # }
 //! ```
 
+pub mod drain;
 mod reader;
 mod segment;
+pub mod spooled;
 #[cfg(test)]
 mod tests;
 mod writer;

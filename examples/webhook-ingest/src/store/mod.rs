@@ -12,13 +12,15 @@ mod postgres;
 
 pub use postgres::tls::SslMode;
 mod sqlite;
+mod wrapper;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+pub use wrapper::{Answer, StoreBackend};
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::payload::Commit;
-use crate::webhook::Vcs;
+use crate::receive::payload::Commit;
+use crate::verify::webhook::Vcs;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -31,8 +33,6 @@ pub enum StoreError {
     Postgres(#[from] tokio_postgres::Error),
     #[error("no postgres connection could be had: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
-    #[error("the store is switched to fail")]
-    Switched,
     #[error("the store is not connected yet")]
     Connecting,
     #[error("the store's worker stopped before answering")]
@@ -220,7 +220,6 @@ pub struct Store {
     /// [`Store::open_in_background`].
     backend: Arc<OnceLock<Backend>>,
     kind: &'static str,
-    failing: Arc<AtomicBool>,
 }
 
 /// The first wait between two attempts to open a store that is not reachable, doubled after
@@ -234,17 +233,18 @@ const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 enum Backend {
     Sqlite(sqlite::SqliteStore),
     Postgres(postgres::PgStore),
+    /// A backend of the caller's: SQLite and PostgreSQL stay unboxed, and only a wrapper pays
+    /// for its boxed futures.
+    Wrapped(Arc<dyn StoreBackend>),
 }
 
-/// Runs the same call on whichever backend this store is, after the `--fail-store` switch.
+/// Runs the same call on whichever backend this store is.
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
-        if $self.failing.load(Ordering::Relaxed) {
-            return Err(StoreError::Switched);
-        }
         match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
+            Backend::Wrapped(store) => store.$method($($arg),*).await,
         }
     }};
 }
@@ -306,8 +306,18 @@ impl Store {
             } else {
                 "sqlite"
             },
-            failing: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// A store whose every operation `backend` answers: most often a wrapper that holds
+    /// another [`Store`] and decides, per call, whether to pass it on (see [`StoreBackend`]).
+    pub fn wrapping(backend: impl StoreBackend) -> Store {
+        let store = Store {
+            backend: Arc::new(OnceLock::new()),
+            kind: backend.kind(),
+        };
+        let _ = store.backend.set(Backend::Wrapped(Arc::new(backend)));
+        store
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
@@ -320,12 +330,6 @@ impl Store {
         self.backend.get().is_some()
     }
 
-    /// Makes every later operation fail with a store error (or work again), so tests and
-    /// `--fail-store` can see what providers see when the database is down.
-    pub fn set_failing(&self, failing: bool) {
-        self.failing.store(failing, Ordering::Relaxed);
-    }
-
     /// Why an answer that says stored may not survive a power cut or a crash of the database
     /// server under the store's settings, or `None` when every commit waits for the disk
     /// (and for a PostgreSQL primary's synchronous standbys). `None` too until opened.
@@ -333,6 +337,7 @@ impl Store {
         match self.backend.get()? {
             Backend::Sqlite(store) => store.not_durable(),
             Backend::Postgres(store) => store.not_durable(),
+            Backend::Wrapped(store) => store.inner().not_durable(),
         }
     }
 

@@ -10,13 +10,16 @@ use faultline::Ledger;
 use serde_json::Value;
 use webhook_ingest::store::Store;
 
-use super::{temp_path, ADMIN_TOKEN, TEST_BODY_LIMIT};
+use super::{temp_path, Outage, ADMIN_TOKEN, TEST_BODY_LIMIT};
 
 /// A running service; aborted, and its database removed, when dropped.
 pub struct Service {
     pub addr: SocketAddr,
     pub ledger: Ledger,
+    /// The store the service runs on, behind [`Outage`]'s wrapper.
     pub store: Store,
+    /// Takes the service's store down and up again.
+    pub outage: Outage,
     pub client: reqwest::Client,
     pub db: Option<PathBuf>,
     pub task: tokio::task::JoinHandle<()>,
@@ -83,6 +86,7 @@ impl Service {
         config: webhook_ingest::Config,
     ) -> Self {
         faultline::install_panic_hook();
+        let (store, outage) = Outage::wrap(store);
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -95,6 +99,7 @@ impl Service {
             addr,
             ledger,
             store,
+            outage,
             client: reqwest::Client::new(),
             db,
             task,

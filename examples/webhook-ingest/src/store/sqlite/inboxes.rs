@@ -86,7 +86,7 @@ impl Inboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::Vcs;
+    use crate::verify::webhook::Vcs;
 
     fn row(secret: &str) -> InboxRow {
         InboxRow {

@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use super::{
     InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
 };
-use crate::payload::Commit;
+use crate::receive::payload::Commit;
 use schema::migrate;
 use writer::{copied, Job, Reply};
 

@@ -9,12 +9,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+pub mod ignored;
+pub mod payload;
+pub mod refusals;
+
 use crate::error::IngestError;
+use crate::spool::spooled::SpooledDelivery;
 use crate::spool::SpoolError;
-use crate::spooled::SpooledDelivery;
 use crate::store::{InboxRow, Ingested, StoreError};
-use crate::webhook::{self, Event, Proof, Vcs};
-use crate::{payload, refusals, AppState};
+use crate::verify::webhook::{self, Event, Proof, Vcs};
+use crate::AppState;
 
 /// Whether the request says its body is JSON (parameters such as `charset` allowed).
 fn is_json(headers: &HeaderMap) -> bool {
