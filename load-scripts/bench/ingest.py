@@ -6,7 +6,7 @@ database per run, the targets alternating within each repetition. After each run
 delivery acknowledged is looked up in the store; one missing fails the run. A missed target is
 reported, never a failure.
 
-usage: ingest.py --service BIN --plain BIN [--quick] [--duration S] [--reps N]
+usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps N]
                  [--levels 1,16,64] [--write FILE]
 """
 
@@ -59,8 +59,12 @@ def signed_list(path: Path, url_path: str, secret: str) -> None:
             out.write(f"{url_path}\tsha256={tag}\t{body.decode()}\n")
 
 
-def targets(service: str, plain: str) -> list[dict]:
-    return [
+def targets(service: str, plain: str, today: str | None) -> list[dict]:
+    """The receivers of a run, in the order they alternate; `today` is an earlier build of the
+    service, for a row of what it did before."""
+    earlier = [{"name": "today", "kind": "service", "bin": today, "args": [],
+                "title": "the service before group commit (not fsynced)"}] if today else []
+    return earlier + [
         {"name": "service", "kind": "service", "bin": service, "args": [],
          "title": "this service (fsync before every 2xx, group commit)"},
         {"name": "plain-normal", "kind": "plain", "bin": plain,
@@ -119,6 +123,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--service", required=True)
     parser.add_argument("--plain", required=True)
+    parser.add_argument("--today", help="an earlier build of the service, run beside the others")
     parser.add_argument("--quick", action="store_true", help="1 s per run, 1 repetition")
     parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--reps", type=int, default=3)
@@ -129,7 +134,7 @@ def main() -> int:
     if args.quick:
         args.duration, args.reps = 1, 1
     levels = [int(n) for n in args.levels.split(",")]
-    plan = targets(args.service, args.plain)
+    plan = targets(args.service, args.plain, args.today)
     runs, loads = [], [load_average()]
     started, t0 = time.time(), time.monotonic()
     steps = args.reps * len(levels) * len(plan)

@@ -89,6 +89,14 @@ def post(port: int, path: str, body: bytes | None, headers: dict) -> tuple[int, 
     return answer.status, json.loads(text) if text else {}
 
 
+def health(port: int) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/health")
+    body = json.loads(conn.getresponse().read())
+    conn.close()
+    return body
+
+
 def inbox(port: int) -> tuple[str, str]:
     """A real inbox of a fresh instance: its delivery path and secret."""
     json_type = {"Content-Type": "application/json"}
@@ -207,6 +215,9 @@ def main() -> int:
             path, secret = "/api/in_nowhere/inboxes/ib_nowhere/commits", "made-up"
         else:
             path, secret = inbox(port)
+            said = health(port)
+            if said.get("durable") != (mode == "store"):
+                raise SystemExit(f"durable: {mode}: /health says {said}")
         acked = [delivery for phase in range(len(PHASES))
                  for delivery in send_all(port, path, secret, int(status), phase)]
     finally:
