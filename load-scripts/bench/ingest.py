@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from receivers import BenchFailure, Receiver
-from ingest_report import render, write_section
+from ingest_report import commit, render, write_section
 
 HERE = Path(__file__).resolve().parent
 # Bodies in the pre-signed list: enough that sizes interleave, few enough to sign in an instant.
@@ -119,10 +119,21 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
     }
 
 
+def settings(args: argparse.Namespace) -> str:
+    """The options of the run that shape its figures, as the table states them."""
+    said = ["--quick"] if args.quick else [f"--duration {args.duration}", f"--reps {args.reps}"]
+    said.append(f"--levels {args.levels}")
+    if args.today:
+        said.append("--today BIN")
+    return " ".join(said)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--service", required=True)
-    parser.add_argument("--plain", required=True)
+    parser.add_argument("--service")
+    parser.add_argument("--plain")
+    parser.add_argument("--render-only", metavar="RESULTS",
+                        help="rewrite the table from a results file without measuring")
     parser.add_argument("--today", help="an earlier build of the service, run beside the others")
     parser.add_argument("--quick", action="store_true", help="1 s per run, 1 repetition")
     parser.add_argument("--duration", type=int, default=5)
@@ -131,6 +142,14 @@ def main() -> int:
     parser.add_argument("--write", help="the markdown file whose ingest section is rewritten")
     parser.add_argument("--results", default="target/bench/ingest.json")
     args = parser.parse_args()
+    if args.render_only:
+        table = render(json.loads(Path(args.render_only).read_text()))
+        print(table)
+        if args.write:
+            write_section(Path(args.write), table)
+        return 0
+    if not (args.service and args.plain):
+        parser.error("--service and --plain name the two receivers")
     if args.quick:
         args.duration, args.reps = 1, 1
     levels = [int(n) for n in args.levels.split(",")]
@@ -155,7 +174,7 @@ def main() -> int:
                           f"stored; non-2xx {r['non2xx']}, errors {r['errors']}", flush=True)
     results = {"started": started, "took_s": time.monotonic() - t0, "loads": loads,
                "duration": args.duration, "reps": args.reps, "levels": levels,
-               "targets": plan, "runs": runs, "command": " ".join(sys.argv[1:])}
+               "targets": plan, "runs": runs, "command": settings(args), "commit": commit()}
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(results, indent=1))
     table = render(results)

@@ -47,7 +47,7 @@ def render(results: dict) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
     loads = results["loads"]
     lines = [
-        f"Run of {when}, commit `{commit()}`, 2 cores, `ingest.sh {results['command']}`: "
+        f"Run of {when}, commit `{results.get('commit') or commit()}`, 2 cores, `ingest.sh {results['command']}`: "
         f"wrk -t2 for {results['duration']:g} s per run, {results['reps']} repetitions, a fresh "
         f"server and SQLite file per run, the targets alternating. Took "
         f"{results['took_s'] / 60:.1f} min; the 1-minute load average ran from "
