@@ -8,7 +8,7 @@
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
-mod inboxes;
+mod kept;
 mod refusals;
 mod schema;
 mod syncer;
@@ -58,7 +58,7 @@ struct Shared {
     not_durable: Option<&'static str>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
-    inboxes: inboxes::Inboxes,
+    kept: kept::KeptInboxes,
 }
 
 impl SqliteStore {
@@ -103,7 +103,7 @@ impl SqliteStore {
                 not_durable: not_durable(in_memory, sync),
                 readers,
                 next_reader: AtomicUsize::new(0),
-                inboxes: inboxes::Inboxes::default(),
+                kept: kept::KeptInboxes::default(),
             }),
         })
     }
@@ -249,7 +249,7 @@ impl SqliteStore {
         instance: String,
         id: String,
     ) -> Result<Option<InboxRow>, StoreError> {
-        let generation = match self.shared.inboxes.get(&instance, &id) {
+        let generation = match self.shared.kept.get(&instance, &id) {
             Ok(row) => return Ok(Some(row)),
             Err(generation) => generation,
         };
@@ -310,7 +310,7 @@ impl SqliteStore {
             .await;
         // Committed (or failed, and then possibly committed anyway): the kept row is stale
         // either way.
-        self.shared.inboxes.forget(&kept_instance, &kept_id);
+        self.shared.kept.forget(&kept_instance, &kept_id);
         rotated
     }
 

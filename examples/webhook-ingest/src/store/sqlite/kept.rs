@@ -33,11 +33,11 @@ struct Table {
 
 /// The kept inboxes of one SQLite store.
 #[derive(Default)]
-pub(super) struct Inboxes {
+pub(super) struct KeptInboxes {
     table: RwLock<Table>,
 }
 
-impl Inboxes {
+impl KeptInboxes {
     /// The inbox `id` of `instance` if it is kept, with its previous secret's age brought up
     /// to now; else the generation to hand to [`keep`](Self::keep) after reading it.
     pub(super) fn get(&self, instance: &str, id: &str) -> Result<InboxRow, u64> {
@@ -102,7 +102,7 @@ mod tests {
     /// the replaced secret for good; the generation refuses it.
     #[test]
     fn a_row_read_before_a_forget_is_not_kept_after_it() {
-        let inboxes = Inboxes::default();
+        let inboxes = KeptInboxes::default();
         let generation = inboxes.get("in", "ib").err().unwrap();
         inboxes.forget("in", "ib");
         inboxes.keep("in", &row("old"), generation, Instant::now());
