@@ -25,11 +25,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use faultline::{FaultLayer, Ledger};
 
-use crate::manage::{observe, rotation};
+use crate::manage::{home, observe, rotation};
 use crate::receive::{ignored, refusals};
 use crate::spool::drain;
 use crate::store::Store;
-use crate::verify::secret_cache;
+use crate::verify::{known, refresh, secret_cache};
 
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
@@ -51,9 +51,24 @@ pub struct Config {
     /// How long an inbox's previous secret still passes after a rotation.
     pub secret_grace: std::time::Duration,
     /// Where verified deliveries go when the store cannot take them, answered 202 queued and
-    /// drained into the store once it answers. Without one, store trouble answers 503.
+    /// drained into the store once it answers. Without one, store trouble answers 503. Its
+    /// directory also keeps the file of known inboxes.
     pub spool: Option<spool::Spool>,
+    /// Where deliveries to inboxes unknown here go while the store is down, verified when
+    /// drained (see [`spool::unverified`]). Without one they are answered 503.
+    pub unverified: Option<spool::Spool>,
+    /// The largest body the unverified spool takes.
+    pub unverified_max_body: usize,
+    /// How often the known inboxes are read again from the store.
+    pub inbox_refresh: std::time::Duration,
+    /// The base URL providers and people reach the service by (`https://hooks.example.com`):
+    /// an inbox's callback URL and the first page are built from it, never from a request's
+    /// `Host` header, which the client chooses. Without one, [`DEFAULT_PUBLIC_URL`].
+    pub public_url: Option<String>,
 }
+
+/// The base URL when none is configured: the default listen address.
+pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:3000";
 
 impl Default for Config {
     fn default() -> Self {
@@ -64,6 +79,10 @@ impl Default for Config {
             connections: serve::Connections::default(),
             secret_grace: rotation::DEFAULT_SECRET_GRACE,
             spool: None,
+            unverified: None,
+            unverified_max_body: spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY,
+            inbox_refresh: refresh::DEFAULT_INBOX_REFRESH,
+            public_url: None,
         }
     }
 }
@@ -76,9 +95,16 @@ pub(crate) struct AppState {
     ignored: ignored::IgnoredEvents,
     secrets: secret_cache::SecretCache,
     spool: Option<spool::Spool>,
+    unverified: Option<spool::Spool>,
+    unverified_max_body: usize,
+    unverified_refused: spool::unverified::BoundRefusals,
     spool_refused: drain::Refusals,
-    /// Stops the drainer when the last router holding this state is dropped.
-    _drainer: Option<Arc<AbortOnDrop>>,
+    refreshes: refresh::Refreshes,
+    /// [`Config::public_url`], without a trailing slash.
+    public_url: Arc<str>,
+    /// Stops the drainers and the refresher when the last router holding this state is
+    /// dropped.
+    _tasks: Arc<Vec<AbortOnDrop>>,
 }
 
 struct AbortOnDrop(tokio::task::AbortHandle);
@@ -90,8 +116,8 @@ impl Drop for AbortOnDrop {
 }
 
 /// The service's router, every route behind one fault layer whose ledger is returned with it.
-/// With a spool configured, it also starts the drainer (on the current tokio runtime), which
-/// runs until the router is dropped.
+/// It also starts, on the current tokio runtime, the refresher of the known inboxes and a
+/// drainer for each spool configured, which run until the router is dropped.
 pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
     let mut state = AppState {
@@ -101,22 +127,20 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         ignored: ignored::IgnoredEvents::default(),
         secrets: secret_cache::SecretCache::default(),
         spool: config.spool,
+        unverified: config.unverified,
+        unverified_max_body: config.unverified_max_body,
+        unverified_refused: spool::unverified::BoundRefusals::default(),
         spool_refused: drain::Refusals::default(),
-        _drainer: None,
+        refreshes: refresh::Refreshes::default(),
+        public_url: config
+            .public_url
+            .as_deref()
+            .unwrap_or(DEFAULT_PUBLIC_URL)
+            .trim_end_matches('/')
+            .into(),
+        _tasks: Arc::default(),
     };
-    if let Some(spool) = &state.spool {
-        let drainer = drain::Drainer {
-            store: state.store.clone(),
-            spool: spool.clone(),
-            secrets: state.secrets.clone(),
-            ignored: state.ignored.clone(),
-            refused: state.spool_refused.clone(),
-            listed: state.refusals.clone(),
-            secret_grace: state.secret_grace,
-        };
-        let task = tokio::spawn(drainer.run());
-        state._drainer = Some(Arc::new(AbortOnDrop(task.abort_handle())));
-    }
+    state._tasks = Arc::new(start_tasks(&state, config.inbox_refresh));
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
         post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
@@ -128,6 +152,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     ));
     let mut router = manage::routes()
         .merge(hooks)
+        .route("/", get(home::home))
         .route("/health", get(observe::health))
         .with_state(state)
         .route("/metrics", metrics);
@@ -147,4 +172,35 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let deadlines =
         axum::middleware::from_fn_with_state(config.deadlines, serve::deadline::enforce);
     (router.layer(deadlines).layer(layer), ledger)
+}
+
+/// The refresher of the known inboxes, then a drainer for each spool, on the current tokio
+/// runtime. The file of known inboxes is read before this returns, so the first request
+/// already finds what it holds.
+fn start_tasks(state: &AppState, inbox_refresh: std::time::Duration) -> Vec<AbortOnDrop> {
+    let refresher = refresh::Refresher {
+        store: state.store.clone(),
+        secrets: state.secrets.clone(),
+        file: state
+            .spool
+            .as_ref()
+            .map(|spool| spool.dir().join(known::KNOWN_INBOXES_FILE)),
+        every: inbox_refresh,
+        refreshes: state.refreshes.clone(),
+    };
+    refresher.load_file();
+    let mut tasks = vec![AbortOnDrop(tokio::spawn(refresher.run()).abort_handle())];
+    for spool in state.spool.iter().chain(&state.unverified) {
+        let drainer = drain::Drainer {
+            store: state.store.clone(),
+            spool: spool.clone(),
+            secrets: state.secrets.clone(),
+            ignored: state.ignored.clone(),
+            refused: state.spool_refused.clone(),
+            listed: state.refusals.clone(),
+            secret_grace: state.secret_grace,
+        };
+        tasks.push(AbortOnDrop(tokio::spawn(drainer.run()).abort_handle()));
+    }
+    tasks
 }

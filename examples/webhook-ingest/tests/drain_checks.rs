@@ -15,9 +15,12 @@ use webhook_ingest::verify::webhook::Vcs;
 
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
 
-/// A service on a SQLite file with a spool, and the spool's directory, removed when done.
+/// A service on a SQLite file with a spool, and the spool's directory, removed when done;
+/// with a peer on the same file, another instance of the fleet, through which inboxes are
+/// made and rotated without the service knowing until its next refresh.
 struct Spooled {
     service: Service,
+    peer: Service,
     dir: PathBuf,
 }
 
@@ -36,8 +39,32 @@ async fn spooled(name: &str, secret_grace: Duration) -> Spooled {
         secret_grace,
         ..Service::config(TEST_BODY_LIMIT)
     };
+    let peer = Service::serve(
+        Store::open(db.to_str().unwrap()).await.unwrap(),
+        None,
+        TEST_BODY_LIMIT,
+    )
+    .await;
     let service = Service::serve_with(store, Some(db), config).await;
-    Spooled { service, dir }
+    refreshed_once(&service).await;
+    Spooled { service, peer, dir }
+}
+
+/// Waits for the service's first refresh of the known inboxes, so that what the peer makes
+/// after it is unknown to the service until the next one (a minute away).
+async fn refreshed_once(service: &Service) {
+    let start = Instant::now();
+    loop {
+        let health = service
+            .send(service.client.get(service.url("/health")))
+            .await
+            .body;
+        if health["spool"]["inbox_refreshes"].as_u64() >= Some(1) {
+            return;
+        }
+        assert!(start.elapsed() < DRAIN_WAIT, "never refreshed: {health}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn drained(service: &Service) -> Value {
@@ -47,7 +74,10 @@ async fn drained(service: &Service) -> Value {
             .send(service.client.get(service.url("/health")))
             .await
             .body;
-        if health["store"] == "up" && health["spool"]["depth"] == 0 {
+        if health["store"] == "up"
+            && health["spool"]["depth"] == 0
+            && health["spool"]["unverified"]["depth"] == 0
+        {
             return health;
         }
         assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
@@ -97,8 +127,8 @@ async fn rotate(service: &Service, fixture: &Fixture, vcs: Vcs) -> String {
 async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never_stored() {
     let spooled = spooled("drain-forged", Duration::from_secs(3600)).await;
     let service = &spooled.service;
-    let fixture = service.setup().await;
-    // Down from the start: the inbox was never seen, so the delivery cannot be checked now.
+    let fixture = spooled.peer.setup().await;
+    // Made on the peer and never seen here, so the delivery cannot be checked now.
     service.outage.begin();
     let body = gitlab_push();
     let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
@@ -128,8 +158,8 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
 async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the_grace() {
     let spooled = spooled("drain-rotated", Duration::from_secs(3600)).await;
     let service = &spooled.service;
-    let old = service.setup().await;
-    rotate(service, &old, Vcs::Github).await;
+    let old = spooled.peer.setup().await;
+    rotate(&spooled.peer, &old, Vcs::Github).await;
     // Unseen inbox: spooled unverified, checked when drained.
     service.outage.begin();
     let body = github_push(&["unseen"]);
@@ -156,8 +186,8 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
 async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_refused() {
     let spooled = spooled("drain-expired", Duration::from_millis(200)).await;
     let service = &spooled.service;
-    let old = service.setup().await;
-    rotate(service, &old, Vcs::Github).await;
+    let old = spooled.peer.setup().await;
+    rotate(&spooled.peer, &old, Vcs::Github).await;
     service.outage.begin();
     let body = github_push(&["late"]);
     let late = delivery(service, &old, Vcs::Github, "push", "old-late", &body);

@@ -2,7 +2,7 @@
 //! or secret it alone holds.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -135,12 +135,20 @@ pub(crate) async fn create_inbox(
             secret: secret.clone(),
         })
         .await?;
-    // The host the client reached us by is the one its provider should use.
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1:3000");
-    let url = format!("http://{host}/api/{}/inboxes/{id}/commits", row.id);
+    // Known here at once, so that a delivery in the next instant of an outage is verified;
+    // the file follows with the refresh.
+    let known = store::InboxRow {
+        id: id.clone(),
+        digest_id: digest.clone(),
+        vcs,
+        secret: secret.clone(),
+        previous: None,
+    };
+    let _ = state.secrets.remember(&row.id, &known);
+    state.refreshes.want();
+    // From the configured public URL: the request's Host is the client's to choose, and
+    // behind TLS or a proxy it is not what the provider must call.
+    let url = format!("{}/api/{}/inboxes/{id}/commits", state.public_url, row.id);
     Ok((
         StatusCode::CREATED,
         Json(json!({

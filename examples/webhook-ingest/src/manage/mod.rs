@@ -1,6 +1,6 @@
 //! The management API: instances, their digests and inboxes, an inbox's secret and its
 //! refused deliveries, a digest's commits; and what operators read (`/health`, `/metrics`,
-//! `/errors`).
+//! `/errors`), and the first page a newcomer finds at `/` ([`home`]).
 //!
 //! Every route but `POST /api/instances` answers only the instance's API key
 //! (`auth`), sent as `Authorization: Bearer KEY` or `?apiKey=KEY`.
@@ -8,6 +8,7 @@
 mod auth;
 mod commits;
 mod failures;
+pub mod home;
 mod instances;
 pub(crate) mod observe;
 pub mod rotation;

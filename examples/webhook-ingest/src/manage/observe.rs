@@ -48,6 +48,11 @@ pub(crate) fn metrics(
             spool.stats().render_prometheus(&mut body);
             state.spool_refused.render_prometheus(&mut body);
         }
+        if let Some(unverified) = &state.unverified {
+            let stats = unverified.stats();
+            stats.render_prometheus_as("webhook_ingest_spool_unverified", &mut body);
+            state.unverified_refused.render_prometheus(&mut body);
+        }
         std::future::ready(
             (
                 [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
@@ -73,6 +78,16 @@ pub(crate) async fn health(
         Some(spool) => {
             let mut spool_json = serde_json::to_value(spool.stats()).unwrap_or_default();
             spool_json["refused"] = state.spool_refused.count().into();
+            if let Some(unverified) = &state.unverified {
+                let mut unverified_json =
+                    serde_json::to_value(unverified.stats()).unwrap_or_default();
+                let (full, too_large) = state.unverified_refused.counts();
+                unverified_json["refused_full"] = full.into();
+                unverified_json["refused_too_large"] = too_large.into();
+                spool_json["unverified"] = unverified_json;
+            }
+            spool_json["known_inboxes"] = state.secrets.len().into();
+            spool_json["inbox_refreshes"] = state.refreshes.done().into();
             json!({
                 "status": if store.is_ok() { "ok" } else { "degraded" },
                 "store": if store.is_ok() { "up" } else { "down" },

@@ -42,6 +42,7 @@ pub(crate) async fn rotate_secret(
     if !rotated {
         return Err(IngestError::InboxNotFound(inbox));
     }
+    state.refreshes.want();
     // The inbox, never either secret: logs are read by more people than the secret is for.
     tracing::info!(inbox = %inbox, "inbox secret rotated");
     Ok(Json(json!({

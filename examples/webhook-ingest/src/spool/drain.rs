@@ -137,7 +137,7 @@ impl Drainer {
             let error = IngestError::InboxNotFound(delivery.inbox.clone());
             return Ok(self.refuse(&delivery, &error).await);
         };
-        self.secrets.remember(&delivery.instance, &inbox);
+        let _ = self.secrets.remember(&delivery.instance, &inbox);
         if let Some(proof) = &delivery.proof {
             if inbox.vcs != delivery.vcs {
                 let error = IngestError::WrongProvider {

@@ -95,6 +95,13 @@ pub struct InboxRow {
     pub previous: Option<PreviousSecret>,
 }
 
+/// An inbox with the instance it belongs to.
+#[derive(Clone)]
+pub struct KnownInbox {
+    pub instance: String,
+    pub inbox: InboxRow,
+}
+
 /// The secret an inbox had before its last rotation, and how long ago that was.
 #[derive(Clone)]
 pub struct PreviousSecret {
@@ -445,6 +452,12 @@ impl Store {
     /// Row counts of `instance`.
     pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         dispatch!(self.stats(instance))
+    }
+
+    /// Up to `limit` inboxes of every instance, ordered by instance and id: what an instance
+    /// writes to its file of known inboxes.
+    pub async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
+        dispatch!(self.inboxes(limit))
     }
 }
 

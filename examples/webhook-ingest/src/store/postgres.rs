@@ -9,6 +9,7 @@
 //! row and then see it.
 
 mod durability;
+mod inboxes;
 mod refusals;
 pub mod tls;
 

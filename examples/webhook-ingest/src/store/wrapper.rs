@@ -47,8 +47,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{
-    Commit, InboxRow, Ingested, InstanceRow, NewInbox, Refusal, RefusalRow, Stats, Store,
-    StoreError, StoredCommit,
+    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, Refusal, RefusalRow, Stats,
+    Store, StoreError, StoredCommit,
 };
 
 /// What a wrapped operation answers: a boxed future, since a trait object cannot name its
@@ -184,5 +184,10 @@ pub trait StoreBackend: Send + Sync + 'static {
     /// [`Store::stats`].
     fn stats(&self, instance: String) -> Answer<'_, Stats> {
         pass_on!(self, "stats", stats(instance))
+    }
+
+    /// [`Store::inboxes`].
+    fn inboxes(&self, limit: u32) -> Answer<'_, Vec<KnownInbox>> {
+        pass_on!(self, "inboxes", inboxes(limit))
     }
 }

@@ -8,6 +8,7 @@
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
+mod inboxes;
 mod kept;
 mod refusals;
 mod schema;
@@ -256,9 +257,7 @@ impl SqliteStore {
         let read_at = Instant::now();
         let found = self.read_inbox(instance.clone(), id).await?;
         if let Some(row) = &found {
-            self.shared
-                .inboxes
-                .keep(&instance, row, generation, read_at);
+            self.shared.kept.keep(&instance, row, generation, read_at);
         }
         Ok(found)
     }
