@@ -203,7 +203,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     if mode == "spool":
         args = ["--db", f"postgres://durable@127.0.0.1:{free_port()}/none"]
-        durable_file, status = re.compile(r"/spool/[^/]*\.seg"), "202"
+        durable_file, status = re.compile(r"/spool/.*\.seg$"), "202"
     else:
         args = ["--db", str(work / "store.db")]
         if mode == "weakened":
