@@ -31,6 +31,7 @@ use clap::Parser;
 use crate::manage::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
+use crate::store;
 use crate::verify::refresh;
 use crate::{Config, DEFAULT_BODY_LIMIT};
 
@@ -80,6 +81,12 @@ pub struct Cli {
     /// too)
     #[arg(long, value_name = "FILE", env = "WEBHOOK_INGEST_DB_CA")]
     pub db_ca: Option<std::path::PathBuf>,
+
+    /// Whether a SQLite commit waits for the disk: `full` (fsync before every answer that says
+    /// stored, shared by every delivery waiting) or `normal` (fsync at checkpoints only: a
+    /// power cut can lose acknowledged deliveries; `/health` says so)
+    #[arg(long, value_name = "MODE", env = "WEBHOOK_INGEST_SQLITE_SYNC", value_enum, default_value_t = store::SqliteSync::Full)]
+    pub sqlite_sync: store::SqliteSync,
 
     /// The bearer token `/errors` asks for; without one `/errors` is not served (prefer the
     /// variable: a token on the command line is in the process list)

@@ -105,6 +105,7 @@ async fn serve(args: Cli) -> io::Result<()> {
     let db = store::redacted(&args.db);
     let options = store::OpenOptions {
         db_ca: args.db_ca.clone(),
+        sqlite_sync: args.sqlite_sync,
     };
     let store = open_store(&args.db, options).await.map_err(|e| {
         // Every cause, so that a refused certificate says why (an unknown issuer, a host name

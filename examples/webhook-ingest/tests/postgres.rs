@@ -76,3 +76,24 @@ async fn copies_of_one_delivery_at_two_instances_at_once_store_it_once() {
         assert_eq!(snapshot.failures(), 0, "{snapshot:#?}");
     }
 }
+
+/// A database whose commits return before their WAL is flushed is found out at start, and
+/// `/health` says that a 201 may not survive a crash; at the defaults it says durable.
+#[tokio::test]
+async fn synchronous_commit_off_is_found_out_and_said_on_health() {
+    let Some(url) = test_postgres("synchronous_commit_off_is_found_out_and_said_on_health") else {
+        return;
+    };
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let off = format!("{url}{separator}options=-c%20synchronous_commit%3Doff");
+    for (url, durable) in [(url, true), (off, false)] {
+        let service = Service::start_on_postgres(&url, TEST_BODY_LIMIT).await;
+        let health = service
+            .send(service.client.get(service.url("/health")))
+            .await;
+        assert_eq!(health.status, 200, "{}", health.text);
+        assert_eq!(health.body["durable"], durable, "{}", health.text);
+        let why = health.body["not_durable"].as_str().unwrap_or_default();
+        assert_eq!(why.contains("synchronous_commit is off"), !durable, "{why}");
+    }
+}

@@ -65,30 +65,42 @@ pub(crate) fn metrics(
 
 /// Whether the service takes deliveries: with a spool it does while the store is down (the
 /// body says so), so a load balancer keeps it in rotation; without one, a store that is down
-/// is a 503.
+/// is a 503. `durable` says whether a 201 survives a power cut under the store's settings.
 pub(crate) async fn health(
     State(state): State<AppState>,
 ) -> Result<Json<serde_json::Value>, IngestError> {
     let store = state.store.health().await;
-    let Some(spool) = &state.spool else {
-        store?;
-        return Ok(Json(json!({ "status": "ok", "store": "up" })));
+    let mut body = match &state.spool {
+        None => {
+            store?;
+            json!({ "status": "ok", "store": "up" })
+        }
+        Some(spool) => {
+            let mut spool_json = serde_json::to_value(spool.stats()).unwrap_or_default();
+            spool_json["refused"] = state.spool_refused.count().into();
+            if let Some(unverified) = &state.unverified {
+                let mut unverified_json =
+                    serde_json::to_value(unverified.stats()).unwrap_or_default();
+                let (full, too_large) = state.unverified_refused.counts();
+                unverified_json["refused_full"] = full.into();
+                unverified_json["refused_too_large"] = too_large.into();
+                spool_json["unverified"] = unverified_json;
+            }
+            spool_json["known_inboxes"] = state.secrets.len().into();
+            spool_json["inbox_refreshes"] = state.refreshes.done().into();
+            json!({
+                "status": if store.is_ok() { "ok" } else { "degraded" },
+                "store": if store.is_ok() { "up" } else { "down" },
+                "spool": spool_json,
+            })
+        }
     };
-    let stats = spool.stats();
-    let mut spool_json = serde_json::to_value(&stats).unwrap_or_default();
-    spool_json["refused"] = state.spool_refused.count().into();
-    if let Some(unverified) = &state.unverified {
-        let mut unverified_json = serde_json::to_value(unverified.stats()).unwrap_or_default();
-        let (full, too_large) = state.unverified_refused.counts();
-        unverified_json["refused_full"] = full.into();
-        unverified_json["refused_too_large"] = too_large.into();
-        spool_json["unverified"] = unverified_json;
+    // Whether an answer that says stored survives a power cut: false, with the reason, when
+    // the store's settings let a commit return first.
+    let not_durable = state.store.not_durable();
+    body["durable"] = not_durable.is_none().into();
+    if let Some(why) = not_durable {
+        body["not_durable"] = why.into();
     }
-    spool_json["known_inboxes"] = state.secrets.len().into();
-    spool_json["inbox_refreshes"] = state.refreshes.done().into();
-    Ok(Json(json!({
-        "status": if store.is_ok() { "ok" } else { "degraded" },
-        "store": if store.is_ok() { "up" } else { "down" },
-        "spool": spool_json,
-    })))
+    Ok(Json(body))
 }

@@ -8,8 +8,10 @@
 //! no database work on the async runtime's threads (SQLite's runs on threads of its own,
 //! PostgreSQL's is network I/O the runtime waits on).
 
+mod options;
 mod postgres;
 
+pub use options::{OpenOptions, SqliteSync};
 pub use postgres::tls::SslMode;
 mod sqlite;
 mod wrapper;
@@ -197,14 +199,6 @@ pub struct Stats {
     pub commits: i64,
 }
 
-/// How to open a store, beyond its location.
-#[derive(Debug, Clone, Default)]
-pub struct OpenOptions {
-    /// A PEM file of certificates to trust, beside the system's roots, when a PostgreSQL URL
-    /// says `sslmode=verify-full`: a managed database's own CA.
-    pub db_ca: Option<std::path::PathBuf>,
-}
-
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -320,6 +314,17 @@ impl Store {
     /// Whether the store has been opened (it may still fail, as any database may).
     pub fn is_open(&self) -> bool {
         self.backend.get().is_some()
+    }
+
+    /// Why an answer that says stored may not survive a power cut or a crash of the database
+    /// server under the store's settings, or `None` when every commit waits for the disk
+    /// (and for a PostgreSQL primary's synchronous standbys). `None` too until opened.
+    pub fn not_durable(&self) -> Option<&str> {
+        match self.backend.get()? {
+            Backend::Sqlite(store) => store.not_durable(),
+            Backend::Postgres(store) => store.not_durable(),
+            Backend::Wrapped(store) => store.inner().not_durable(),
+        }
     }
 
     /// Whether the store answers a trivial query.
@@ -442,8 +447,8 @@ async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, 
             postgres::PgStore::open(location, ca).await?,
         ));
     }
-    let path = location.to_owned();
-    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path))
+    let (path, sync) = (location.to_owned(), options.sqlite_sync);
+    let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path, sync))
         .await
         .map_err(|_| StoreError::Stopped)?;
     Ok(Backend::Sqlite(opened?))

@@ -8,6 +8,7 @@
 //! instances at once store it once: the database makes the later ones wait on the first's
 //! row and then see it.
 
+mod durability;
 mod inboxes;
 mod refusals;
 pub mod tls;
@@ -130,6 +131,8 @@ pub(super) fn pool_is_busy(error: &PoolError) -> bool {
 #[derive(Clone)]
 pub(super) struct PgStore {
     pool: Pool,
+    /// Why a commit may return before it is durable, read from the settings at start.
+    not_durable: Option<String>,
 }
 
 impl PgStore {
@@ -163,12 +166,25 @@ impl PgStore {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|e| StoreError::Open(e.into()))?;
-        let store = PgStore { pool };
+        let mut store = PgStore {
+            pool,
+            not_durable: None,
+        };
         store
             .migrate()
             .await
             .map_err(|e| StoreError::Open(e.into()))?;
+        let client = store.pool.get().await?;
+        store.not_durable = durability::check(&client).await?;
+        if let Some(why) = &store.not_durable {
+            tracing::warn!(why = %why, "answers that say stored may not survive a crash");
+        }
         Ok(store)
+    }
+
+    /// Why a commit may return before it is durable, or `None` when it waits.
+    pub(super) fn not_durable(&self) -> Option<&str> {
+        self.not_durable.as_deref()
     }
 
     /// Applies the missing migrations in one transaction, under an advisory lock, so that

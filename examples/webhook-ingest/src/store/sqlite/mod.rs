@@ -2,26 +2,33 @@
 //!
 //! Every write goes to one writer thread that owns the only writing connection, through a
 //! bounded queue: SQLite admits one writer at a time anyway, and a full queue answers "busy"
-//! at once instead of parking requests. Reads run on tokio's blocking pool over a few
-//! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
-//! single connection, so its reads queue behind the writer too.
+//! at once instead of parking requests. The writer commits every job waiting in one
+//! transaction (`writer`), and answers none before that commit is on disk. Reads run on
+//! tokio's blocking pool over a few read-only connections, which WAL lets proceed beside the
+//! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
+//! too.
 
 mod inboxes;
+mod kept;
 mod refusals;
 mod schema;
+mod syncer;
+mod writer;
 
-use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use super::{
+    InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
+};
 use crate::receive::payload::Commit;
 use schema::migrate;
+use writer::{copied, Job, Reply};
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout
@@ -40,8 +47,6 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// A handle on the SQLite store; cheap to clone.
 #[derive(Clone)]
 pub(super) struct SqliteStore {
@@ -50,13 +55,17 @@ pub(super) struct SqliteStore {
 
 struct Shared {
     writer: SyncSender<Job>,
+    /// Why a commit may return before it is durable, or `None` when it waits for the disk.
+    not_durable: Option<&'static str>,
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    kept: kept::KeptInboxes,
 }
 
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path`; `:memory:` makes a throwaway one.
-    pub(super) fn open(path: &str) -> Result<SqliteStore, StoreError> {
+    /// `sync` says whether a commit waits for the disk.
+    pub(super) fn open(path: &str, sync: SqliteSync) -> Result<SqliteStore, StoreError> {
         let in_memory = path == ":memory:";
         let mut writer = Connection::open(path).map_err(|e| StoreError::Open(e.into()))?;
         writer
@@ -64,8 +73,8 @@ impl SqliteStore {
             .and_then(|()| {
                 if !in_memory {
                     writer.pragma_update(None, "journal_mode", "WAL")?;
-                    // In WAL mode NORMAL loses no committed data on a crash of the process,
-                    // only possibly the last transactions on a power loss.
+                    // NORMAL: a commit writes the WAL and does not wait for the disk; the
+                    // syncer's fsync does, for every batch at once (`syncer`).
                     writer.pragma_update(None, "synchronous", "NORMAL")?;
                 }
                 writer.pragma_update(None, "foreign_keys", "ON")?;
@@ -80,37 +89,52 @@ impl SqliteStore {
                 .collect::<Result<_, _>>()
                 .map_err(|e| StoreError::Open(e.into()))?
         };
+        let syncer = match (in_memory, sync) {
+            (false, SqliteSync::Full) => Some(start_syncer(path)?),
+            _ => None,
+        };
         let (sender, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || {
-                let mut connection = writer;
-                // Ends when the last `Store` is dropped and the queue is drained.
-                for job in jobs {
-                    // A job that panics loses its own answer (its request gets a 503) and rolls
-                    // its transaction back as it unwinds; the writer goes on with the next.
-                    let _ = panic::catch_unwind(AssertUnwindSafe(|| job(&mut connection)));
-                }
-            })
+            .spawn(move || writer::run(writer, jobs, syncer))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
             shared: Arc::new(Shared {
                 writer: sender,
+                not_durable: not_durable(in_memory, sync),
                 readers,
                 next_reader: AtomicUsize::new(0),
+                kept: kept::KeptInboxes::default(),
             }),
         })
     }
 
-    /// Runs `work` on the writer thread, in the order of arrival.
+    /// Why a commit may return before it is durable, or `None` when it waits for the disk.
+    pub(super) fn not_durable(&self) -> Option<&str> {
+        self.shared.not_durable
+    }
+
+    /// Runs `work` on the writer thread, in the order of arrival, as one atomic part of the
+    /// next group commit; answers once that commit is durable. An error of `work` rolls back
+    /// what it wrote, and only that.
     async fn write<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |connection| {
-            // The receiver is gone only if the request was cancelled; the write stands.
-            let _ = answer.send(work(connection));
+            let done = work(connection);
+            let kept = done.is_ok();
+            let reply: Reply = Box::new(move |commit| {
+                let answered = match (done, commit) {
+                    (Ok(value), Ok(())) => Ok(value),
+                    (Ok(_), Err(error)) => Err(copied(error)),
+                    (Err(error), _) => Err(error),
+                };
+                // The receiver is gone only if the request was cancelled; the write stands.
+                let _ = answer.send(answered);
+            });
+            (kept, reply)
         });
         self.shared.writer.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => StoreError::QueueFull,
@@ -226,6 +250,23 @@ impl SqliteStore {
         instance: String,
         id: String,
     ) -> Result<Option<InboxRow>, StoreError> {
+        let generation = match self.shared.kept.get(&instance, &id) {
+            Ok(row) => return Ok(Some(row)),
+            Err(generation) => generation,
+        };
+        let read_at = Instant::now();
+        let found = self.read_inbox(instance.clone(), id).await?;
+        if let Some(row) = &found {
+            self.shared.kept.keep(&instance, row, generation, read_at);
+        }
+        Ok(found)
+    }
+
+    async fn read_inbox(
+        &self,
+        instance: String,
+        id: String,
+    ) -> Result<Option<InboxRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
                 "SELECT id, digest_id, vcs, secret, previous_secret,
@@ -254,16 +295,22 @@ impl SqliteStore {
         id: String,
         secret: String,
     ) -> Result<bool, StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "UPDATE inboxes SET previous_secret = secret, secret = ?1,
+        let (kept_instance, kept_id) = (instance.clone(), id.clone());
+        let rotated = self
+            .write(move |c| {
+                c.execute(
+                    "UPDATE inboxes SET previous_secret = secret, secret = ?1,
                      secret_rotated_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER)
                  WHERE id = ?2 AND instance_id = ?3 AND digest_id = ?4",
-                params![secret, id, instance, digest],
-            )
-            .map(|updated| updated == 1)
-        })
-        .await
+                    params![secret, id, instance, digest],
+                )
+                .map(|updated| updated == 1)
+            })
+            .await;
+        // Committed (or failed, and then possibly committed anyway): the kept row is stale
+        // either way.
+        self.shared.kept.forget(&kept_instance, &kept_id);
+        rotated
     }
 
     pub(super) async fn ingest(
@@ -273,9 +320,9 @@ impl SqliteStore {
         delivery_id: String,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
-        self.write(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // The conflict is settled inside the transaction by the primary key, not by a
+        self.write(move |tx| {
+            // The write is one savepoint of the writer's batch, atomic on its own. The
+            // conflict is settled inside the transaction by the primary key, not by a
             // look-up before it: that holds whatever reaches the database at the same time.
             let redeliveries: i64 = tx
                 .prepare_cached(
@@ -290,7 +337,6 @@ impl SqliteStore {
                     |row| row.get(0),
                 )?;
             if redeliveries > 0 {
-                tx.commit()?;
                 return Ok(Ingested::Duplicate);
             }
             {
@@ -314,7 +360,6 @@ impl SqliteStore {
                     ])?;
                 }
             }
-            tx.commit()?;
             Ok(Ingested::Stored(commits.len()))
         })
         .await
@@ -376,6 +421,30 @@ impl SqliteStore {
     }
 }
 
+/// The syncer's thread, on the WAL of the database at `path`, which the migrations created
+/// and the store's open connections keep (SQLite removes it only when the last one closes).
+fn start_syncer(path: &str) -> Result<mpsc::Sender<syncer::Committed>, StoreError> {
+    let wal = std::fs::File::open(format!("{path}-wal")).map_err(|e| StoreError::Open(e.into()))?;
+    let (sender, committed) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("store-syncer".into())
+        .spawn(move || syncer::run(wal, committed))
+        .map_err(StoreError::Spawn)?;
+    Ok(sender)
+}
+
+/// Why commits of a store opened so may return before they are durable.
+fn not_durable(in_memory: bool, sync: SqliteSync) -> Option<&'static str> {
+    match (in_memory, sync) {
+        (true, _) => Some("the store is in memory: everything is lost when the process ends"),
+        (false, SqliteSync::Normal) => Some(
+            "sqlite synchronous=NORMAL: a commit returns before the WAL is fsynced, so a \
+             power cut or a kernel crash can lose acknowledged deliveries",
+        ),
+        (false, SqliteSync::Full) => None,
+    }
+}
+
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     let connection = Connection::open_with_flags(
         path,
@@ -386,68 +455,4 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::schema::SCHEMA_V1;
-    use super::*;
-    use crate::verify::webhook::Vcs;
-
-    /// A database made before migrations were versioned keeps its rows, and takes commits
-    /// without the optional fields afterwards.
-    #[tokio::test]
-    async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
-        let path = std::env::temp_dir().join(format!(
-            "faultline-migrate-{}-{:?}.db",
-            std::process::id(),
-            std::time::SystemTime::now()
-        ));
-        let path = path.to_str().unwrap().to_owned();
-        {
-            let old = Connection::open(&path).unwrap();
-            old.execute_batch(SCHEMA_V1).unwrap();
-            old.execute_batch(
-                "INSERT INTO instances (id, key_hash) VALUES ('in', x'00');
-                 INSERT INTO digests (id, instance_id, description) VALUES ('dg', 'in', 'd');
-                 INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
-                     VALUES ('ib', 'in', 'dg', 'github', 'n', 's');
-                 INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
-                     VALUES ('ib', 'old', 'in', 1);
-                 INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
-                     message, author, timestamp, repository, branch)
-                     VALUES ('in', 'dg', 'ib', 'old', 'a1', 'm', 'Ada', 't', 'r', 'main');",
-            )
-            .unwrap();
-        }
-        let store = SqliteStore::open(&path).unwrap();
-        let inbox = || InboxRow {
-            id: "ib".into(),
-            digest_id: "dg".into(),
-            vcs: Vcs::Github,
-            secret: "s".into(),
-            previous: None,
-        };
-        let bare = Commit {
-            sha: "b2".into(),
-            message: None,
-            author: None,
-            timestamp: None,
-            repository: "r".into(),
-            branch: "main".into(),
-        };
-        let stored = store
-            .ingest("in".into(), inbox(), "new".into(), vec![bare.clone()])
-            .await
-            .unwrap();
-        assert_eq!(stored, Ingested::Stored(1));
-        let commits = store.commits("dg".into(), None, 10).await.unwrap();
-        let listed: Vec<_> = commits.into_iter().map(|c| (c.seq, c.commit)).collect();
-        assert_eq!(listed[0], (2, bare));
-        assert_eq!(listed[1].0, 1);
-        assert_eq!(listed[1].1.author.as_deref(), Some("Ada"));
-        drop(store);
-        // Opened again, nothing runs twice.
-        SqliteStore::open(&path).unwrap();
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{path}{suffix}"));
-        }
-    }
-}
+mod tests;

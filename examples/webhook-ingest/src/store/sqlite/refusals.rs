@@ -1,6 +1,6 @@
 //! Refused deliveries in SQLite: kept per inbox, pruned to the newest, listed newest first.
 
-use rusqlite::{params, TransactionBehavior};
+use rusqlite::params;
 
 use super::SqliteStore;
 use crate::store::{Refusal, RefusalRow, StoreError, REFUSALS_KEPT_PER_INBOX};
@@ -12,8 +12,7 @@ impl SqliteStore {
         inbox: String,
         refusal: Refusal,
     ) -> Result<bool, StoreError> {
-        self.write(move |c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write(move |tx| {
             // Only for an inbox of this instance: a refusal of anything else is not kept.
             let kept =
                 tx.prepare_cached(
@@ -35,7 +34,6 @@ impl SqliteStore {
                 )?
                 .execute(params![inbox, REFUSALS_KEPT_PER_INBOX])?;
             }
-            tx.commit()?;
             Ok(kept)
         })
         .await

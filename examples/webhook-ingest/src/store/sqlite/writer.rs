@@ -1,0 +1,216 @@
+//! The writer thread's group commit: every job waiting when the last commit ended goes into
+//! one transaction, each under a savepoint of its own, and one commit holds them all. No job
+//! is answered before that commit is durable: the syncer (`syncer`) fsyncs the WAL for every
+//! batch committed since its last fsync, and answers them then.
+//!
+//! So a delivery pays for an fsync only while the disk is idle: under load, one fsync
+//! acknowledges every delivery that arrived while the previous one was flushed.
+
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc::{Receiver, Sender};
+
+use rusqlite::{ffi, Connection};
+
+use super::syncer::Committed;
+
+/// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
+/// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
+/// whole queue's worth of others before its commit, and one fsync still acknowledges hundreds
+/// of deliveries under load.
+pub(super) const MAX_BATCH: usize = 256;
+
+/// What a job leaves for after the commit: it sends the job's answer, given how the commit
+/// ended, so that a success is never answered before it is durable.
+pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
+
+/// A job: runs on the writer's connection inside the batch's transaction, and says whether
+/// its changes are kept (false rolls its savepoint back) and how to answer.
+pub(super) type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
+
+/// Runs batches until the last sender is dropped and the queue is drained. Each committed
+/// batch goes to `syncer`, or is answered at once without one (a store that does not wait
+/// for the disk).
+pub(super) fn run(connection: Connection, jobs: Receiver<Job>, syncer: Option<Sender<Committed>>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        batch.push(first);
+        batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
+        let committed = commit_batch(&connection, batch);
+        match &syncer {
+            Some(syncer) => {
+                if let Err(unsent) = syncer.send(committed) {
+                    let gone = io::Error::other("the store's syncer stopped");
+                    unsent.0.answer(Err(&gone));
+                }
+            }
+            None => committed.answer(Ok(())),
+        }
+    }
+}
+
+/// One transaction for `batch` and its commit; the answers wait for the caller.
+fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
+    let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
+    let mut open = begin(connection);
+    for job in batch {
+        if let Err(error) = &open {
+            // Not run: its answer sender drops with it, and the request is told the store
+            // failed. Nothing of it was written.
+            tracing::warn!(%error, "the store's writer could not open a transaction");
+            drop(job);
+            open = begin(connection);
+            continue;
+        }
+        run_job(connection, job, &mut replies);
+        if connection.is_autocommit() {
+            // SQLite rolled the whole transaction back (a full disk, an I/O error): what the
+            // earlier jobs wrote is gone, so they are answered with a failure.
+            let lost = transaction_lost();
+            for reply in replies.drain(..) {
+                reply(Err(&lost));
+            }
+            open = begin(connection);
+        }
+    }
+    let committed = match open {
+        Ok(()) => connection.execute_batch("COMMIT"),
+        Err(error) => Err(error),
+    };
+    if committed.is_err() && !connection.is_autocommit() {
+        let _ = connection.execute_batch("ROLLBACK");
+    }
+    Committed {
+        replies,
+        result: committed,
+    }
+}
+
+fn begin(connection: &Connection) -> rusqlite::Result<()> {
+    // IMMEDIATE: the write lock is taken now, so no statement of the batch meets a busy
+    // database halfway through.
+    connection.execute_batch("BEGIN IMMEDIATE")
+}
+
+/// Runs one job under a savepoint of its own: a job that fails or panics rolls back alone.
+fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
+    if connection.execute_batch("SAVEPOINT job").is_err() {
+        return;
+    }
+    let ran = panic::catch_unwind(AssertUnwindSafe(|| job(connection)));
+    let kept = matches!(ran, Ok((true, _)));
+    // In autocommit mode the savepoint went with the whole transaction, which the caller
+    // answers for.
+    if !connection.is_autocommit() {
+        let end = if kept {
+            "RELEASE job"
+        } else {
+            // A panicking job drops its answer sender as it unwinds: its request is told the
+            // store failed, and nothing it wrote stays.
+            "ROLLBACK TO job; RELEASE job"
+        };
+        let _ = connection.execute_batch(end);
+    }
+    if let Ok((_, reply)) = ran {
+        replies.push(reply);
+    }
+}
+
+/// The error of a job whose writes went with a transaction SQLite rolled back.
+fn transaction_lost() -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        ffi::Error::new(ffi::SQLITE_ABORT),
+        Some("the transaction holding this write was rolled back".into()),
+    )
+}
+
+/// A copy of a commit's error for each job it failed (rusqlite's errors are not `Clone`),
+/// keeping SQLite's code, which tells busy from broken.
+pub(super) fn copied(error: &rusqlite::Error) -> rusqlite::Error {
+    match error {
+        rusqlite::Error::SqliteFailure(code, message) => {
+            rusqlite::Error::SqliteFailure(*code, message.clone())
+        }
+        other => rusqlite::Error::SqliteFailure(
+            ffi::Error::new(ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    /// A job inserting `key` into `t` (whose key is unique); it logs when it runs and when it
+    /// is answered, and panics after its insert when asked to.
+    fn insert(key: i64, panics: bool, log: &Log) -> Job {
+        let log = Arc::clone(log);
+        Box::new(move |c| {
+            log.lock().unwrap().push(format!("ran {key}"));
+            let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
+            assert!(!panics, "job {key} panics after its insert");
+            let kept = done.is_ok();
+            let reply: Reply = Box::new(move |commit| {
+                let answer = match (&done, commit) {
+                    (Ok(_), Ok(())) => "stored",
+                    _ => "failed",
+                };
+                log.lock().unwrap().push(format!("answered {key} {answer}"));
+            });
+            (kept, reply)
+        })
+    }
+
+    /// Four jobs waiting together are one transaction: each runs before any is answered; the
+    /// one that breaks the unique key and the one that panics roll back alone (the panicking
+    /// one gets no answer: its request is told the store failed), and the others' rows are
+    /// committed.
+    #[test]
+    fn a_batch_commits_once_and_a_failing_job_rolls_back_alone() {
+        let path = std::env::temp_dir().join(format!(
+            "faultline-batch-{}-{:?}.db",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .unwrap();
+        let log: Log = Arc::default();
+        let (jobs, queue) = mpsc::sync_channel(8);
+        for (key, panics) in [(1, false), (1, false), (2, true), (3, false)] {
+            jobs.send(insert(key, panics, &log)).unwrap();
+        }
+        drop(jobs);
+        run(connection, queue, None);
+        let log = log.lock().unwrap().clone();
+        assert_eq!(
+            log,
+            [
+                "ran 1",
+                "ran 1",
+                "ran 2",
+                "ran 3",
+                "answered 1 stored",
+                "answered 1 failed",
+                "answered 3 stored",
+            ]
+        );
+        let read = Connection::open(&path).unwrap();
+        let keys: Vec<i64> = read
+            .prepare("SELECT k FROM t ORDER BY k")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(keys, [1, 3]);
+        let _ = std::fs::remove_file(&path);
+    }
+}

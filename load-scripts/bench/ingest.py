@@ -1,0 +1,192 @@
+"""Deliveries acknowledged per second by the reference service (every 2xx fsynced first, with
+group commit) and by a hand-written axum + rusqlite receiver (one transaction per delivery) at
+synchronous=NORMAL and FULL, side by side in one run: wrk on the same machine, signed GitHub
+pushes of 1 to 5 commits from a pre-signed list with fresh delivery ids, a fresh server and
+database per run, the targets alternating within each repetition. After each run every
+delivery acknowledged is looked up in the store; one missing fails the run. A missed target is
+reported, never a failure.
+
+usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps N]
+                 [--levels 1,16,64] [--write FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from receivers import BenchFailure, Receiver
+from ingest_report import commit, render, write_section
+
+HERE = Path(__file__).resolve().parent
+# Bodies in the pre-signed list: enough that sizes interleave, few enough to sign in an instant.
+SIGNED_BODIES = 60
+# wrk's threads: one per core of the 2-core machines these figures come from.
+WRK_THREADS = 2
+# Longer than any answer can take; wrk counts a request past it as a timeout error.
+WRK_TIMEOUT = "10s"
+
+
+def push(n: int) -> bytes:
+    """The n-th push of the list: GitHub's shape, 1 to 5 commits."""
+    commits = [{
+        "id": hashlib.sha1(f"{n}.{i}".encode()).hexdigest(),
+        "message": f"change {i} of push {n}: tighten the parser",
+        "timestamp": "2026-11-29T10:00:00Z",
+        "author": {"name": "Ada Lovelace", "email": "ada@example.com"},
+    } for i in range(1 + n % 5)]
+    return json.dumps({
+        "ref": "refs/heads/main",
+        "repository": {"full_name": "bench/widgets"},
+        "commits": commits,
+    }, separators=(",", ":")).encode()
+
+
+def signed_list(path: Path, url_path: str, secret: str) -> None:
+    with open(path, "w") as out:
+        for n in range(SIGNED_BODIES):
+            body = push(n)
+            tag = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            out.write(f"{url_path}\tsha256={tag}\t{body.decode()}\n")
+
+
+def targets(service: str, plain: str, today: str | None) -> list[dict]:
+    """The receivers of a run, in the order they alternate; `today` is an earlier build of the
+    service, for a row of what it did before."""
+    earlier = [{"name": "today", "kind": "service", "bin": today, "args": [],
+                "title": "the service before group commit (not fsynced)"}] if today else []
+    return earlier + [
+        {"name": "service", "kind": "service", "bin": service, "args": [],
+         "title": "this service (fsync before every 2xx, group commit)"},
+        {"name": "plain-normal", "kind": "plain", "bin": plain,
+         "args": ["--synchronous", "normal"],
+         "title": "hand-written, `synchronous=NORMAL` (no fsync per delivery)"},
+        {"name": "plain-full", "kind": "plain", "bin": plain, "args": ["--synchronous", "full"],
+         "title": "hand-written, `synchronous=FULL` (an fsync per delivery)"},
+        {"name": "service-normal", "kind": "service", "bin": service,
+         "args": ["--sqlite-sync", "normal"],
+         "title": "this service at `--sqlite-sync normal` (group commit, no fsync)"},
+    ]
+
+
+def load_average() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def run_one(target: dict, connections: int, duration: float, work: Path, run_id: str) -> dict:
+    """One wrk run on a fresh server; every acknowledged delivery checked in the store."""
+    work.mkdir()
+    server = Receiver(target, work)
+    try:
+        signed_list(work / "signed.txt", server.path, server.secret)
+        acked_file = work / "acked.txt"
+        cpu0 = server.cpu_seconds()
+        wrk = subprocess.run(
+            ["wrk", f"-t{min(WRK_THREADS, connections)}", f"-c{connections}",
+             f"-d{duration}s", "--timeout", WRK_TIMEOUT, "-s", str(HERE / "ingest.lua"),
+             f"http://127.0.0.1:{server.port}", "--", str(work / "signed.txt"), run_id],
+            capture_output=True, text=True, env={**os.environ, "INGEST_ACKED": str(acked_file)})
+        cpu = server.cpu_seconds() - cpu0
+        if wrk.returncode != 0:
+            raise BenchFailure(f"wrk failed ({wrk.returncode}): {wrk.stderr[-500:]} {wrk.stdout[-500:]}")
+    finally:
+        server.stop()
+    lines = acked_file.read_text().split("\n")
+    summary = dict(kv.split("=") for kv in lines[-2].split()[1:])
+    acked = lines[:-2]
+    if len(acked) != int(summary["acked"]) or len(set(acked)) != len(acked):
+        raise BenchFailure(f"{target['name']}: the acknowledged list is not what wrk counted")
+    missing = set(acked) - server.stored()
+    if missing:
+        raise BenchFailure(f"{target['name']} at {connections}: {len(missing)} of {len(acked)} "
+                           f"acknowledged deliveries are not in the store, e.g. {min(missing)}")
+    seconds = int(summary["duration_us"]) / 1e6
+    return {
+        "target": target["name"], "connections": connections, "acked": len(acked),
+        "rate": len(acked) / seconds, "p50_ms": int(summary["p50_us"]) / 1000,
+        "p99_ms": int(summary["p99_us"]) / 1000, "non2xx": int(summary["non2xx"]),
+        "errors": int(summary["errors"]),
+        "cpu_us": cpu * 1e6 / max(1, len(acked)), "seconds": seconds,
+    }
+
+
+def settings(args: argparse.Namespace) -> str:
+    """The options of the run that shape its figures, as the table states them."""
+    said = ["--quick"] if args.quick else [f"--duration {args.duration}", f"--reps {args.reps}"]
+    said.append(f"--levels {args.levels}")
+    if args.today:
+        said.append("--today BIN")
+    return " ".join(said)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--service")
+    parser.add_argument("--plain")
+    parser.add_argument("--render-only", metavar="RESULTS",
+                        help="rewrite the table from a results file without measuring")
+    parser.add_argument("--today", help="an earlier build of the service, run beside the others")
+    parser.add_argument("--quick", action="store_true", help="1 s per run, 1 repetition")
+    parser.add_argument("--duration", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--levels", default="1,16,64")
+    parser.add_argument("--write", help="the markdown file whose ingest section is rewritten")
+    parser.add_argument("--results", default="target/bench/ingest.json")
+    args = parser.parse_args()
+    if args.render_only:
+        table = render(json.loads(Path(args.render_only).read_text()))
+        print(table)
+        if args.write:
+            write_section(Path(args.write), table)
+        return 0
+    if not (args.service and args.plain):
+        parser.error("--service and --plain name the two receivers")
+    if args.quick:
+        args.duration, args.reps = 1, 1
+    levels = [int(n) for n in args.levels.split(",")]
+    plan = targets(args.service, args.plain, args.today)
+    runs, loads = [], [load_average()]
+    started, t0 = time.time(), time.monotonic()
+    steps = args.reps * len(levels) * len(plan)
+    with tempfile.TemporaryDirectory(prefix="faultline-ingest-") as tmp:
+        step = 0
+        for rep in range(args.reps):
+            for connections in levels:
+                for target in plan:
+                    step += 1
+                    work = Path(tmp) / f"{step}-{target['name']}-{connections}"
+                    r = run_one(target, connections, args.duration, work, f"r{step}")
+                    r["rep"] = rep
+                    runs.append(r)
+                    loads.append(load_average())
+                    print(f"[{step}/{steps}] {target['name']} c={connections}: "
+                          f"{r['rate']:,.0f} acknowledged/s, p99 {r['p99_ms']:.1f} ms, "
+                          f"{r['cpu_us']:.0f} µs CPU/delivery, {r['acked']} acknowledged, all "
+                          f"stored; non-2xx {r['non2xx']}, errors {r['errors']}", flush=True)
+    results = {"started": started, "took_s": time.monotonic() - t0, "loads": loads,
+               "duration": args.duration, "reps": args.reps, "levels": levels,
+               "targets": plan, "runs": runs, "command": settings(args), "commit": commit()}
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.results).write_text(json.dumps(results, indent=1))
+    table = render(results)
+    print(table)
+    if args.write:
+        write_section(Path(args.write), table)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchFailure as failure:
+        print(f"ingest: FAILED: {failure}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,244 @@
+"""Every acknowledged delivery was on disk before its answer left: the service runs under
+strace, signed pushes are sent from parallel connections, and the trace is read back. For
+each answer 201 (the store) or 202 queued (the spool) to a delivery, the last read of its
+request's bytes on that connection must be followed by an fsync or fdatasync of the store's
+WAL (or of a spool segment) that began after that read ended and ended before the answer's
+write began.
+
+usage: durable.py store|spool|weakened BIN WORKDIR
+
+- store:    a SQLite store at its defaults; every 201 must be covered.
+- spool:    a PostgreSQL URL nothing listens on, so every delivery goes to the spool
+            unverified; every 202 queued must be covered by an fdatasync of a segment.
+- weakened: the store at --sqlite-sync normal, which acknowledges before the WAL is synced;
+            the check must find answers it cannot cover, or it proves nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+# Two phases, (senders, deliveries each): one sender alone, where an answer that does not
+# wait for its own fsync finds no other fsync to hide behind; then parallel senders, enough
+# that group commit puts several deliveries under one fsync, few enough for a traced debug
+# build on a loaded 2-core machine.
+PHASES = ((1, 50), (8, 25))
+START_TIMEOUT_S = 60.0
+# A graceful stop drains the writer; far longer than that means it hangs.
+STOP_TIMEOUT_S = 60.0
+SYSCALLS = "read,recvfrom,readv,recvmsg,write,writev,sendto,sendmsg,pwrite64,fsync,fdatasync"
+
+LINE = re.compile(r"^(\d+)\s+(\d+\.\d+) (\w+)\((.*)$")
+RESUMED = re.compile(r"^(\d+)\s+(\d+\.\d+) <\.\.\. (\w+) resumed>(.*)$")
+RESULT = re.compile(r"\)\s+=\s+(-?\d+)(?:<[^>]*>)?.*<(\d+\.\d+)>\s*$")
+# A file descriptor as strace -yy shows it: `7</path>` or `7<TCP:[a:p->b:q]>`.
+FD = re.compile(r"^(\d+)<(TCP:\[[^\]]*\]|[^>]*)>")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(bin_path: str, work: Path, args: list[str]) -> tuple[subprocess.Popen, int]:
+    trace = work / "trace.txt"
+    out = open(work / "server.out", "w+")
+    proc = subprocess.Popen(
+        ["strace", "-f", "-ttt", "-T", "-yy", "-s", "200", "-e", f"trace={SYSCALLS}",
+         "-o", str(trace), bin_path, "--port", "0", "--spool", str(work / "spool"), *args],
+        stdout=out, stderr=open(work / "server.log", "w"))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        out.seek(0)
+        found = re.search(r"listening on 127\.0\.0\.1:(\d+)", out.read())
+        if found:
+            return proc, int(found.group(1))
+        if proc.poll() is not None:
+            raise SystemExit(f"durable: the service exited: {(work / 'server.log').read_text()[-1500:]}")
+        time.sleep(0.1)
+    raise SystemExit("durable: the service printed no address")
+
+
+def stop(strace: subprocess.Popen) -> None:
+    """SIGTERM to the traced service itself (strace only detaches on one), then the wait."""
+    children = Path(f"/proc/{strace.pid}/task/{strace.pid}/children")
+    for pid in children.read_text().split() if children.exists() else []:
+        os.kill(int(pid), signal.SIGTERM)
+    strace.wait(STOP_TIMEOUT_S)
+
+
+def post(port: int, path: str, body: bytes | None, headers: dict) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", path, body, headers)
+    answer = conn.getresponse()
+    text = answer.read()
+    conn.close()
+    return answer.status, json.loads(text) if text else {}
+
+
+def health(port: int) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/health")
+    body = json.loads(conn.getresponse().read())
+    conn.close()
+    return body
+
+
+def inbox(port: int) -> tuple[str, str]:
+    """A real inbox of a fresh instance: its delivery path and secret."""
+    json_type = {"Content-Type": "application/json"}
+    _, instance = post(port, "/api/instances", None, {})
+    auth = {**json_type, "Authorization": f"Bearer {instance['api_key']}"}
+    base = f"/api/{instance['id']}"
+    _, digest = post(port, f"{base}/digests", b'{"description":"durable"}', auth)
+    _, box = post(port, f"{base}/digests/{digest['id']}/inboxes",
+                  b'{"vcs":"github","name":"durable/widgets"}', auth)
+    return f"{base}/inboxes/{box['id']}/commits", box["secret"]
+
+
+def send_all(port: int, path: str, secret: str, want: int, phase: int) -> list[str]:
+    """The phase's keep-alive connections at once, its number of pushes each; every answer
+    must be `want`. Returns the delivery ids acknowledged."""
+    acked, failures = [], []
+    senders, per_sender = PHASES[phase]
+
+    def sender(s: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for n in range(per_sender):
+            delivery = f"durable-{phase}-{s}-{n}"
+            body = json.dumps({"ref": "refs/heads/main",
+                               "repository": {"full_name": "durable/widgets"},
+                               "commits": [{"id": f"{s:04x}{n:04x}", "message": "m"}]}).encode()
+            tag = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            conn.request("POST", path, body, {
+                "Content-Type": "application/json", "X-GitHub-Event": "push",
+                "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": f"sha256={tag}"})
+            answer = conn.getresponse()
+            text = answer.read()
+            if answer.status == want:
+                acked.append(delivery)
+            else:
+                failures.append(f"{delivery}: {answer.status} {text[:120]!r}")
+        conn.close()
+
+    threads = [threading.Thread(target=sender, args=(s,)) for s in range(senders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise SystemExit(f"durable: {len(failures)} answers were not {want}: {failures[:3]}")
+    return acked
+
+
+def events(trace: Path) -> list[tuple]:
+    """(start, end, syscall, fd target, result, text) of every finished call, in start order."""
+    pending, done = {}, []
+    for line in trace.read_text(errors="replace").splitlines():
+        m = LINE.match(line)
+        if m:
+            pid, t, name, rest = m.groups()
+            if rest.endswith("<unfinished ...>"):
+                pending[(pid, name)] = (float(t), rest)
+                continue
+            finished = (float(t), rest)
+        else:
+            m = RESUMED.match(line)
+            if not m or (m.group(1), m.group(3)) not in pending:
+                continue
+            pid, _, name, tail = m.groups()
+            t0, head = pending.pop((pid, name))
+            finished = (t0, head.replace("<unfinished ...>", "") + tail)
+        start_t, rest = finished
+        r = RESULT.search(rest)
+        fd = FD.match(rest)
+        if not r or not fd:
+            continue
+        done.append((start_t, start_t + float(r.group(2)), name, fd.group(2), int(r.group(1)), rest))
+    done.sort()
+    return done
+
+
+def uncovered(evs: list[tuple], durable_file: re.Pattern, status: str) -> tuple[int, list[str]]:
+    """(answers checked, answers with no covering sync) for answers `HTTP/1.1 {status}` to
+    deliveries (requests to …/commits)."""
+    syncs = [(s, e) for s, e, name, target, res, _ in evs
+             if name in ("fsync", "fdatasync") and res == 0 and durable_file.search(target)]
+    # Per connection: what was read of the request being answered (the service peeks at the
+    # first bytes for HTTP/2's preface, so a head comes in more than one read), and when the
+    # last of it arrived.
+    request, last_read, checked, bad = {}, {}, 0, []
+    for s, e, name, target, res, text in evs:
+        if not target.startswith("TCP:") or res <= 0:
+            continue
+        if name in ("read", "recvfrom", "readv", "recvmsg"):
+            request[target] = request.get(target, "") + text
+            last_read[target] = e
+        elif name in ("write", "writev", "sendto", "sendmsg"):
+            answered, request[target] = request.get(target, ""), ""
+            if f"HTTP/1.1 {status}" not in text or "/commits HTTP/1.1" not in answered:
+                continue
+            checked += 1
+            arrived = last_read[target]
+            if not any(arrived < ss and se < s for ss, se in syncs):
+                bad.append(f"{target} answered at {s:.6f}, request read by {arrived:.6f}")
+    return checked, bad
+
+
+def main() -> int:
+    mode, bin_path, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    work.mkdir(parents=True, exist_ok=True)
+    if mode == "spool":
+        args = ["--db", f"postgres://durable@127.0.0.1:{free_port()}/none"]
+        durable_file, status = re.compile(r"/spool/.*\.seg$"), "202"
+    else:
+        args = ["--db", str(work / "store.db")]
+        if mode == "weakened":
+            args += ["--sqlite-sync", "normal"]
+        durable_file, status = re.compile(r"/store\.db-wal$"), "201"
+    proc, port = start(bin_path, work, args)
+    try:
+        if mode == "spool":
+            path, secret = "/api/in_nowhere/inboxes/ib_nowhere/commits", "made-up"
+        else:
+            path, secret = inbox(port)
+            said = health(port)
+            if said.get("durable") != (mode == "store"):
+                raise SystemExit(f"durable: {mode}: /health says {said}")
+        acked = [delivery for phase in range(len(PHASES))
+                 for delivery in send_all(port, path, secret, int(status), phase)]
+    finally:
+        stop(proc)
+    checked, bad = uncovered(events(work / "trace.txt"), durable_file, status)
+    phases = " then ".join(f"{n} × {each}" for n, each in PHASES)
+    print(f"durable: {mode}: {len(acked)} deliveries answered {status} ({phases} at once); "
+          f"{checked} answers found in the trace, {len(bad)} without a sync of "
+          f"{durable_file.pattern} between the request and the answer")
+    if checked != len(acked):
+        print(f"durable: {mode}: the trace shows {checked} answers, {len(acked)} were received")
+        return 1
+    if mode == "weakened":
+        if not bad:
+            print("durable: weakened: every answer looked covered; the check cannot fail")
+            return 1
+        return 0
+    for line in bad[:5]:
+        print(f"durable: not covered: {line}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
