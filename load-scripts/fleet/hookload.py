@@ -465,8 +465,8 @@ DRAIN_TIMEOUT_S = 120
 
 
 def drained(urls):
-    """Waits until every instance's /health says its store is up and its spool empty; the
-    number of /health requests sent to each."""
+    """Waits until every instance's /health says its store is up and its spools (the main one
+    and the unverified one) empty; the number of /health requests sent to each."""
     polls = [0] * len(urls)
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
     conns = [Conn(url) for url in urls]
@@ -475,8 +475,9 @@ def drained(urls):
         for i in sorted(pending):
             status, health, _ = conns[i].request("GET", "/health")
             polls[i] += 1
-            if (status == 200 and health.get("store") == "up"
-                    and health.get("spool", {}).get("depth") == 0):
+            spool = health.get("spool", {}) if status == 200 else {}
+            if (status == 200 and health.get("store") == "up" and spool.get("depth") == 0
+                    and spool.get("unverified", {}).get("depth", 0) == 0):
                 pending.discard(i)
         if pending:
             if time.monotonic() > deadline:

@@ -28,9 +28,10 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::Parser;
 
-use crate::rotation;
+use crate::manage::rotation;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
+use crate::verify::refresh;
 use crate::{Config, DEFAULT_BODY_LIMIT};
 
 /// The address served when neither `--listen` nor `--port` is given: loopback only, so a
@@ -51,6 +52,12 @@ pub struct Cli {
     /// balancer, in a container)
     #[arg(long, value_name = "ADDR", env = "WEBHOOK_INGEST_LISTEN", default_value_t = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
+
+    /// The URL providers and people reach the service by, such as
+    /// `https://hooks.example.com` behind TLS or a proxy; inbox callback URLs and the first
+    /// page are built from it (default: `http://` and the address bound)
+    #[arg(long, value_name = "URL", env = "WEBHOOK_INGEST_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
 
     /// Shorthand for `--listen 127.0.0.1:PORT`; 0 picks a free port (wins over
     /// WEBHOOK_INGEST_LISTEN, not with `--listen`)
@@ -101,9 +108,19 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_SPOOL_MAX_BYTES", default_value_t = NonZeroU64::new(spool::DEFAULT_SPOOL_MAX_BYTES).expect("not zero"))]
     pub spool_max_bytes: NonZeroU64,
 
-    /// Make every store operation fail, to see what providers see when the store is down
-    #[arg(long)]
-    pub fail_store: bool,
+    /// The bound in bytes of deliveries to inboxes unknown here, taken unverified while the
+    /// store is down; past it they get 503
+    #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BYTES", default_value_t = NonZeroU64::new(spool::unverified::DEFAULT_UNVERIFIED_MAX_BYTES).expect("not zero"))]
+    pub unverified_max_bytes: NonZeroU64,
+
+    /// The largest body taken unverified; larger ones get 503 while the store is down
+    #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BODY", default_value_t = spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY)]
+    pub unverified_max_body: usize,
+
+    /// How often the known inboxes are read again from the store, for the changes made
+    /// through other instances
+    #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_INBOX_REFRESH", default_value_t = Span(refresh::DEFAULT_INBOX_REFRESH))]
+    pub inbox_refresh: Span,
 
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]
@@ -231,9 +248,30 @@ impl Cli {
                 request: self.request_timeout.0,
             },
             secret_grace: self.secret_grace.0,
+            unverified_max_body: self.unverified_max_body,
+            inbox_refresh: self.inbox_refresh.0,
+            public_url: self.public_url.clone(),
             ..Config::default()
         }
     }
+}
+
+/// A base URL as `--public-url` takes it: `http://` or `https://`, a host, perhaps a port
+/// and a path; no query or fragment, which a callback URL cannot carry after it. A trailing
+/// slash is dropped.
+fn public_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or("must start with `http://` or `https://`")?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() || host.contains('@') {
+        return Err("must name a host, and no user".into());
+    }
+    if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must have no query, fragment or spaces".into());
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 /// A positive duration as the flags write it: `250ms`, `5s`, `10m`, `24h`, or plain seconds

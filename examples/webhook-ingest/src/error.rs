@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use faultline::Fault;
 
 use crate::store::StoreError;
-use crate::webhook::Vcs;
+use crate::verify::webhook::Vcs;
 
 /// The errors of the service's handlers.
 ///
@@ -79,6 +79,12 @@ pub enum IngestError {
     #[error("the store is unavailable and the spool is full")]
     #[fault(status = 503, code = "spool-full", retry_after = 60)]
     SpoolFull,
+    /// The store cannot take the delivery, its inbox was not known here at the last refresh,
+    /// and the deliveries nobody could verify yet are at their bound (or this body is past
+    /// their per-body cap). A minute lets the store come back or the drainer make room.
+    #[error("the store is unavailable and deliveries to inboxes unknown here are at their bound")]
+    #[fault(status = 503, code = "unverified-bound", retry_after = 60)]
+    UnverifiedBound,
     /// The store cannot take the delivery and writing it to the spool failed (a disk error).
     #[error("the store is unavailable and the spool cannot be written")]
     #[fault(status = 503, code = "spool-unavailable", retry_after = 30)]

@@ -3,25 +3,29 @@
 //!
 //! ```text
 //! cargo run --release -p webhook-ingest -- [--listen ADDR | --port N] [--db PATH|postgres://…]
-//!     [--body-limit BYTES] [--fail-store] [limits]
+//!     [--body-limit BYTES] [limits]
 //! cargo run --release -p webhook-ingest -- --help
 //! ```
 //!
 //! It binds `--listen` (default `127.0.0.1:3000`; `--port N` is short for `127.0.0.1:N`, and 0
 //! picks a free port) and prints `listening on ADDR` as its first line on stdout; logs go to
-//! stderr. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
+//! stderr. `GET /` says what the service is and how to start; the URLs it and every inbox
+//! answer with start with `--public-url`, else `http://ADDR`, never the request's `Host`. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
 //! that PostgreSQL database (its migrations run at start-up), so several instances can share
 //! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
 //! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
 //! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
 //! at start-up with the reason; a PostgreSQL database that is merely down at start is connected
-//! (and migrated) in the background, with backoff. `--fail-store` makes every store operation
-//! fail, to see what providers see when the store is down.
+//! (and migrated) in the background, with backoff.
 //!
 //! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
 //! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
 //! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
-//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`.
+//! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`. A delivery to an inbox
+//! this instance does not know (from its file of known inboxes beside the spool, refreshed
+//! every `--inbox-refresh`) is spooled unverified only within `--unverified-max-bytes`
+//! (64 MiB) and `--unverified-max-body` (1 MiB), else 503; see
+//! `webhook_ingest::spool::unverified`.
 //!
 //! `--secret-grace` (default 24h) is how long an inbox's previous secret still passes after a
 //! rotation (`POST /api/{instance}/digests/{digest}/inboxes/{inbox}/secret`); the deliveries an
@@ -51,9 +55,9 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 use webhook_ingest::cli::Cli;
 use webhook_ingest::serve;
-use webhook_ingest::spool::Spool;
+use webhook_ingest::spool::{unverified, Spool};
 use webhook_ingest::store::{self, Store};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
@@ -117,41 +121,50 @@ async fn serve(args: Cli) -> io::Result<()> {
         }
         io::Error::other(said)
     })?;
-    if args.fail_store {
-        store.set_failing(true);
-    }
     let spool_config = args.spool_config();
     let spool_dir = spool_config.dir.clone();
-    let spool = tokio::task::spawn_blocking(move || Spool::open(spool_config))
-        .await
-        .map_err(io::Error::other)?
-        .map_err(|e| {
-            io::Error::other(format!(
-                "opening the spool at `{}`: {e}",
-                spool_dir.display()
-            ))
-        })?;
+    let unverified_max_bytes = args.unverified_max_bytes.get();
+    let (spool, unverified) = tokio::task::spawn_blocking(move || {
+        let spool = Spool::open(spool_config)?;
+        let unverified = unverified::open(spool.dir(), unverified_max_bytes)?;
+        Ok::<_, io::Error>((spool, unverified))
+    })
+    .await
+    .map_err(io::Error::other)?
+    .map_err(|e| {
+        io::Error::other(format!(
+            "opening the spool at `{}`: {e}",
+            spool_dir.display()
+        ))
+    })?;
     let spooled = spool.stats();
     let store_kind = store.kind();
     let config = webhook_ingest::Config {
         spool: Some(spool),
+        unverified: Some(unverified),
         ..args.config()
     };
     let limits = args.limits();
     let connections = config.connections.clone();
     let deadlines = config.deadlines;
-    let (router, ledger) = webhook_ingest::app(store, config);
     let listen = args.listen_addr();
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| io::Error::new(e.kind(), format!("binding {listen} failed: {e}")))?;
-    println!("listening on {}", listener.local_addr()?);
+    let bound = listener.local_addr()?;
+    let config = webhook_ingest::Config {
+        public_url: Some(public_url(args.public_url.as_deref(), bound)),
+        ..config
+    };
+    let public = config.public_url.clone().unwrap_or_default();
+    let (router, ledger) = webhook_ingest::app(store, config);
+    println!("listening on {bound}");
     tracing::info!(
         db = %db,
         store = store_kind,
-        fail_store = args.fail_store,
         spool = %spool_dir.display(),
         spool_depth = spooled.depth,
+        public_url = %public,
         ?limits,
         ?deadlines,
         "serving"
@@ -172,6 +185,23 @@ async fn serve(args: Cli) -> io::Result<()> {
         "final ledger"
     );
     Ok(())
+}
+
+/// The base URL of callback URLs and of the first page: `--public-url`, else built from the
+/// address bound (never from a request's `Host`). An address of every interface is no URL
+/// a provider can call: said once, at start.
+fn public_url(configured: Option<&str>, bound: std::net::SocketAddr) -> String {
+    if let Some(url) = configured {
+        return url.to_owned();
+    }
+    if bound.ip().is_unspecified() {
+        tracing::warn!(
+            %bound,
+            "no --public-url: inbox callback URLs name an address of every interface; \
+             set --public-url to the URL providers reach this service by"
+        );
+    }
+    format!("http://{bound}")
 }
 
 /// The store: SQLite opened now; PostgreSQL opened now if it answers, else in the background

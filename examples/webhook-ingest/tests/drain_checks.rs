@@ -11,13 +11,16 @@ use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::{Spool, SpoolConfig};
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::Vcs;
+use webhook_ingest::verify::webhook::Vcs;
 
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
 
-/// A service on a SQLite file with a spool, and the spool's directory, removed when done.
+/// A service on a SQLite file with a spool, and the spool's directory, removed when done;
+/// with a peer on the same file, another instance of the fleet, through which inboxes are
+/// made and rotated without the service knowing until its next refresh.
 struct Spooled {
     service: Service,
+    peer: Service,
     dir: PathBuf,
 }
 
@@ -36,8 +39,32 @@ async fn spooled(name: &str, secret_grace: Duration) -> Spooled {
         secret_grace,
         ..Service::config(TEST_BODY_LIMIT)
     };
+    let peer = Service::serve(
+        Store::open(db.to_str().unwrap()).await.unwrap(),
+        None,
+        TEST_BODY_LIMIT,
+    )
+    .await;
     let service = Service::serve_with(store, Some(db), config).await;
-    Spooled { service, dir }
+    refreshed_once(&service).await;
+    Spooled { service, peer, dir }
+}
+
+/// Waits for the service's first refresh of the known inboxes, so that what the peer makes
+/// after it is unknown to the service until the next one (a minute away).
+async fn refreshed_once(service: &Service) {
+    let start = Instant::now();
+    loop {
+        let health = service
+            .send(service.client.get(service.url("/health")))
+            .await
+            .body;
+        if health["spool"]["inbox_refreshes"].as_u64() >= Some(1) {
+            return;
+        }
+        assert!(start.elapsed() < DRAIN_WAIT, "never refreshed: {health}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn drained(service: &Service) -> Value {
@@ -47,7 +74,10 @@ async fn drained(service: &Service) -> Value {
             .send(service.client.get(service.url("/health")))
             .await
             .body;
-        if health["store"] == "up" && health["spool"]["depth"] == 0 {
+        if health["store"] == "up"
+            && health["spool"]["depth"] == 0
+            && health["spool"]["unverified"]["depth"] == 0
+        {
             return health;
         }
         assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
@@ -97,9 +127,9 @@ async fn rotate(service: &Service, fixture: &Fixture, vcs: Vcs) -> String {
 async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never_stored() {
     let spooled = spooled("drain-forged", Duration::from_secs(3600)).await;
     let service = &spooled.service;
-    let fixture = service.setup().await;
-    // Down from the start: the inbox was never seen, so the delivery cannot be checked now.
-    service.store.set_failing(true);
+    let fixture = spooled.peer.setup().await;
+    // Made on the peer and never seen here, so the delivery cannot be checked now.
+    service.outage.begin();
     let body = gitlab_push();
     let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
         .set("x-gitlab-token", "not-the-secret");
@@ -110,7 +140,7 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
         (202, "queued".into())
     );
 
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
     let listed = failures(service, &fixture, Vcs::Gitlab).await;
@@ -128,22 +158,22 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
 async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the_grace() {
     let spooled = spooled("drain-rotated", Duration::from_secs(3600)).await;
     let service = &spooled.service;
-    let old = service.setup().await;
-    rotate(service, &old, Vcs::Github).await;
+    let old = spooled.peer.setup().await;
+    rotate(&spooled.peer, &old, Vcs::Github).await;
     // Unseen inbox: spooled unverified, checked when drained.
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["unseen"]);
     let unseen = delivery(service, &old, Vcs::Github, "push", "old-unseen", &body);
     assert_eq!(service.send(unseen).await.str("status"), "queued");
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 0, "{health}");
     // Seen inbox: checked at once against the remembered secrets, previous one included.
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["seen"]);
     let seen = delivery(service, &old, Vcs::Github, "push", "old-seen", &body);
     assert_eq!(service.send(seen).await.str("status"), "queued");
-    service.store.set_failing(false);
+    service.outage.end();
     drained(service).await;
     assert_eq!(
         service.stats(&old).await,
@@ -156,14 +186,14 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
 async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_refused() {
     let spooled = spooled("drain-expired", Duration::from_millis(200)).await;
     let service = &spooled.service;
-    let old = service.setup().await;
-    rotate(service, &old, Vcs::Github).await;
-    service.store.set_failing(true);
+    let old = spooled.peer.setup().await;
+    rotate(&spooled.peer, &old, Vcs::Github).await;
+    service.outage.begin();
     let body = github_push(&["late"]);
     let late = delivery(service, &old, Vcs::Github, "push", "old-late", &body);
     assert_eq!(service.send(late).await.str("status"), "queued");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
     let listed = failures(service, &old, Vcs::Github).await;

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
-use webhook_ingest::webhook::Vcs;
+use webhook_ingest::verify::webhook::Vcs;
 
 impl Service {
     async fn failures(&self, fixture: &Fixture, inbox: &str, key: &str, query: &str) -> Answer {
@@ -235,7 +235,7 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
 async fn a_refusal_that_cannot_be_kept_changes_no_answer() {
     let service = Service::start().await;
     let fixture = service.setup().await;
-    service.store.set_failing(true);
+    service.outage.begin();
     let body = github_push(&["x"]);
     let headers = provider_headers(&fixture, Vcs::Github, "push", "d1", &body)
         .set("content-type", "text/plain");

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
+use webhook_ingest::spool::spooled::SpooledDelivery;
 use webhook_ingest::spool::{Spool, SpoolConfig, RECORD_HEADER_BYTES};
-use webhook_ingest::spooled::SpooledDelivery;
 use webhook_ingest::store::Store;
-use webhook_ingest::webhook::{self, Vcs};
+use webhook_ingest::verify::webhook::{self, Vcs};
 
 /// How long a drain may take once the store answers: the drainer's longest backoff is 2 s.
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
@@ -58,7 +58,10 @@ async fn drained(service: &Service) -> Value {
     let start = Instant::now();
     loop {
         let health = health(service).await;
-        if health["store"] == "up" && health["spool"]["depth"] == 0 {
+        if health["store"] == "up"
+            && health["spool"]["depth"] == 0
+            && health["spool"]["unverified"]["depth"] == 0
+        {
             return health;
         }
         assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
@@ -90,10 +93,10 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     let seen = delivery(&service, &fixture, Vcs::Github, "push", "seen", &first);
     assert_eq!(service.send(seen).await.status, 201);
 
-    service.store.set_failing(true);
+    service.outage.begin();
     let before = service.quiescent().await;
-    // GitHub's inbox was seen: checked against the remembered secret. GitLab's was not:
-    // spooled unverified and checked when drained.
+    // GitHub's inbox was seen, GitLab's only listed by the refresh that followed its making:
+    // both are checked against the secrets known here.
     let mut tasks = Vec::new();
     for n in 0..PUSHES {
         let body = github_push(&[&format!("q{n}a"), &format!("q{n}b")]);
@@ -124,7 +127,10 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &gitlab)
         .set("x-gitlab-token", "not-the-secret");
     let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &gitlab);
-    assert_eq!(service.send(forged).await.body["status"], "queued");
+    service
+        .send(forged)
+        .await
+        .assert_problem(401, "bad-signature");
     let wrong = github_push(&["w"]);
     let wrong_signature = format!("sha256={}", webhook::sign(b"nope", &wrong));
     let headers = provider_headers(&fixture, Vcs::Github, "push", "w", &wrong)
@@ -140,15 +146,16 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
         (down["status"].as_str(), down["store"].as_str()),
         (Some("degraded"), Some("down"))
     );
-    assert_eq!(down["spool"]["depth"], PUSHES + 3);
+    assert_eq!(down["spool"]["depth"], PUSHES + 2);
+    assert_eq!(down["spool"]["unverified"]["depth"], 0);
     let during = service.quiescent().await;
-    assert_eq!(during.ok - before.ok, PUSHES as u64 + 3 + 1);
-    assert_eq!(during.failures() - before.failures(), 1);
+    assert_eq!(during.ok - before.ok, PUSHES as u64 + 2 + 1);
+    assert_eq!(during.failures() - before.failures(), 2);
 
-    service.store.set_failing(false);
+    service.outage.end();
     let health = drained(&service).await;
-    assert_eq!(health["spool"]["drained"], PUSHES + 3);
-    assert_eq!(health["spool"]["refused"], 1);
+    assert_eq!(health["spool"]["drained"], PUSHES + 2);
+    assert_eq!(health["spool"]["refused"], 0);
     assert_eq!(
         service.stats(&fixture).await,
         json!({ "digests": 1, "inboxes": 3, "deliveries": 1 + PUSHES + 1,
@@ -156,7 +163,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     );
     assert_eq!(
         metric(&service, "webhook_ingest_spool_refused_total").await,
-        1
+        0
     );
     assert_eq!(metric(&service, "webhook_ingest_spool_depth").await, 0);
     for n in 0..PUSHES {
@@ -172,7 +179,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
     let dir = SpoolDir::new("restart");
     let mut first = spooled_service("restart", &dir, 1 << 30).await;
     let fixture = first.setup().await;
-    first.store.set_failing(true);
+    first.outage.begin();
     for n in 0..5 {
         let body = github_push(&[&format!("r{n}")]);
         let id = format!("restart-{n}");
@@ -182,7 +189,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
         assert_eq!(answer.status, 202, "{}", answer.text);
     }
     // The instance goes away; a crash left half a record at the spool's end.
-    let store = first.store.clone();
+    let (store, outage) = (first.store.clone(), first.outage.clone());
     let db = first.db.take();
     first.task.abort();
     let _ = (&mut first.task).await;
@@ -202,7 +209,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
     std::io::Write::write_all(&mut file, &torn).unwrap();
     drop(file);
 
-    store.set_failing(false);
+    outage.end();
     let second = Service::serve_spooled(store, db, TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
     let health = drained(&second).await;
     assert_eq!(health["spool"]["cut"], 1);
@@ -230,7 +237,8 @@ async fn a_service_whose_database_is_unreachable_starts_and_spools() {
     assert!(!down.to_string().contains(password));
 
     // No inbox can be looked up: the delivery is checked for form now and spooled
-    // unverified, to be checked against its secret once the store answers.
+    // unverified (in the spool of its own), to be checked against its secret once the store
+    // answers.
     let body = github_push(&["u1"]);
     let signature = format!("sha256={}", webhook::sign(b"the inbox secret", &body));
     let request = service
@@ -262,7 +270,9 @@ async fn a_service_whose_database_is_unreachable_starts_and_spools() {
         .await;
     api.assert_problem(503, "store-unavailable");
     assert!(!api.text.contains(password));
-    assert_eq!(health(&service).await["spool"]["depth"], 1);
+    let spooled = health(&service).await;
+    assert_eq!(spooled["spool"]["depth"], 0, "{spooled}");
+    assert_eq!(spooled["spool"]["unverified"]["depth"], 1, "{spooled}");
 }
 
 #[tokio::test]
@@ -297,7 +307,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
             .status,
         201
     );
-    service.store.set_failing(true);
+    service.outage.begin();
     let mut statuses = Vec::new();
     for n in 0..5 {
         let body = github_push(&[&format!("b{n}")]);
@@ -333,7 +343,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
         .sum();
     assert_eq!(full, 2);
 
-    service.store.set_failing(false);
+    service.outage.end();
     drained(&service).await;
     assert_eq!(service.stats(&fixture).await["deliveries"], 4);
 }

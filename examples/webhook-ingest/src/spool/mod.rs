@@ -27,10 +27,13 @@
 //! # }
 //! ```
 
+pub mod drain;
 mod reader;
 mod segment;
+pub mod spooled;
 #[cfg(test)]
 mod tests;
+pub mod unverified;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -264,6 +267,11 @@ impl std::fmt::Debug for Spool {
 impl SpoolStats {
     /// Appends the stats to a Prometheus text exposition.
     pub fn render_prometheus(&self, out: &mut String) {
+        self.render_prometheus_as("webhook_ingest_spool", out);
+    }
+
+    /// Appends the stats to a Prometheus text exposition, each name starting `prefix_`.
+    pub fn render_prometheus_as(&self, prefix: &str, out: &mut String) {
         use std::fmt::Write;
         let rows: [(&str, &str, &str, u64); 8] = [
             (
@@ -318,7 +326,7 @@ impl SpoolStats {
         for (name, kind, help, value) in rows {
             let _ = write!(
                 out,
-                "# HELP webhook_ingest_spool_{name} {help}\n# TYPE webhook_ingest_spool_{name} {kind}\nwebhook_ingest_spool_{name} {value}\n"
+                "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} {kind}\n{prefix}_{name} {value}\n"
             );
         }
     }

@@ -12,13 +12,15 @@ mod postgres;
 
 pub use postgres::tls::SslMode;
 mod sqlite;
+mod wrapper;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+pub use wrapper::{Answer, StoreBackend};
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::payload::Commit;
-use crate::webhook::Vcs;
+use crate::receive::payload::Commit;
+use crate::verify::webhook::Vcs;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -31,8 +33,6 @@ pub enum StoreError {
     Postgres(#[from] tokio_postgres::Error),
     #[error("no postgres connection could be had: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
-    #[error("the store is switched to fail")]
-    Switched,
     #[error("the store is not connected yet")]
     Connecting,
     #[error("the store's worker stopped before answering")]
@@ -93,6 +93,13 @@ pub struct InboxRow {
     pub secret: String,
     /// The secret the last rotation replaced, if the inbox was ever rotated.
     pub previous: Option<PreviousSecret>,
+}
+
+/// An inbox with the instance it belongs to.
+#[derive(Clone)]
+pub struct KnownInbox {
+    pub instance: String,
+    pub inbox: InboxRow,
 }
 
 /// The secret an inbox had before its last rotation, and how long ago that was.
@@ -205,7 +212,6 @@ pub struct Store {
     /// [`Store::open_in_background`].
     backend: Arc<OnceLock<Backend>>,
     kind: &'static str,
-    failing: Arc<AtomicBool>,
 }
 
 /// The first wait between two attempts to open a store that is not reachable, doubled after
@@ -219,17 +225,18 @@ const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 enum Backend {
     Sqlite(sqlite::SqliteStore),
     Postgres(postgres::PgStore),
+    /// A backend of the caller's: SQLite and PostgreSQL stay unboxed, and only a wrapper pays
+    /// for its boxed futures.
+    Wrapped(Arc<dyn StoreBackend>),
 }
 
-/// Runs the same call on whichever backend this store is, after the `--fail-store` switch.
+/// Runs the same call on whichever backend this store is.
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
-        if $self.failing.load(Ordering::Relaxed) {
-            return Err(StoreError::Switched);
-        }
         match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
+            Backend::Wrapped(store) => store.$method($($arg),*).await,
         }
     }};
 }
@@ -291,8 +298,18 @@ impl Store {
             } else {
                 "sqlite"
             },
-            failing: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// A store whose every operation `backend` answers: most often a wrapper that holds
+    /// another [`Store`] and decides, per call, whether to pass it on (see [`StoreBackend`]).
+    pub fn wrapping(backend: impl StoreBackend) -> Store {
+        let store = Store {
+            backend: Arc::new(OnceLock::new()),
+            kind: backend.kind(),
+        };
+        let _ = store.backend.set(Backend::Wrapped(Arc::new(backend)));
+        store
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
@@ -303,12 +320,6 @@ impl Store {
     /// Whether the store has been opened (it may still fail, as any database may).
     pub fn is_open(&self) -> bool {
         self.backend.get().is_some()
-    }
-
-    /// Makes every later operation fail with a store error (or work again), so tests and
-    /// `--fail-store` can see what providers see when the database is down.
-    pub fn set_failing(&self, failing: bool) {
-        self.failing.store(failing, Ordering::Relaxed);
     }
 
     /// Whether the store answers a trivial query.
@@ -415,6 +426,12 @@ impl Store {
     /// Row counts of `instance`.
     pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         dispatch!(self.stats(instance))
+    }
+
+    /// Up to `limit` inboxes of every instance, ordered by instance and id: what an instance
+    /// writes to its file of known inboxes.
+    pub async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
+        dispatch!(self.inboxes(limit))
     }
 }
 

@@ -8,6 +8,7 @@
 //! instances at once store it once: the database makes the later ones wait on the first's
 //! row and then see it.
 
+mod inboxes;
 mod refusals;
 pub mod tls;
 
@@ -22,7 +23,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
-use crate::payload::Commit;
+use crate::receive::payload::Commit;
 
 /// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
 /// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.

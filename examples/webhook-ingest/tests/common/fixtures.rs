@@ -2,7 +2,7 @@
 //! the pushes each provider sends.
 
 use serde_json::{json, Value};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 use super::Service;
 

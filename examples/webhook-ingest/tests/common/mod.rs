@@ -6,6 +6,7 @@
 
 mod binary;
 mod fixtures;
+mod outage;
 mod refusals;
 mod requests;
 mod server;
@@ -15,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use binary::*;
 pub use fixtures::*;
+pub use outage::*;
 pub use refusals::*;
 pub use requests::*;
 pub use server::*;

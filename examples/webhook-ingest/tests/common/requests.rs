@@ -1,7 +1,7 @@
 //! Deliveries signed as each provider signs them, and what the ledger counted of them.
 
 use faultline::ledger::Snapshot;
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 use super::{Fixture, Service};
 

@@ -10,13 +10,16 @@ use faultline::Ledger;
 use serde_json::Value;
 use webhook_ingest::store::Store;
 
-use super::{temp_path, ADMIN_TOKEN, TEST_BODY_LIMIT};
+use super::{temp_path, Outage, ADMIN_TOKEN, TEST_BODY_LIMIT};
 
 /// A running service; aborted, and its database removed, when dropped.
 pub struct Service {
     pub addr: SocketAddr,
     pub ledger: Ledger,
+    /// The store the service runs on, behind [`Outage`]'s wrapper.
     pub store: Store,
+    /// Takes the service's store down and up again.
+    pub outage: Outage,
     pub client: reqwest::Client,
     pub db: Option<PathBuf>,
     pub task: tokio::task::JoinHandle<()>,
@@ -83,9 +86,22 @@ impl Service {
         config: webhook_ingest::Config,
     ) -> Self {
         faultline::install_panic_hook();
-        let (app, ledger) = webhook_ingest::app(store.clone(), config);
+        // What no one could verify goes to its own small spool, inside the main one's
+        // directory, as the binary opens it, unless the test opened one itself.
+        let mut config = config;
+        if let (Some(spool), None) = (&config.spool, &config.unverified) {
+            let max_bytes = webhook_ingest::spool::unverified::DEFAULT_UNVERIFIED_MAX_BYTES;
+            config.unverified =
+                Some(webhook_ingest::spool::unverified::open(spool.dir(), max_bytes).unwrap());
+        }
+        let (store, outage) = Outage::wrap(store);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        // As the binary does: the base URL from the address bound, unless the test set one.
+        config
+            .public_url
+            .get_or_insert_with(|| format!("http://{addr}"));
+        let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let task = tokio::spawn(async move {
             let limits = webhook_ingest::serve::Limits::default();
             let connections = webhook_ingest::serve::Connections::default();
@@ -95,6 +111,7 @@ impl Service {
             addr,
             ledger,
             store,
+            outage,
             client: reqwest::Client::new(),
             db,
             task,

@@ -2,7 +2,7 @@
 //! stored and listed newest first, and events not stored acknowledged and counted.
 
 use serde_json::{json, Value};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 use crate::common::*;
 

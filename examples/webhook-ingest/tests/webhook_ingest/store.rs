@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webhook_ingest::webhook;
+use webhook_ingest::verify::webhook;
 
 use crate::common::*;
 
@@ -75,7 +75,7 @@ async fn a_failing_store_answers_503_with_retry_after_and_the_redelivery_lands()
         )
     };
 
-    service.store.set_failing(true);
+    service.outage.begin();
     let failed = service.send(send()).await;
     failed.assert_problem(503, "store-unavailable");
     assert!(failed.headers.contains_key("retry-after"));
@@ -88,7 +88,7 @@ async fn a_failing_store_answers_503_with_retry_after_and_the_redelivery_lands()
         .send(service.client.get(service.url("/health")))
         .await;
     health.assert_problem(503, "store-unavailable");
-    service.store.set_failing(false);
+    service.outage.end();
 
     assert_eq!(service.stats(&fixture).await["commits"], 0);
     let retried = service.send(send()).await;

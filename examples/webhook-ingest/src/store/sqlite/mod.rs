@@ -6,6 +6,7 @@
 //! read-only connections, which WAL lets proceed beside the writer. A `:memory:` store has a
 //! single connection, so its reads queue behind the writer too.
 
+mod inboxes;
 mod refusals;
 mod schema;
 
@@ -19,7 +20,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
-use crate::payload::Commit;
+use crate::receive::payload::Commit;
 use schema::migrate;
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
@@ -388,7 +389,7 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
 mod tests {
     use super::schema::SCHEMA_V1;
     use super::*;
-    use crate::webhook::Vcs;
+    use crate::verify::webhook::Vcs;
 
     /// A database made before migrations were versioned keeps its rows, and takes commits
     /// without the optional fields afterwards.

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::payload::Shape;
+use crate::receive::payload::Shape;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 

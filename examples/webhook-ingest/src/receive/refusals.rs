@@ -12,19 +12,13 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::Json;
+use axum::http::{HeaderMap, StatusCode};
 use faultline::Fault;
-use serde_json::json;
 
 use crate::error::IngestError;
-use crate::store::{Refusal, Store, REFUSALS_KEPT_PER_INBOX};
-use crate::webhook;
-use crate::{authorize, AppState};
-
-/// Refusals listed when the client names no limit.
-const DEFAULT_LISTED: u32 = 100;
+use crate::store::{Refusal, Store};
+use crate::verify::webhook;
+use crate::AppState;
 
 /// How many refusals were kept, and how many could not be.
 #[derive(Debug, Default)]
@@ -167,46 +161,4 @@ pub(crate) async fn note_body_refused(
         code: "payload-too-large".to_owned(),
     };
     record_refusal(&state.store, &state.refusals, instance, inbox, refusal).await;
-}
-
-#[derive(serde::Deserialize)]
-pub(crate) struct Listed {
-    limit: Option<u32>,
-}
-
-/// `GET /api/{instance}/inboxes/{inbox}/failures`: the inbox's refused deliveries, newest
-/// first, at most `?limit=` (default 100, never more than are kept).
-pub(crate) async fn list_failures(
-    State(state): State<AppState>,
-    Path((instance, inbox)): Path<(String, String)>,
-    Query(listed): Query<Listed>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    if state
-        .store
-        .inbox(row.id.clone(), inbox.clone())
-        .await?
-        .is_none()
-    {
-        return Err(IngestError::InboxNotFound(inbox));
-    }
-    let limit = listed
-        .limit
-        .unwrap_or(DEFAULT_LISTED)
-        .clamp(1, REFUSALS_KEPT_PER_INBOX as u32);
-    let rows = state.store.refusals(row.id, inbox, limit).await?;
-    let failures: Vec<_> = rows
-        .into_iter()
-        .map(|row| {
-            json!({
-                "delivery": row.refusal.delivery,
-                "refused_at": row.refused_at,
-                "status": row.refusal.status,
-                "code": row.refusal.code,
-            })
-        })
-        .collect();
-    Ok(Json(json!({ "failures": failures })))
 }

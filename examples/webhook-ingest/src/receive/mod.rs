@@ -9,12 +9,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+pub mod ignored;
+pub mod payload;
+pub mod refusals;
+
 use crate::error::IngestError;
-use crate::spool::SpoolError;
-use crate::spooled::SpooledDelivery;
+use crate::spool::spooled::SpooledDelivery;
+use crate::spool::{Spool, SpoolError};
 use crate::store::{InboxRow, Ingested, StoreError};
-use crate::webhook::{self, Event, Proof, Vcs};
-use crate::{payload, refusals, AppState};
+use crate::verify::webhook::{self, Event, Proof, Vcs};
+use crate::AppState;
 
 /// Whether the request says its body is JSON (parameters such as `charset` allowed).
 fn is_json(headers: &HeaderMap) -> bool {
@@ -31,7 +35,8 @@ enum Inbox {
     Stored(InboxRow),
     /// The store did not answer; the inbox as seen before.
     Remembered(InboxRow),
-    /// The store did not answer and the inbox was not seen since start.
+    /// The store did not answer and the inbox was not known at the last refresh, nor seen
+    /// since.
     Unknown,
 }
 
@@ -133,7 +138,12 @@ async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Inbox,
         .await
     {
         Ok(Some(row)) => {
-            state.secrets.remember(instance, &row);
+            // An inbox new here (made on another instance since the last refresh) is written
+            // to the file of known inboxes now rather than at the next period. Only inboxes
+            // that exist get here, so no sender can make refreshes by the request.
+            if state.secrets.remember(instance, &row) {
+                state.refreshes.want();
+            }
             Ok(Inbox::Stored(row))
         }
         Ok(None) => Err(IngestError::InboxNotFound(inbox.to_owned())),
@@ -199,7 +209,8 @@ struct Unverified {
 impl Unverified {
     /// Everything that can be checked without the secret is checked now (a proof that is
     /// there and well formed, a delivery id, a push that parses); the signature itself when
-    /// drained. A ping stores nothing, so it is answered as always.
+    /// drained. A ping stores nothing, so it is answered as always. What anyone could send
+    /// goes to the small unverified spool, and past its bound or its per-body cap is 503.
     async fn spool(
         self,
         state: &AppState,
@@ -210,6 +221,14 @@ impl Unverified {
         let proof = Proof::read(self.vcs, headers)?;
         if let Event::Ping = event {
             return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        // The cap before the parse: a flood of large bodies costs no parsing.
+        let Some(unverified) = &state.unverified else {
+            return Err(IngestError::UnverifiedBound);
+        };
+        if body.len() > state.unverified_max_body {
+            state.unverified_refused.too_large();
+            return Err(IngestError::UnverifiedBound);
         }
         let delivery = webhook::delivery_id(self.vcs, headers, &body)?;
         if let Event::Push(shape) = event {
@@ -224,16 +243,27 @@ impl Unverified {
             proof: Some(proof),
             body: body.to_vec(),
         };
-        spool(state, spooled).await
+        match append(unverified, spooled).await {
+            Err(IngestError::SpoolFull) => {
+                state.unverified_refused.full();
+                Err(IngestError::UnverifiedBound)
+            }
+            answer => answer,
+        }
     }
 }
 
-/// Appends the delivery to the spool and answers 202 queued once it is on disk.
+/// Appends the verified delivery to the spool and answers 202 queued once it is on disk.
 async fn spool(state: &AppState, delivery: SpooledDelivery) -> Result<Response, IngestError> {
     let spool = state
         .spool
         .as_ref()
         .ok_or(IngestError::StoreUnavailable(StoreError::Connecting))?;
+    append(spool, delivery).await
+}
+
+/// Appends the delivery to `spool` and answers 202 queued once it is on disk.
+async fn append(spool: &Spool, delivery: SpooledDelivery) -> Result<Response, IngestError> {
     let id = delivery.delivery.clone();
     match spool.append(delivery.encode()).await {
         Ok(()) => Ok((

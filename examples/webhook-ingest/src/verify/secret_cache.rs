@@ -7,12 +7,17 @@
 //! remembered secrets, by the same grace rule as with the store, and spooled as verified. The
 //! store stays the authority: it is asked
 //! first, every time, and its answer replaces what was remembered.
+//!
+//! Beside what a delivery's look-up remembers, the whole cache is replaced by every inbox the
+//! store lists (see `refresh`), and filled at start from the file of known inboxes (see
+//! `known`), so that an instance restarted while the store is down knows every inbox that
+//! existed at its last refresh.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::store::InboxRow;
+use crate::store::{InboxRow, KnownInbox};
 
 /// Inboxes remembered at most: at a few hundred bytes each, tens of megabytes at worst. Past
 /// it a new inbox is not remembered, and its deliveries during an outage are spooled
@@ -31,13 +36,42 @@ pub struct SecretCache {
 }
 
 impl SecretCache {
-    /// Remembers what the store answered for `inbox` of `instance`.
-    pub fn remember(&self, instance: &str, inbox: &InboxRow) {
+    /// Remembers what the store answered for `inbox` of `instance`; whether it is one not
+    /// remembered before.
+    pub fn remember(&self, instance: &str, inbox: &InboxRow) -> bool {
         let mut inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
         let key = (instance.to_owned(), inbox.id.clone());
         if inboxes.len() < MAX_CACHED_INBOXES || inboxes.contains_key(&key) {
-            inboxes.insert(key, (inbox.clone(), Instant::now()));
+            return inboxes
+                .insert(key, (inbox.clone(), Instant::now()))
+                .is_none();
         }
+        false
+    }
+
+    /// Forgets everything and remembers `inboxes` (the first [`MAX_CACHED_INBOXES`]), as the
+    /// store listed them or the file of known inboxes kept them.
+    pub fn replace(&self, inboxes: &[KnownInbox]) {
+        let now = Instant::now();
+        let fresh: HashMap<_, _> = inboxes
+            .iter()
+            .take(MAX_CACHED_INBOXES)
+            .map(|known| {
+                let key = (known.instance.clone(), known.inbox.id.clone());
+                (key, (known.inbox.clone(), now))
+            })
+            .collect();
+        *self.inboxes.lock().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+
+    /// How many inboxes are remembered.
+    pub fn len(&self) -> usize {
+        self.inboxes.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether no inbox is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The inbox as last seen, if it was, with its previous secret's age brought up to now.

@@ -15,14 +15,14 @@ use std::time::Duration;
 use faultline::Fault;
 
 use crate::error::IngestError;
-use crate::ignored::IgnoredEvents;
-use crate::payload;
-use crate::refusals::{record_refusal, RefusalCounts};
-use crate::secret_cache::SecretCache;
+use crate::receive::ignored::IgnoredEvents;
+use crate::receive::payload;
+use crate::receive::refusals::{record_refusal, RefusalCounts};
+use crate::spool::spooled::SpooledDelivery;
 use crate::spool::{Entry, Spool};
-use crate::spooled::SpooledDelivery;
 use crate::store::{Ingested, Refusal, Store, StoreError};
-use crate::webhook::{self, Event};
+use crate::verify::secret_cache::SecretCache;
+use crate::verify::webhook::{self, Event};
 
 /// The first wait after the store failed a drain, doubled up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -137,7 +137,7 @@ impl Drainer {
             let error = IngestError::InboxNotFound(delivery.inbox.clone());
             return Ok(self.refuse(&delivery, &error).await);
         };
-        self.secrets.remember(&delivery.instance, &inbox);
+        let _ = self.secrets.remember(&delivery.instance, &inbox);
         if let Some(proof) = &delivery.proof {
             if inbox.vcs != delivery.vcs {
                 let error = IngestError::WrongProvider {

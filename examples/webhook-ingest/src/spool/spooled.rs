@@ -7,7 +7,7 @@
 //! start) keeps the proof from its headers, and is checked when drained. The proof of a
 //! GitLab delivery is the digest of its token, never the token.
 
-use crate::webhook::{Proof, Vcs};
+use crate::verify::webhook::{Proof, Vcs};
 
 const VERSION: u8 = 1;
 

@@ -17,8 +17,9 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::json;
 
+use super::auth::{authorize_digest, token, SECRET_BYTES};
 use crate::error::IngestError;
-use crate::{authorize_digest, token, AppState, SECRET_BYTES};
+use crate::AppState;
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
 /// day to change the provider's settings, which nobody does at the minute of the rotation.
@@ -41,6 +42,7 @@ pub(crate) async fn rotate_secret(
     if !rotated {
         return Err(IngestError::InboxNotFound(inbox));
     }
+    state.refreshes.want();
     // The inbox, never either secret: logs are read by more people than the secret is for.
     tracing::info!(inbox = %inbox, "inbox secret rotated");
     Ok(Json(json!({

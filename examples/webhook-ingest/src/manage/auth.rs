@@ -1,0 +1,81 @@
+//! Who may call the management API: an instance's API key, checked in constant time against
+//! the SHA-256 the store keeps, and the random tokens ids, keys and secrets are made of.
+
+use axum::http::{header, HeaderMap, Uri};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::IngestError;
+use crate::store::{InstanceRow, Store};
+use crate::verify::webhook;
+
+/// Random bytes in an id: at 64 bits a collision among one service's ids is vanishingly
+/// unlikely, and the primary key would refuse it rather than merge two records.
+pub(crate) const ID_BYTES: usize = 8;
+/// Random bytes in an API key or webhook secret: 192 bits, beyond guessing.
+pub(crate) const SECRET_BYTES: usize = 24;
+
+/// The token of an `Authorization: Bearer TOKEN` header.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .as_bytes()
+        .strip_prefix(b"Bearer ")
+}
+
+/// A fresh random token: `prefix` and hex.
+pub(crate) fn token(prefix: &str, bytes: usize) -> String {
+    let mut buffer = vec![0; bytes];
+    getrandom::fill(&mut buffer).expect("the OS random source works");
+    format!("{prefix}{}", webhook::hex_encode(&buffer))
+}
+
+/// The API key sent as `Authorization: Bearer KEY` or, for clients that cannot set headers,
+/// `?apiKey=KEY`.
+fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return bearer(headers);
+    }
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("apiKey="))
+        .map(str::as_bytes)
+}
+
+/// The instance, if it exists and the request carries its key.
+pub(crate) async fn authorize(
+    store: &Store,
+    instance: &str,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<InstanceRow, IngestError> {
+    let row = store
+        .instance(instance.to_owned())
+        .await?
+        .ok_or_else(|| IngestError::InstanceNotFound(instance.to_owned()))?;
+    let sent = Sha256::digest(api_key(headers, uri).unwrap_or_default());
+    if bool::from(sent.as_slice().ct_eq(&row.key_hash)) {
+        Ok(row)
+    } else {
+        Err(IngestError::BadApiKey)
+    }
+}
+
+/// [`authorize`], then the digest `digest` must be one of the instance's.
+pub(crate) async fn authorize_digest(
+    store: &Store,
+    instance: &str,
+    digest: &str,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<InstanceRow, IngestError> {
+    let row = authorize(store, instance, headers, uri).await?;
+    if store
+        .digest_exists(row.id.clone(), digest.to_owned())
+        .await?
+    {
+        Ok(row)
+    } else {
+        Err(IngestError::DigestNotFound(digest.to_owned()))
+    }
+}

@@ -1,0 +1,61 @@
+//! A digest's commits, newest first, a page at a time.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::json;
+
+use super::auth::authorize_digest;
+use crate::error::IngestError;
+use crate::AppState;
+
+/// Commits per page when the client names no page size.
+const DEFAULT_PAGE_SIZE: u32 = 50;
+/// The largest page served, whatever the client asks: bounds the work and the response.
+const MAX_PAGE_SIZE: u32 = 200;
+
+#[derive(serde::Deserialize)]
+pub(crate) struct Page {
+    page_size: Option<u32>,
+    /// The `next_before` of the previous page.
+    before: Option<i64>,
+}
+
+/// `GET /api/{instance}/digests/{digest}/commits`: a page of the digest's commits, newest
+/// first; `next_before` names the next page.
+pub(crate) async fn list_commits(
+    State(state): State<AppState>,
+    Path((instance, digest)): Path<(String, String)>,
+    Query(page): Query<Page>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    let size = page
+        .page_size
+        .unwrap_or(DEFAULT_PAGE_SIZE)
+        .clamp(1, MAX_PAGE_SIZE);
+    let commits = state.store.commits(digest, page.before, size).await?;
+    let next_before = match commits.last() {
+        Some(last) if commits.len() == size as usize => Some(last.seq),
+        _ => None,
+    };
+    let commits: Vec<_> = commits
+        .into_iter()
+        .map(|stored| {
+            let c = stored.commit;
+            json!({
+                "sha": c.sha,
+                "message": c.message,
+                "author": c.author,
+                "timestamp": c.timestamp,
+                "repository": c.repository,
+                "branch": c.branch,
+                "inbox": stored.inbox_id,
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({ "commits": commits, "next_before": next_before }),
+    ))
+}

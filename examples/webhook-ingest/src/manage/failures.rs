@@ -1,0 +1,57 @@
+//! The deliveries an inbox refused, listed for the operator who fixed their cause and now
+//! picks the ones to redeliver (see `receive::refusals` for what is kept).
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde_json::json;
+
+use super::auth::authorize;
+use crate::error::IngestError;
+use crate::store::REFUSALS_KEPT_PER_INBOX;
+use crate::AppState;
+
+/// Refusals listed when the client names no limit.
+const DEFAULT_LISTED: u32 = 100;
+
+#[derive(serde::Deserialize)]
+pub(crate) struct Listed {
+    limit: Option<u32>,
+}
+
+/// `GET /api/{instance}/inboxes/{inbox}/failures`: the inbox's refused deliveries, newest
+/// first, at most `?limit=` (default 100, never more than are kept).
+pub(crate) async fn list_failures(
+    State(state): State<AppState>,
+    Path((instance, inbox)): Path<(String, String)>,
+    Query(listed): Query<Listed>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    if state
+        .store
+        .inbox(row.id.clone(), inbox.clone())
+        .await?
+        .is_none()
+    {
+        return Err(IngestError::InboxNotFound(inbox));
+    }
+    let limit = listed
+        .limit
+        .unwrap_or(DEFAULT_LISTED)
+        .clamp(1, REFUSALS_KEPT_PER_INBOX as u32);
+    let rows = state.store.refusals(row.id, inbox, limit).await?;
+    let failures: Vec<_> = rows
+        .into_iter()
+        .map(|row| {
+            json!({
+                "delivery": row.refusal.delivery,
+                "refused_at": row.refused_at,
+                "status": row.refusal.status,
+                "code": row.refusal.code,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "failures": failures })))
+}

@@ -1,0 +1,154 @@
+//! Instances, their digests and their inboxes: created here, each answered once with the key
+//! or secret it alone holds.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::auth::{authorize, authorize_digest, token, ID_BYTES, SECRET_BYTES};
+use crate::error::IngestError;
+use crate::store;
+use crate::verify::webhook::Vcs;
+use crate::AppState;
+
+/// Longest digest description and inbox name accepted, in bytes.
+const MAX_TEXT_BYTES: usize = 500;
+
+/// `POST /api/instances`: a new instance and its API key, which is answered this once and
+/// kept only as its SHA-256.
+pub(crate) async fn create_instance(
+    State(state): State<AppState>,
+) -> Result<Response, IngestError> {
+    let id = token("in_", ID_BYTES);
+    let key = token("key_", SECRET_BYTES);
+    let key_hash = Sha256::digest(key.as_bytes()).to_vec();
+    state.store.create_instance(id.clone(), key_hash).await?;
+    tracing::info!(instance = %id, "instance created");
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": id, "api_key": key })),
+    )
+        .into_response())
+}
+
+/// `GET /api/instances/{instance}`: the instance, with its digest and inbox counts.
+pub(crate) async fn get_instance(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    let stats = state.store.stats(row.id.clone()).await?;
+    Ok(Json(json!({
+        "id": row.id,
+        "created_at": row.created_at,
+        "digests": stats.digests,
+        "inboxes": stats.inboxes,
+    })))
+}
+
+/// `GET /api/{instance}/stats`: the instance's row counts, for the load scripts' reconciliation.
+pub(crate) async fn stats(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<store::Stats>, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    Ok(Json(state.store.stats(row.id).await?))
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct NewDigest {
+    description: String,
+}
+
+/// A piece of client text that must be non-empty and short.
+fn bounded_text(field: &'static str, text: &str) -> Result<(), IngestError> {
+    let problem = if text.trim().is_empty() {
+        "must not be empty".into()
+    } else if text.len() > MAX_TEXT_BYTES {
+        format!("must be at most {MAX_TEXT_BYTES} bytes").into()
+    } else {
+        return Ok(());
+    };
+    Err(IngestError::InvalidField { field, problem })
+}
+
+/// `POST /api/{instance}/digests`: a new digest of the instance.
+pub(crate) async fn create_digest(
+    State(state): State<AppState>,
+    Path(instance): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+    Json(body): Json<NewDigest>,
+) -> Result<Response, IngestError> {
+    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    bounded_text("description", &body.description)?;
+    let id = token("dg_", ID_BYTES);
+    state
+        .store
+        .create_digest(row.id, id.clone(), body.description.clone())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": id, "description": body.description })),
+    )
+        .into_response())
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct NewInbox {
+    vcs: String,
+    name: String,
+}
+
+/// `POST /api/{instance}/digests/{digest}/inboxes`: a new inbox for one provider, with its
+/// webhook secret (answered this once) and the URL its provider is to call.
+pub(crate) async fn create_inbox(
+    State(state): State<AppState>,
+    Path((instance, digest)): Path<(String, String)>,
+    headers: HeaderMap,
+    uri: Uri,
+    Json(body): Json<NewInbox>,
+) -> Result<Response, IngestError> {
+    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
+        field: "vcs",
+        problem: "must be `github`, `gitlab` or `bitbucket`".into(),
+    })?;
+    bounded_text("name", &body.name)?;
+    let id = token("ib_", ID_BYTES);
+    let secret = token("whs_", SECRET_BYTES);
+    state
+        .store
+        .create_inbox(store::NewInbox {
+            instance: row.id.clone(),
+            digest: digest.clone(),
+            id: id.clone(),
+            vcs,
+            name: body.name.clone(),
+            secret: secret.clone(),
+        })
+        .await?;
+    state.refreshes.want();
+    // From the configured public URL: the request's Host is the client's to choose, and
+    // behind TLS or a proxy it is not what the provider must call.
+    let url = format!("{}/api/{}/inboxes/{id}/commits", state.public_url, row.id);
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "id": id,
+            "digest": digest,
+            "vcs": vcs.as_str(),
+            "name": body.name,
+            "secret": secret,
+            "url": url,
+        })),
+    )
+        .into_response())
+}

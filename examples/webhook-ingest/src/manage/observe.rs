@@ -1,0 +1,94 @@
+//! What operators read: `/health` for a load balancer, `/metrics` for Prometheus, and the
+//! error groups behind the admin token.
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, MethodRouter};
+use axum::Json;
+use faultline::Ledger;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::auth::bearer;
+use crate::error::IngestError;
+use crate::{serve, AppState};
+
+/// `GET` of `handler` for requests that send `Authorization: Bearer ADMIN_TOKEN`; a 401
+/// for others.
+pub(crate) fn admin_only<H>(admin_token: String, handler: H) -> MethodRouter
+where
+    H: FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static,
+{
+    get(move |headers: HeaderMap| async move {
+        let sent = Sha256::digest(bearer(&headers).unwrap_or_default());
+        let wanted = Sha256::digest(admin_token.as_bytes());
+        if bool::from(sent.as_slice().ct_eq(wanted.as_slice())) {
+            Ok(handler().await)
+        } else {
+            Err(IngestError::BadApiKey)
+        }
+    })
+}
+
+/// `/metrics`: the ledger's exposition, then the connection counts, the refusals, the ignored
+/// events and the spool.
+pub(crate) fn metrics(
+    ledger: Ledger,
+    connections: serve::Connections,
+    state: AppState,
+) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    move || {
+        let mut body = ledger.snapshot().to_prometheus();
+        connections.render_prometheus(&mut body);
+        state.refusals.render_prometheus(&mut body);
+        state.ignored.render_prometheus(&mut body);
+        if let Some(spool) = &state.spool {
+            spool.stats().render_prometheus(&mut body);
+            state.spool_refused.render_prometheus(&mut body);
+        }
+        if let Some(unverified) = &state.unverified {
+            let stats = unverified.stats();
+            stats.render_prometheus_as("webhook_ingest_spool_unverified", &mut body);
+            state.unverified_refused.render_prometheus(&mut body);
+        }
+        std::future::ready(
+            (
+                [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
+                body,
+            )
+                .into_response(),
+        )
+    }
+}
+
+/// Whether the service takes deliveries: with a spool it does while the store is down (the
+/// body says so), so a load balancer keeps it in rotation; without one, a store that is down
+/// is a 503.
+pub(crate) async fn health(
+    State(state): State<AppState>,
+) -> Result<Json<serde_json::Value>, IngestError> {
+    let store = state.store.health().await;
+    let Some(spool) = &state.spool else {
+        store?;
+        return Ok(Json(json!({ "status": "ok", "store": "up" })));
+    };
+    let stats = spool.stats();
+    let mut spool_json = serde_json::to_value(&stats).unwrap_or_default();
+    spool_json["refused"] = state.spool_refused.count().into();
+    if let Some(unverified) = &state.unverified {
+        let mut unverified_json = serde_json::to_value(unverified.stats()).unwrap_or_default();
+        let (full, too_large) = state.unverified_refused.counts();
+        unverified_json["refused_full"] = full.into();
+        unverified_json["refused_too_large"] = too_large.into();
+        spool_json["unverified"] = unverified_json;
+    }
+    spool_json["known_inboxes"] = state.secrets.len().into();
+    spool_json["inbox_refreshes"] = state.refreshes.done().into();
+    Ok(Json(json!({
+        "status": if store.is_ok() { "ok" } else { "degraded" },
+        "store": if store.is_ok() { "up" } else { "down" },
+        "spool": spool_json,
+    })))
+}
