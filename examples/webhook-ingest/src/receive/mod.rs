@@ -8,6 +8,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
+use std::time::SystemTime;
 
 pub mod ignored;
 pub mod payload;
@@ -17,6 +18,7 @@ use crate::error::IngestError;
 use crate::spool::spooled::SpooledDelivery;
 use crate::spool::{Spool, SpoolError};
 use crate::store::{InboxRow, Ingested, StoreError};
+use crate::verify::keys;
 use crate::verify::webhook::{self, Event, Proof, Vcs};
 use crate::AppState;
 
@@ -95,8 +97,8 @@ async fn accept(
             sent,
         });
     }
-    let previous = row.previous_secret(state.secret_grace);
-    webhook::verify(sent, headers, &row.secret, previous, &body)?;
+    let now = SystemTime::now();
+    keys::verify(&row, sent, headers, &body, state.secret_grace, now)?;
     let shape = match event {
         Event::Ping => return Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Ignored(event) => return Ok(ignored(state, sent, event)),
@@ -122,9 +124,10 @@ async fn accept(
         instance,
         inbox: inbox_id,
         vcs: sent,
-        event: event_name(sent, headers),
+        event: sent.event_name(headers),
         delivery,
         proof: None,
+        received: Some(now),
         body: body.to_vec(),
     };
     spool(state, spooled).await
@@ -186,19 +189,6 @@ fn answer(ingested: Ingested, inbox: &str, delivery: String) -> Response {
     }
 }
 
-fn event_name(vcs: Vcs, headers: &HeaderMap) -> String {
-    let header = match vcs {
-        Vcs::Github => "x-github-event",
-        Vcs::Gitlab => "x-gitlab-event",
-        Vcs::Bitbucket => "x-event-key",
-    };
-    headers
-        .get(header)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// A delivery to an inbox whose secret is not at hand.
 struct Unverified {
     instance: String,
@@ -218,7 +208,9 @@ impl Unverified {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Response, IngestError> {
-        let proof = Proof::read(self.vcs, headers)?;
+        let received = SystemTime::now();
+        keys::check_headers(self.vcs, headers, received)?;
+        let proof = Proof::read(self.vcs, headers);
         if let Event::Ping = event {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
@@ -238,9 +230,10 @@ impl Unverified {
             instance: self.instance,
             inbox: self.inbox,
             vcs: self.vcs,
-            event: event_name(self.vcs, headers),
+            event: self.vcs.event_name(headers),
             delivery,
             proof: Some(proof),
+            received: Some(received),
             body: body.to_vec(),
         };
         match append(unverified, spooled).await {
