@@ -17,28 +17,30 @@ use crate::verify::webhook::{Proof, Vcs};
 /// The previous secret expires when the grace left to it now (`row` measured its age just
 /// now, by the store's clock) has run from `at`: at receive time, `at` is now; for a spooled
 /// delivery judged at its arrival, the grace is still the one left at drain time, as for any
-/// delivery checked then. A secret that cannot be a key of `sender` (an inbox secret that is
-/// not a `whsec_` signing token, for a GitLab delivery signed with Standard Webhooks) is left
-/// out; none left refuses.
+/// delivery checked then. A secret that is not in `sender`'s form (an inbox secret made
+/// before GitLab inboxes had `whsec_` signing tokens, for a delivery signed with Standard
+/// Webhooks) is taken as its bytes, which such a delivery does not match. Only an inbox
+/// without a secret at all, which the service never makes, has no keys.
 pub fn inbox_keys(
     row: &InboxRow,
     sender: Sender,
     grace: Duration,
     at: SystemTime,
 ) -> Result<Keys, IngestError> {
-    let current = Secret::for_sender(sender, &row.secret).ok();
+    let secret = |text: &str| {
+        Secret::for_sender(sender, text)
+            .or_else(|_| Secret::new(text))
+            .ok()
+    };
+    let current = secret(&row.secret);
     let previous = row.previous.as_ref().and_then(|previous| {
         let ends = at.checked_add(grace.checked_sub(previous.age)?)?;
-        Some(
-            Secret::for_sender(sender, &previous.secret)
-                .ok()?
-                .expires_at(ends),
-        )
+        Some(secret(&previous.secret)?.expires_at(ends))
     });
     let secrets = SecretSet::new(current.into_iter().chain(previous)).map_err(|_| {
         IngestError::BadSignature {
             header: "webhook-signature",
-            problem: "cannot be checked: the inbox secret is not a `whsec_` signing token",
+            problem: "cannot be checked: the inbox has no secret",
         }
     })?;
     Ok(Keys::new(sender, secrets))
@@ -55,7 +57,18 @@ pub fn verify(
     now: SystemTime,
 ) -> Result<(), IngestError> {
     let keys = inbox_keys(row, vcs.sender(headers), grace, now)?;
-    Delivery::verify(&keys, headers, body.clone(), now)
+    verify_with(&keys, headers, body, now)
+}
+
+/// Whether the delivery in `headers` and `body` is signed with one of `keys`, judged at
+/// `now`: the webhook route's check, with keys from the inboxes' `Secrets`.
+pub fn verify_with(
+    keys: &Keys,
+    headers: &HeaderMap,
+    body: &Bytes,
+    now: SystemTime,
+) -> Result<(), IngestError> {
+    Delivery::verify(keys, headers, body.clone(), now)
         .map(drop)
         .map_err(refused)
 }
