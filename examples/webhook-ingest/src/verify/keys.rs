@@ -11,7 +11,7 @@ use faultline::webhooks::{Delivery, Keys, Refusal, Secret, SecretSet, Sender};
 
 use crate::error::IngestError;
 use crate::store::InboxRow;
-use crate::verify::webhook::{Proof, Vcs};
+use crate::verify::webhook::{display_name, Proof, Vcs};
 
 /// The keys a delivery to `row` is verified with as `sender` would sign it, judged at `at`.
 /// The previous secret expires when the grace left to it now (`row` measured its age just
@@ -151,24 +151,4 @@ fn is_delivery_id(header: &str) -> bool {
         .into_iter()
         .any(|vcs| vcs.delivery_headers().contains(&header))
         || header == "webhook-id"
-}
-
-/// A header as its sender spells it, for the message a sender's operator reads.
-fn display_name(header: &'static str) -> &'static str {
-    match header {
-        "x-hub-signature-256" => "X-Hub-Signature-256",
-        "x-hub-signature" => "X-Hub-Signature",
-        "x-gitlab-token" => "X-Gitlab-Token",
-        "x-gitea-signature" => "X-Gitea-Signature",
-        "x-forgejo-signature" => "X-Forgejo-Signature",
-        "x-github-delivery" => "X-GitHub-Delivery",
-        "idempotency-key" => "Idempotency-Key",
-        "x-gitlab-event-uuid" => "X-Gitlab-Event-UUID",
-        "x-request-uuid" => "X-Request-UUID",
-        "x-request-id" => "X-Request-Id",
-        "x-gitea-delivery" => "X-Gitea-Delivery",
-        "x-forgejo-delivery" => "X-Forgejo-Delivery",
-        // Standard Webhooks' names are lower-case in its specification.
-        other => other,
-    }
 }

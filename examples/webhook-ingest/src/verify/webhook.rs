@@ -314,15 +314,23 @@ pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, 
     }))
 }
 
-fn display_name(header: &str) -> &'static str {
+/// A header as its sender spells it, for the message a sender's operator reads.
+pub(crate) fn display_name(header: &'static str) -> &'static str {
     match header {
+        "x-hub-signature-256" => "X-Hub-Signature-256",
+        "x-hub-signature" => "X-Hub-Signature",
+        "x-gitlab-token" => "X-Gitlab-Token",
+        "x-gitea-signature" => "X-Gitea-Signature",
+        "x-forgejo-signature" => "X-Forgejo-Signature",
         "x-github-delivery" => "X-GitHub-Delivery",
         "idempotency-key" => "Idempotency-Key",
         "x-gitlab-event-uuid" => "X-Gitlab-Event-UUID",
+        "x-request-uuid" => "X-Request-UUID",
         "x-request-id" => "X-Request-Id",
         "x-gitea-delivery" => "X-Gitea-Delivery",
         "x-forgejo-delivery" => "X-Forgejo-Delivery",
-        _ => "X-Request-UUID",
+        // Standard Webhooks' names are lower-case in its specification.
+        other => other,
     }
 }
 
