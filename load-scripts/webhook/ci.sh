@@ -57,6 +57,7 @@ echo "== classic: $CLASSIC_CLIENTS x $CLASSIC_REQUESTS ignored Bitbucket pull re
 echo "== mixed: $MIXED_CLIENTS x $MIXED_REQUESTS of every scenario at once"
 "$LOAD_DIR/runner.sh" "$MIXED_CLIENTS" \
     "post-github-push.sh $MIXED_REQUESTS" \
+    "post-forge-push.sh $MIXED_REQUESTS" \
     "post-bitbucket-pull-request.sh $MIXED_REQUESTS" \
     "post-bad-signature.sh $MIXED_REQUESTS" \
     "post-malformed.sh $MIXED_REQUESTS" \
@@ -73,7 +74,8 @@ stop_service
 # shellcheck disable=SC1090
 source "$FAULTLINE_ENV"
 log=$(<"$work/server.log")
-for secret in "$API_KEY" "$GITHUB_SECRET" "$GITLAB_SECRET" "$BITBUCKET_SECRET"; do
+for secret in "$API_KEY" "$GITHUB_SECRET" "$GITLAB_SECRET" "$BITBUCKET_SECRET" \
+    "$GITEA_SECRET" "$FORGEJO_SECRET"; do
     if [[ $log == *"$secret"* ]]; then
         echo "ci.sh: a key or secret appears in the server log" >&2
         exit 1

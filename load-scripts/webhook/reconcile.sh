@@ -162,7 +162,8 @@ while read -r status label; do
     check "ledger: $label $status" "${by_label["$status $label"]}" "$(delta "error:$label:$status")"
 done < <(printf '%s\n' "${!by_label[@]}" | sort)
 
-pushes_stored=$(($(tally_of post-github-push 201) + $(tally_of post-duplicate-delivery 201)))
+pushes_stored=$(($(tally_of post-github-push 201) + $(tally_of post-forge-push 201) +
+    $(tally_of post-duplicate-delivery 201)))
 check "store: deliveries" "$pushes_stored" "$(stat_delta deliveries)"
 check "store: commits" "$commits" "$(stat_delta commits)"
 check "store: redeliveries (stored once)" "$(tally_of post-duplicate-delivery 200)" \

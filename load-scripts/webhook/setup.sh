@@ -29,7 +29,7 @@ digest_json=$(post "/api/$INSTANCE_ID/digests" '{"description":"load test digest
 DIGEST_ID=$(json_string id "$digest_json")
 
 declare -A INBOX SECRET
-for vcs in github gitlab bitbucket; do
+for vcs in github gitlab bitbucket gitea forgejo; do
     inbox_json=$(post "/api/$INSTANCE_ID/digests/$DIGEST_ID/inboxes" \
         "{\"vcs\":\"$vcs\",\"name\":\"load $vcs\"}" -H "@$auth")
     INBOX[$vcs]=$(json_string id "$inbox_json")
@@ -41,14 +41,14 @@ umask 077
 {
     printf '# written by load-scripts/webhook/setup.sh for %s; holds secrets, never commit it\n' "$FAULTLINE_URL"
     printf 'INSTANCE_ID=%q\nAPI_KEY=%q\nDIGEST_ID=%q\n' "$INSTANCE_ID" "$API_KEY" "$DIGEST_ID"
-    for vcs in github gitlab bitbucket; do
+    for vcs in github gitlab bitbucket gitea forgejo; do
         upper=${vcs^^}
         printf '%s_INBOX=%q\n%s_SECRET=%q\n' "$upper" "${INBOX[$vcs]}" "$upper" "${SECRET[$vcs]}"
     done
 } >"$FAULTLINE_ENV"
 
 echo "instance $INSTANCE_ID, digest $DIGEST_ID"
-for vcs in github gitlab bitbucket; do
+for vcs in github gitlab bitbucket gitea forgejo; do
     echo "  $vcs inbox ${INBOX[$vcs]}"
 done
 echo "ids, key and secrets written to $FAULTLINE_ENV"

@@ -55,6 +55,32 @@ impl Delivery {
         Pending::read(keys.sender(), headers, now)?.finish(body, keys.secrets(), now)
     }
 
+    /// Refuses now what no secret could make right (a missing, duplicated or malformed
+    /// header, a signed timestamp out of the window), without a secret or the body: for a
+    /// delivery kept to be verified later with [`verify`](Delivery::verify), so that only
+    /// one that can still pass is kept.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use axum::http::HeaderMap;
+    /// use faultline::webhooks::{Delivery, Sender};
+    ///
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("x-gitea-signature", "0123".parse()?);
+    /// let refused = Delivery::check_headers(Sender::Gitea, &headers, SystemTime::now());
+    /// assert_eq!(faultline::Fault::code(&refused.unwrap_err()), "webhook-header-malformed");
+    /// headers.insert("x-gitea-signature", "ab".repeat(32).parse()?);
+    /// assert!(Delivery::check_headers(Sender::Gitea, &headers, SystemTime::now()).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_headers(
+        sender: Sender,
+        headers: &HeaderMap,
+        now: SystemTime,
+    ) -> Result<(), Refusal> {
+        Pending::read(sender, headers, now).map(drop)
+    }
+
     /// The sender.
     pub fn sender(&self) -> Sender {
         self.sender

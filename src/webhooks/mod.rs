@@ -62,5 +62,7 @@ pub use delivery::Delivery;
 pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
 pub use proof::{MAX_DELIVERY_ID_BYTES, MAX_SIGNATURES};
 pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
-pub use secret::{Keys, LookupError, Secret, SecretError, SecretSet, Secrets};
+pub use secret::{
+    token_digest, Keys, LookupError, Secret, SecretError, SecretSet, Secrets, TOKEN_DIGEST_BYTES,
+};
 pub use sender::{Sender, DEFAULT_TOLERANCE};

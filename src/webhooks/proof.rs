@@ -11,11 +11,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use hmac::{KeyInit, Mac};
 use http::{HeaderMap, HeaderValue};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::webhooks::refusal::{malformed, Refusal};
-use crate::webhooks::secret::SecretSet;
+use crate::webhooks::secret::{token_digest, SecretSet};
 use crate::webhooks::sender::{Scheme, Sender};
 
 type HmacSha256 = hmac::Hmac<Sha256>;
@@ -131,20 +131,23 @@ impl<'h> Proof<'h> {
         secrets: &SecretSet,
         now: SystemTime,
     ) -> Result<(), Refusal> {
-        let mut matched = Choice::from(0);
-        for secret in secrets.live(now) {
-            matched |= match &self.kind {
-                // Digests on both sides: the comparison takes the same time whatever the
-                // token's length, which a plain comparison would tell.
-                Kind::Token(token) => Sha256::digest(token).ct_eq(&Sha256::digest(secret.key())),
-                Kind::Hmac { prefix, tags } => {
+        let matched = match &self.kind {
+            // Digests on both sides: the comparison takes the same time whatever the token's
+            // length, which a plain comparison would tell. A digest kept for later is checked
+            // by this same call.
+            Kind::Token(token) => secrets.matches_token_digest(&token_digest(token), now),
+            Kind::Hmac { prefix, tags } => {
+                let mut matched = Choice::from(0);
+                for secret in secrets.live(now) {
                     let computed = hmac(secret.key(), prefix, body);
-                    tags.iter()
-                        .fold(Choice::from(0), |any, tag| any | tag.ct_eq(&computed))
+                    matched |= tags
+                        .iter()
+                        .fold(Choice::from(0), |any, tag| any | tag.ct_eq(&computed));
                 }
-            };
-        }
-        if bool::from(matched) {
+                bool::from(matched)
+            }
+        };
+        if matched {
             Ok(())
         } else {
             Err(Refusal::SignatureMismatch {

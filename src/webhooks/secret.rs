@@ -10,6 +10,8 @@ use std::time::SystemTime;
 
 use base64::Engine;
 use http::request::Parts;
+use sha2::{Digest, Sha256};
+use subtle::{Choice, ConstantTimeEq};
 
 use crate::webhooks::sender::Sender;
 
@@ -122,6 +124,34 @@ impl Secret {
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
+
+    /// Whether `digest` is the [`token_digest`] of this secret, in constant time: digests on
+    /// both sides, so the time taken says nothing of either length.
+    pub(crate) fn digest_matches(&self, digest: &[u8; TOKEN_DIGEST_BYTES]) -> Choice {
+        token_digest(&self.key).ct_eq(digest)
+    }
+}
+
+/// Bytes of a [`token_digest`]: a SHA-256.
+pub const TOKEN_DIGEST_BYTES: usize = 32;
+
+/// The SHA-256 of a token sent as it is (GitLab's `X-Gitlab-Token`): the form to keep a
+/// token in when it is checked later, since the token is the secret itself. The verifier
+/// compares these digests, never the token, so a check of a kept digest
+/// ([`SecretSet::matches_token_digest`]) is the same check as at receive time.
+///
+/// ```
+/// use std::time::SystemTime;
+/// use faultline::webhooks::{token_digest, SecretSet};
+///
+/// let kept = token_digest(b"glpat-the-inbox-token");
+/// let secrets = SecretSet::one("glpat-the-inbox-token")?;
+/// assert!(secrets.matches_token_digest(&kept, SystemTime::now()));
+/// assert!(!secrets.matches_token_digest(&token_digest(b"another"), SystemTime::now()));
+/// # Ok::<(), faultline::webhooks::SecretError>(())
+/// ```
+pub fn token_digest(token: &[u8]) -> [u8; TOKEN_DIGEST_BYTES] {
+    Sha256::digest(token).into()
 }
 
 impl fmt::Debug for Secret {
@@ -176,6 +206,15 @@ impl SecretSet {
     /// Always false: a set holds one secret at least. (Here for the convention beside `len`.)
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
+    }
+
+    /// Whether `digest` is the [`token_digest`] of a secret live at `now`. Every live secret
+    /// is compared, so the time taken does not say which matched.
+    pub fn matches_token_digest(&self, digest: &[u8; TOKEN_DIGEST_BYTES], now: SystemTime) -> bool {
+        let matched = self.live(now).fold(Choice::from(0), |any, secret| {
+            any | secret.digest_matches(digest)
+        });
+        matched.into()
     }
 
     /// The secrets that pass at `now`.
@@ -284,6 +323,21 @@ mod tests {
             !shown.contains("current") && !shown.contains("grace"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_token_digest_matches_a_live_secret_only() {
+        let now = SystemTime::now();
+        let set = SecretSet::new([
+            Secret::new("current").unwrap(),
+            Secret::new("gone").unwrap().expires_at(now),
+        ])
+        .unwrap();
+        assert!(set.matches_token_digest(&token_digest(b"current"), now));
+        assert!(!set.matches_token_digest(&token_digest(b"gone"), now));
+        assert!(!set.matches_token_digest(&token_digest(b"curren"), now));
+        let before = now - Duration::from_secs(1);
+        assert!(set.matches_token_digest(&token_digest(b"gone"), before));
     }
 
     #[test]

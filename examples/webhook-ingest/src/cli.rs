@@ -44,7 +44,7 @@ pub const DEFAULT_DB: &str = "webhook-ingest.db";
 
 /// The webhook ingestion service.
 ///
-/// Receives GitHub, GitLab and Bitbucket push webhooks and stores their commits in SQLite or
+/// Receives GitHub, GitLab, Bitbucket, Gitea and Forgejo push webhooks and stores their commits in SQLite or
 /// PostgreSQL. Prints `listening on ADDR` as its first line on stdout; logs go to stderr.
 #[derive(Debug, Parser)]
 #[command(name = "webhook-ingest", version, max_term_width = 100)]

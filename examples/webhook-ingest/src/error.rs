@@ -46,7 +46,7 @@ pub enum IngestError {
     #[fault(status = 415, code = "unsupported-media-type")]
     UnsupportedMediaType,
     #[error(
-        "no provider header: expected one of `X-GitHub-Event`, `X-Gitlab-Event`, `X-Event-Key`"
+        "no provider header: expected one of `X-GitHub-Event`, `X-Gitlab-Event`, `X-Event-Key`, `X-Gitea-Event`, `X-Forgejo-Event`"
     )]
     #[fault(code = "unknown-provider")]
     UnknownProvider,

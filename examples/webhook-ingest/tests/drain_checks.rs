@@ -11,7 +11,7 @@ use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::{Spool, SpoolConfig};
 use webhook_ingest::store::Store;
-use webhook_ingest::verify::webhook::Vcs;
+use webhook_ingest::verify::webhook::{self, Vcs};
 
 const DRAIN_WAIT: Duration = Duration::from_secs(20);
 
@@ -150,7 +150,7 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
     assert_eq!(listed[0]["code"], "bad-signature");
     assert_eq!(
         service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 0, "redeliveries": 0, "commits": 0 })
     );
 }
 
@@ -177,7 +177,7 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
     drained(service).await;
     assert_eq!(
         service.stats(&old).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 2, "redeliveries": 0, "commits": 2 })
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 2, "redeliveries": 0, "commits": 2 })
     );
     assert_eq!(failures(service, &old, Vcs::Github).await, json!([]));
 }
@@ -200,4 +200,46 @@ async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_re
     assert_eq!(listed[0]["delivery"], "old-late", "{listed}");
     assert_eq!(listed[0]["code"], "bad-signature");
     assert_eq!(service.stats(&old).await["deliveries"], 0);
+}
+
+/// A signed GitLab delivery this old when it arrives is inside its five minutes, and outside
+/// them once [`ARRIVAL_TO_DRAIN`] has passed.
+const NEARLY_STALE_SECS: i64 = 5 * 60 - 3;
+/// Longer than the three seconds [`NEARLY_STALE_SECS`] leaves, so that a drain that judged
+/// the timestamp at its own time would refuse the delivery.
+const ARRIVAL_TO_DRAIN: Duration = Duration::from_secs(4);
+
+#[tokio::test]
+async fn spooled_gitea_and_signed_gitlab_deliveries_are_verified_when_drained_as_they_arrived() {
+    let spooled = spooled("drain-forges", Duration::from_secs(3600)).await;
+    let service = &spooled.service;
+    let fixture = spooled.peer.setup().await;
+    service.outage.begin();
+    let body = github_push(&["gitea-signed"]);
+    let signed = delivery(service, &fixture, Vcs::Gitea, "push", "gt-signed", &body);
+    assert_eq!(service.send(signed).await.str("status"), "queued");
+    let body = github_push(&["gitea-forged"]);
+    let forged = provider_headers(&fixture, Vcs::Gitea, "push", "gt-forged", &body)
+        .set("x-gitea-signature", webhook::sign(b"not the secret", &body));
+    let forged = post_to(service, &fixture.hook_path(Vcs::Gitea), forged, &body);
+    assert_eq!(service.send(forged).await.str("status"), "queued");
+    let body = gitlab_push();
+    let nearly_stale = unix_now(-NEARLY_STALE_SECS);
+    let headers = gitlab_signed_headers(&fixture, "gl-signed", nearly_stale, &body);
+    let signed = post_to(service, &fixture.hook_path(Vcs::Gitlab), headers, &body);
+    assert_eq!(service.send(signed).await.str("status"), "queued");
+    tokio::time::sleep(ARRIVAL_TO_DRAIN).await;
+    service.outage.end();
+
+    let health = drained(service).await;
+    assert_eq!(health["spool"]["refused"], 1, "{health}");
+    let listed = failures(service, &fixture, Vcs::Gitea).await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["delivery"], "gt-forged");
+    assert_eq!(listed[0]["code"], "bad-signature");
+    assert_eq!(failures(service, &fixture, Vcs::Gitlab).await, json!([]));
+    assert_eq!(
+        service.stats(&fixture).await,
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 2, "redeliveries": 0, "commits": 2 })
+    );
 }

@@ -138,9 +138,9 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
         }
     }
     let snapshot = service.quiescent().await;
-    // Ok: setup (5), the stored push (1), the two lists (2), `/metrics` (1) and the other
-    // inboxes' lists (2). Failed: the five refusals and the unknown inbox.
-    assert_eq!((snapshot.started, snapshot.ok), (17, 11), "{snapshot:#?}");
+    // Ok: setup (7), the stored push (1), the two lists (2), `/metrics` (1) and the other
+    // inboxes' lists (4). Failed: the five refusals and the unknown inbox.
+    assert_eq!((snapshot.started, snapshot.ok), (21, 15), "{snapshot:#?}");
     assert_eq!(snapshot.failures(), 6, "{snapshot:#?}");
 }
 
@@ -220,10 +220,10 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
         0
     );
     let snapshot = service.quiescent().await;
-    // Ok: setup (5), the list (1) and `/metrics` twice; the refusals are handled 401s.
+    // Ok: setup (7), the list (1) and `/metrics` twice; the refusals are handled 401s.
     assert_eq!(
         (snapshot.started, snapshot.ok),
-        (8 + sent as u64, 8),
+        (10 + sent as u64, 10),
         "{snapshot:#?}"
     );
     assert_eq!(snapshot.handled, sent as u64, "{snapshot:#?}");

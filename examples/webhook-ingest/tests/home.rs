@@ -91,7 +91,7 @@ async fn a_browser_gets_a_page_that_says_where_to_start() {
         format!("{PUBLIC_URL}/health"),
         format!("{PUBLIC_URL}/metrics"),
         "docs/reference-service.md".to_owned(),
-        "GitHub, GitLab and Bitbucket".to_owned(),
+        "GitHub, GitLab, Bitbucket, Gitea and Forgejo".to_owned(),
     ];
     for shown in &shown {
         assert!(page.contains(shown), "{shown} not in {page}");

@@ -59,14 +59,14 @@ async fn copies_of_one_delivery_at_two_instances_at_once_store_it_once() {
     for service in &fleet {
         assert_eq!(
             service.stats(&fixture).await,
-            json!({ "digests": 1, "inboxes": 3, "deliveries": 1,
+            json!({ "digests": 1, "inboxes": 5, "deliveries": 1,
                     "redeliveries": CONCURRENT_COPIES - 1, "commits": 3 })
         );
     }
     for (n, service) in fleet.iter().enumerate() {
         let snapshot = service.quiescent().await;
-        // Its half of the copies, its stats (1), and on the first the setup (5): all ok.
-        let setup = if n == 0 { 5 } else { 0 };
+        // Its half of the copies, its stats (1), and on the first the setup: all ok.
+        let setup = if n == 0 { SETUP_REQUESTS } else { 0 };
         let sent = (CONCURRENT_COPIES / fleet.len()) as u64 + 1 + setup;
         assert_eq!(
             (snapshot.started, snapshot.ok),

@@ -1,4 +1,4 @@
-//! Real payloads that GitHub, GitLab and Bitbucket send (collected from public sources, see
+//! Real payloads that GitHub, GitLab, Bitbucket, Gitea and Forgejo send (collected from public sources, see
 //! `fixtures/SOURCES.md`), each sent over TCP as its provider sends it: the answer must be
 //! the right one, and the store must hold exactly the commits the payload carries, optional
 //! fields that the payload lacks stored as absent.

@@ -51,7 +51,7 @@ fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
 
 async fn push(service: &Service, fixture: &Fixture, vcs: Vcs, id: &str) -> Answer {
     let (event, body) = match vcs {
-        Vcs::Github => ("push", github_push(&[id])),
+        Vcs::Github | Vcs::Gitea | Vcs::Forgejo => ("push", github_push(&[id])),
         Vcs::Gitlab => ("Push Hook", gitlab_push()),
         Vcs::Bitbucket => ("repo:push", bitbucket_push()),
     };
@@ -76,7 +76,12 @@ async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
         assert_eq!(answer.body["id"], old.inbox(vcs).0);
         assert_eq!(answer.body["previous_secret_valid_for_secs"], 2);
         let secret = answer.str("secret");
-        assert!(secret.starts_with("whs_") && secret != old.inbox(vcs).1);
+        // A GitLab inbox's secret is a Standard Webhooks signing token too.
+        let form = if vcs == Vcs::Gitlab { "whsec_" } else { "whs_" };
+        assert!(
+            secret.starts_with(form) && secret != old.inbox(vcs).1,
+            "{secret}"
+        );
         rotated.push((vcs, secret));
     }
     for (vcs, secret) in &rotated {
@@ -95,13 +100,20 @@ async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
         assert_eq!(fresh.status, 201, "{vcs}: {}", fresh.text);
     }
     let stats = service.stats(&old).await;
-    assert_eq!(stats["deliveries"], 9, "{stats}");
+    let providers = Vcs::ALL.len() as u64;
+    assert_eq!(stats["deliveries"], 3 * providers, "{stats}");
     let snapshot = service.quiescent().await;
-    // Setup (5), rotations (3), pushes (12) and the stats (1); the 3 refusals are handled 4xx.
-    assert_eq!((snapshot.ok, snapshot.handled), (18, 3), "{snapshot:#?}");
+    // Setup, a rotation and four pushes per provider, and the stats (1); the refusals, one
+    // per provider, are handled 4xx.
+    let ok = SETUP_REQUESTS + providers + 3 * providers + 1;
+    assert_eq!(
+        (snapshot.ok, snapshot.handled),
+        (ok, providers),
+        "{snapshot:#?}"
+    );
     assert_eq!(
         (snapshot.started, snapshot.finished()),
-        (21, 21),
+        (ok + providers, ok + providers),
         "{snapshot:#?}"
     );
 }
@@ -134,9 +146,9 @@ async fn a_rotation_at_one_instance_of_a_fleet_holds_at_another() {
         .assert_problem(401, "bad-signature");
     let fresh = push(&fleet[1], &new, Vcs::Github, "fleet-new-after").await;
     assert_eq!(fresh.status, 201, "{}", fresh.text);
-    // The first: setup (5) and the rotation (1). The second: two pushes stored and one
+    // The first: setup and the rotation (1). The second: two pushes stored and one
     // refused, a handled 401.
-    for (service, (ok, handled)) in fleet.iter().zip([(6, 0), (2, 1)]) {
+    for (service, (ok, handled)) in fleet.iter().zip([(SETUP_REQUESTS + 1, 0), (2, 1)]) {
         let snapshot = service.quiescent().await;
         assert_eq!(
             (snapshot.ok, snapshot.handled),

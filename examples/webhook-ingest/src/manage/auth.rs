@@ -7,7 +7,8 @@ use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
 use crate::store::{InstanceRow, Store};
-use crate::verify::webhook;
+use crate::verify::webhook::{self, Vcs};
+use base64::Engine;
 
 /// Random bytes in an id: at 64 bits a collision among one service's ids is vanishingly
 /// unlikely, and the primary key would refuse it rather than merge two records.
@@ -28,6 +29,23 @@ pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     let mut buffer = vec![0; bytes];
     getrandom::fill(&mut buffer).expect("the OS random source works");
     format!("{prefix}{}", webhook::hex_encode(&buffer))
+}
+
+/// A fresh webhook secret for an inbox of `vcs`. A GitLab inbox's is a Standard Webhooks
+/// signing token (`whsec_` and base64), so that the one secret serves GitLab's secret token
+/// and its signing token alike; the others' is a token of hex.
+pub(crate) fn inbox_secret(vcs: Vcs) -> String {
+    match vcs {
+        Vcs::Gitlab => {
+            let mut buffer = [0; SECRET_BYTES];
+            getrandom::fill(&mut buffer).expect("the OS random source works");
+            format!(
+                "whsec_{}",
+                base64::engine::general_purpose::STANDARD.encode(buffer)
+            )
+        }
+        _ => token("whs_", SECRET_BYTES),
+    }
 }
 
 /// The API key sent as `Authorization: Bearer KEY` or, for clients that cannot set headers,

@@ -16,8 +16,8 @@ use crate::AppState;
 /// Where the guide lives, as the repository names it.
 pub const GUIDE: &str = "docs/reference-service.md";
 /// What the service is, in one sentence.
-const ABOUT: &str = "webhook-ingest receives push webhooks from GitHub, GitLab and Bitbucket, \
-                     verifies their signatures and stores their commits; every failure goes \
+const ABOUT: &str = "webhook-ingest receives push webhooks from GitHub, GitLab, Bitbucket, \
+                     Gitea and Forgejo, verifies their signatures and stores their commits; every failure goes \
                      through faultline.";
 
 /// The first page, in the form the client asked for.

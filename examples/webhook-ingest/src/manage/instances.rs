@@ -8,7 +8,7 @@ use axum::Json;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::auth::{authorize, authorize_digest, token, ID_BYTES, SECRET_BYTES};
+use super::auth::{authorize, authorize_digest, inbox_secret, token, ID_BYTES, SECRET_BYTES};
 use crate::error::IngestError;
 use crate::store;
 use crate::verify::webhook::Vcs;
@@ -119,11 +119,11 @@ pub(crate) async fn create_inbox(
     let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
     let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
         field: "vcs",
-        problem: "must be `github`, `gitlab` or `bitbucket`".into(),
+        problem: "must be `github`, `gitlab`, `bitbucket`, `gitea` or `forgejo`".into(),
     })?;
     bounded_text("name", &body.name)?;
     let id = token("ib_", ID_BYTES);
-    let secret = token("whs_", SECRET_BYTES);
+    let secret = inbox_secret(vcs);
     state
         .store
         .create_inbox(store::NewInbox {

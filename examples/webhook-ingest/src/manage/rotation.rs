@@ -17,8 +17,9 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::json;
 
-use super::auth::{authorize_digest, token, SECRET_BYTES};
+use super::auth::{authorize_digest, inbox_secret};
 use crate::error::IngestError;
+use crate::verify::webhook::Vcs;
 use crate::AppState;
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
@@ -34,7 +35,10 @@ pub(crate) async fn rotate_secret(
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
     let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
-    let secret = token("whs_", SECRET_BYTES);
+    // The inbox's provider says the secret's form; an inbox not found is the rotation's
+    // own 404 below.
+    let known = state.store.inbox(row.id.clone(), inbox.clone()).await?;
+    let secret = inbox_secret(known.map_or(Vcs::Github, |known| known.vcs));
     let rotated = state
         .store
         .rotate_secret(row.id, digest, inbox.clone(), secret.clone())

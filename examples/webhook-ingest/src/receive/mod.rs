@@ -4,21 +4,27 @@
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use faultline::webhooks::{LookupError, Secrets};
 use serde_json::json;
+use std::time::SystemTime;
 
 pub mod ignored;
+mod inboxes;
 pub mod payload;
 pub mod refusals;
 
 use crate::error::IngestError;
 use crate::spool::spooled::SpooledDelivery;
 use crate::spool::{Spool, SpoolError};
-use crate::store::{InboxRow, Ingested, StoreError};
+use crate::store::{Ingested, StoreError};
+use crate::verify::keys;
 use crate::verify::webhook::{self, Event, Proof, Vcs};
 use crate::AppState;
+use inboxes::Found;
 
 /// Whether the request says its body is JSON (parameters such as `charset` allowed).
 fn is_json(headers: &HeaderMap) -> bool {
@@ -29,36 +35,26 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Where the inbox's secret came from.
-enum Inbox {
-    /// The store answered: it can take the delivery too.
-    Stored(InboxRow),
-    /// The store did not answer; the inbox as seen before.
-    Remembered(InboxRow),
-    /// The store did not answer and the inbox was not known at the last refresh, nor seen
-    /// since.
-    Unknown,
-}
-
 /// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
 /// in the inbox's failure list.
 pub(crate) async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
-    headers: HeaderMap,
+    mut parts: Parts,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, IngestError> {
+    let headers = &parts.headers;
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
             let status = rejection.status();
-            refusals::note_body_refused(&state, &instance, &inbox, &headers, status).await;
+            refusals::note_body_refused(&state, &instance, &inbox, headers, status).await;
             return Ok(rejection.into_response());
         }
     };
-    let answer = accept(&state, &instance, &inbox, &headers, body.clone()).await;
+    let answer = accept(&state, &instance, &inbox, &mut parts, body.clone()).await;
     if let Err(error) = &answer {
-        refusals::note_error(&state, &instance, &inbox, &headers, &body, error).await;
+        refusals::note_error(&state, &instance, &inbox, &parts.headers, &body, error).await;
     }
     answer
 }
@@ -69,18 +65,22 @@ async fn accept(
     state: &AppState,
     instance: &str,
     inbox: &str,
-    headers: &HeaderMap,
+    parts: &mut Parts,
     body: Bytes,
 ) -> Result<Response, IngestError> {
-    if !is_json(headers) {
+    if !is_json(&parts.headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (sent, event) = webhook::detect(headers)?;
+    let (sent, event) = webhook::detect(&parts.headers)?;
     let (instance, inbox) = (instance.to_owned(), inbox.to_owned());
-    let (row, from_store) = match look_up(state, &instance, &inbox).await? {
-        Inbox::Stored(row) => (row, true),
-        Inbox::Remembered(row) => (row, false),
-        Inbox::Unknown => {
+    let looked_up = state.keys(parts).await;
+    let headers = &parts.headers;
+    let found = parts.extensions.get::<Found>().cloned();
+    let (keys, row, from_store) = match (looked_up, found) {
+        (Ok(keys), Some(Found::Stored(row))) => (keys, row, true),
+        (Ok(keys), Some(Found::Remembered(row))) => (keys, row, false),
+        (Err(LookupError::Unavailable(error)), _) if state.spool.is_some() => {
+            tracing::debug!(%error, "the inbox's secrets are not at hand");
             let unverified = Unverified {
                 instance,
                 inbox,
@@ -88,6 +88,11 @@ async fn accept(
             };
             return unverified.spool(state, event, headers, body).await;
         }
+        (Err(error @ LookupError::Unavailable(_)), _) => {
+            let error = inboxes::store_error(error).unwrap_or(StoreError::Connecting);
+            return Err(error.into());
+        }
+        _ => return Err(IngestError::InboxNotFound(inbox)),
     };
     if row.vcs != sent {
         return Err(IngestError::WrongProvider {
@@ -95,8 +100,8 @@ async fn accept(
             sent,
         });
     }
-    let previous = row.previous_secret(state.secret_grace);
-    webhook::verify(sent, headers, &row.secret, previous, &body)?;
+    let now = SystemTime::now();
+    keys::verify_with(&keys, headers, &body, now)?;
     let shape = match event {
         Event::Ping => return Ok(StatusCode::NO_CONTENT.into_response()),
         Event::Ignored(event) => return Ok(ignored(state, sent, event)),
@@ -122,40 +127,13 @@ async fn accept(
         instance,
         inbox: inbox_id,
         vcs: sent,
-        event: event_name(sent, headers),
+        event: sent.event_name(headers),
         delivery,
         proof: None,
+        received: Some(now),
         body: body.to_vec(),
     };
     spool(state, spooled).await
-}
-
-/// The inbox from the store, else, when there is a spool to fall back on, as remembered.
-async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Inbox, IngestError> {
-    match state
-        .store
-        .inbox(instance.to_owned(), inbox.to_owned())
-        .await
-    {
-        Ok(Some(row)) => {
-            // An inbox new here (made on another instance since the last refresh) is written
-            // to the file of known inboxes now rather than at the next period. Only inboxes
-            // that exist get here, so no sender can make refreshes by the request.
-            if state.secrets.remember(instance, &row) {
-                state.refreshes.want();
-            }
-            Ok(Inbox::Stored(row))
-        }
-        Ok(None) => Err(IngestError::InboxNotFound(inbox.to_owned())),
-        Err(error) if state.spool.is_some() => {
-            tracing::debug!(%error, "the store cannot look the inbox up");
-            Ok(state
-                .secrets
-                .get(instance, inbox)
-                .map_or(Inbox::Unknown, Inbox::Remembered))
-        }
-        Err(error) => Err(error.into()),
-    }
 }
 
 /// 202 ignored, counted.
@@ -186,19 +164,6 @@ fn answer(ingested: Ingested, inbox: &str, delivery: String) -> Response {
     }
 }
 
-fn event_name(vcs: Vcs, headers: &HeaderMap) -> String {
-    let header = match vcs {
-        Vcs::Github => "x-github-event",
-        Vcs::Gitlab => "x-gitlab-event",
-        Vcs::Bitbucket => "x-event-key",
-    };
-    headers
-        .get(header)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// A delivery to an inbox whose secret is not at hand.
 struct Unverified {
     instance: String,
@@ -218,7 +183,9 @@ impl Unverified {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Response, IngestError> {
-        let proof = Proof::read(self.vcs, headers)?;
+        let received = SystemTime::now();
+        keys::check_headers(self.vcs, headers, received)?;
+        let proof = Proof::read(self.vcs, headers);
         if let Event::Ping = event {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
@@ -238,9 +205,10 @@ impl Unverified {
             instance: self.instance,
             inbox: self.inbox,
             vcs: self.vcs,
-            event: event_name(self.vcs, headers),
+            event: self.vcs.event_name(headers),
             delivery,
             proof: Some(proof),
+            received: Some(received),
             body: body.to_vec(),
         };
         match append(unverified, spooled).await {

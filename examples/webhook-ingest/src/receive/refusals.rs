@@ -1,5 +1,5 @@
 //! The deliveries an inbox refused, kept so that an operator who fixes the cause (most often a
-//! wrong secret) can tell which ones to redeliver: none of the three providers redelivers a
+//! wrong secret) can tell which ones to redeliver: none of the providers redelivers a
 //! 4xx by itself.
 //!
 //! A refusal is kept only for an inbox that exists, and only for what the sender must fix: a

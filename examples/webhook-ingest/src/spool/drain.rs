@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use faultline::Fault;
 
@@ -21,6 +21,7 @@ use crate::receive::refusals::{record_refusal, RefusalCounts};
 use crate::spool::spooled::SpooledDelivery;
 use crate::spool::{Entry, Spool};
 use crate::store::{Ingested, Refusal, Store, StoreError};
+use crate::verify::keys;
 use crate::verify::secret_cache::SecretCache;
 use crate::verify::webhook::{self, Event};
 
@@ -146,8 +147,9 @@ impl Drainer {
                 };
                 return Ok(self.refuse(&delivery, &error).await);
             }
-            let previous = inbox.previous_secret(self.secret_grace);
-            if let Err(error) = webhook::check(proof, &inbox.secret, previous, &delivery.body) {
+            let at = delivery.received.unwrap_or_else(SystemTime::now);
+            let (vcs, body, grace) = (delivery.vcs, &delivery.body, self.secret_grace);
+            if let Err(error) = keys::check_spooled(proof, &inbox, vcs, body, grace, at) {
                 return Ok(self.refuse(&delivery, &error).await);
             }
         }

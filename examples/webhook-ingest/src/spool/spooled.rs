@@ -5,11 +5,20 @@
 //! record checksum covers them. A delivery whose signature was checked before spooling has
 //! no proof; one that could not be checked (the store unreachable, its inbox not seen since
 //! start) keeps the proof from its headers, and is checked when drained. The proof of a
-//! GitLab delivery is the digest of its token, never the token.
+//! GitLab delivery is the digest of its token, never the token; any other's, the signature
+//! headers the verifier reads, names and values as sent.
+//!
+//! Version 2 adds the moment the delivery arrived (milliseconds since the Unix epoch, 8
+//! bytes), at which a spooled proof is judged; version 1 records, which lack it, are still
+//! read, judged when drained.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::verify::webhook::{Proof, Vcs};
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Records written before the arrival time was kept.
+const VERSION_1: u8 = 1;
 
 /// One spooled delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +31,8 @@ pub struct SpooledDelivery {
     pub delivery: String,
     /// `None` when the signature was checked before spooling.
     pub proof: Option<Proof>,
+    /// When it arrived; `None` in a version 1 record.
+    pub received: Option<SystemTime>,
     pub body: Vec<u8>,
 }
 
@@ -29,13 +40,19 @@ impl SpooledDelivery {
     /// The record's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let proof = self.proof.as_ref().map(Proof::to_bytes).unwrap_or_default();
-        let fields: [&[u8]; 6] = [
+        let received = self
+            .received
+            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+            .map(|since| (since.as_millis() as u64).to_le_bytes().to_vec())
+            .unwrap_or_default();
+        let fields: [&[u8]; 7] = [
             self.instance.as_bytes(),
             self.inbox.as_bytes(),
             self.vcs.as_str().as_bytes(),
             self.event.as_bytes(),
             self.delivery.as_bytes(),
             &proof,
+            &received,
         ];
         let size = fields.iter().map(|f| 4 + f.len()).sum::<usize>() + 1 + self.body.len();
         let mut out = Vec::with_capacity(size);
@@ -51,7 +68,7 @@ impl SpooledDelivery {
     /// A delivery from [`encode`](Self::encode)'s bytes, or `None` if they are not one.
     pub fn decode(bytes: &[u8]) -> Option<SpooledDelivery> {
         let (&version, mut rest) = bytes.split_first()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_1 {
             return None;
         }
         let mut field = || -> Option<&[u8]> {
@@ -70,6 +87,16 @@ impl SpooledDelivery {
             [] => None,
             bytes => Some(Proof::from_bytes(vcs, bytes)?),
         };
+        let received = match version {
+            VERSION_1 => None,
+            _ => match field()? {
+                [] => None,
+                millis => {
+                    let millis = u64::from_le_bytes(millis.try_into().ok()?);
+                    Some(UNIX_EPOCH + Duration::from_millis(millis))
+                }
+            },
+        };
         Some(SpooledDelivery {
             instance,
             inbox,
@@ -77,6 +104,7 @@ impl SpooledDelivery {
             event,
             delivery,
             proof,
+            received,
             body: rest.to_vec(),
         })
     }
@@ -95,6 +123,7 @@ mod tests {
             event: "Push Hook".into(),
             delivery: "d-3".into(),
             proof: Some(Proof::Token { digest: [9; 32] }),
+            received: Some(UNIX_EPOCH + Duration::from_millis(1_764_000_000_123)),
             body: br#"{"ref":"refs/heads/main"}"#.to_vec(),
         };
         let bytes = delivery.encode();
@@ -105,5 +134,50 @@ mod tests {
         };
         assert_eq!(SpooledDelivery::decode(&verified.encode()), Some(verified));
         assert_eq!(SpooledDelivery::decode(&bytes[..20]), None);
+    }
+
+    #[test]
+    fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
+        use axum::http::{HeaderName, HeaderValue};
+
+        let headers = vec![
+            (
+                HeaderName::from_static("webhook-id"),
+                HeaderValue::from_static("msg_1"),
+            ),
+            (
+                HeaderName::from_static("webhook-signature"),
+                HeaderValue::from_static("v1,abc= v1,def="),
+            ),
+        ];
+        let delivery = SpooledDelivery {
+            instance: "in_1".into(),
+            inbox: "ib_2".into(),
+            vcs: Vcs::Gitlab,
+            event: "Push Hook".into(),
+            delivery: "d-3".into(),
+            proof: Some(Proof::Headers(headers)),
+            received: Some(UNIX_EPOCH + Duration::from_millis(7)),
+            body: b"{}".to_vec(),
+        };
+        assert_eq!(SpooledDelivery::decode(&delivery.encode()), Some(delivery));
+
+        // Version 1, as written before: six fields, GitHub's tag bare after its kind byte.
+        let tag = [0xab; 32];
+        let proof = [&[1u8][..], &tag].concat();
+        let mut old = vec![VERSION_1];
+        for field in [&b"in_1"[..], b"ib_2", b"github", b"push", b"d-4", &proof] {
+            old.extend_from_slice(&(field.len() as u32).to_le_bytes());
+            old.extend_from_slice(field);
+        }
+        old.extend_from_slice(b"{}");
+        let read = SpooledDelivery::decode(&old).unwrap();
+        assert_eq!((read.received, read.body.as_slice()), (None, &b"{}"[..]));
+        let Some(Proof::Headers(kept)) = read.proof else {
+            panic!("{:?}", read.proof)
+        };
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].0, "x-hub-signature-256");
+        assert_eq!(kept[0].1, format!("sha256={}", "ab".repeat(32)).as_str());
     }
 }

@@ -2,6 +2,7 @@
 //! secrets as last seen, kept in memory and in a file beside the spool, so that a delivery is
 //! verified while the store cannot be asked, even after a restart.
 
+pub mod keys;
 pub mod known;
 pub mod refresh;
 pub mod secret_cache;

@@ -1,15 +1,17 @@
-//! What the three providers send: which provider and event a delivery is, whether it is
-//! authentic, and its delivery id (the commits of a push are read in `payload`).
+//! What the providers send: which provider and event a delivery is, the proof a delivery
+//! carries (kept in the spool when it cannot be checked at once), and its delivery id. The
+//! check itself is `faultline::webhooks`', through `verify::keys`; the commits of a push are
+//! read in `payload`.
 //!
 //! Everything here works on headers and raw bytes and touches no store, so it is tested
 //! without a server.
 
 use std::fmt;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use faultline::webhooks::{token_digest, Sender, TOKEN_DIGEST_BYTES};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
 use crate::receive::payload::Shape;
@@ -22,6 +24,20 @@ pub const MAX_DELIVERY_ID_BYTES: usize = 128;
 const GITHUB_EVENT: &str = "x-github-event";
 const GITLAB_EVENT: &str = "x-gitlab-event";
 const BITBUCKET_EVENT: &str = "x-event-key";
+const GITEA_EVENT: &str = "x-gitea-event";
+const FORGEJO_EVENT: &str = "x-forgejo-event";
+/// The header whose presence makes a GitLab delivery one signed with Standard Webhooks.
+const STANDARD_SIGNATURE: &str = "webhook-signature";
+
+/// The order providers are recognized in: Forgejo also sends Gitea's and GitHub's event
+/// headers, and Gitea GitHub's, so each is looked for before those it imitates.
+const DETECTION_ORDER: [Vcs; 5] = [
+    Vcs::Forgejo,
+    Vcs::Gitea,
+    Vcs::Github,
+    Vcs::Gitlab,
+    Vcs::Bitbucket,
+];
 
 /// A version control provider, and the kind of an inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,16 +45,28 @@ pub enum Vcs {
     Github,
     Gitlab,
     Bitbucket,
+    /// Gitea: a GitHub-shaped push, `X-Gitea-Signature`.
+    Gitea,
+    /// Forgejo: as Gitea, under its own header names.
+    Forgejo,
 }
 
 impl Vcs {
-    pub const ALL: [Vcs; 3] = [Vcs::Github, Vcs::Gitlab, Vcs::Bitbucket];
+    pub const ALL: [Vcs; 5] = [
+        Vcs::Github,
+        Vcs::Gitlab,
+        Vcs::Bitbucket,
+        Vcs::Gitea,
+        Vcs::Forgejo,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Vcs::Github => "github",
             Vcs::Gitlab => "gitlab",
             Vcs::Bitbucket => "bitbucket",
+            Vcs::Gitea => "gitea",
+            Vcs::Forgejo => "forgejo",
         }
     }
 
@@ -52,16 +80,43 @@ impl Vcs {
             Vcs::Github => GITHUB_EVENT,
             Vcs::Gitlab => GITLAB_EVENT,
             Vcs::Bitbucket => BITBUCKET_EVENT,
+            Vcs::Gitea => GITEA_EVENT,
+            Vcs::Forgejo => FORGEJO_EVENT,
+        }
+    }
+
+    /// The event header's value, as sent.
+    pub fn event_name(self, headers: &HeaderMap) -> String {
+        headers
+            .get(self.event_header())
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The sender that `faultline::webhooks` verifies a delivery of this provider as: a
+    /// GitLab delivery that carries Standard Webhooks headers is checked as one (GitLab's
+    /// signing token), any other by its token.
+    pub fn sender(self, headers: &HeaderMap) -> Sender {
+        match self {
+            Vcs::Github => Sender::GitHub,
+            Vcs::Gitlab if headers.contains_key(STANDARD_SIGNATURE) => Sender::GitLabSigned,
+            Vcs::Gitlab => Sender::GitLab,
+            Vcs::Bitbucket => Sender::Bitbucket,
+            Vcs::Gitea => Sender::Gitea,
+            Vcs::Forgejo => Sender::Forgejo,
         }
     }
 
     /// The headers that carry the delivery id, preferred first.
-    fn delivery_headers(self) -> &'static [&'static str] {
+    pub(crate) fn delivery_headers(self) -> &'static [&'static str] {
         match self {
             Vcs::Github => &["x-github-delivery"],
             Vcs::Gitlab => &["idempotency-key", "x-gitlab-event-uuid"],
             // Bitbucket Cloud, then Bitbucket Data Center.
             Vcs::Bitbucket => &["x-request-uuid", "x-request-id"],
+            Vcs::Gitea => &["x-gitea-delivery"],
+            Vcs::Forgejo => &["x-forgejo-delivery"],
         }
     }
 }
@@ -84,7 +139,7 @@ pub enum Event {
 
 /// The provider whose event header is present, and the event it names.
 pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
-    for vcs in Vcs::ALL {
+    for vcs in DETECTION_ORDER {
         if let Some(value) = headers.get(vcs.event_header()) {
             let name = value.to_str().unwrap_or("(not text)");
             return Ok((vcs, classify(vcs, name)));
@@ -96,7 +151,8 @@ pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
 /// What the event named `name` of `vcs` asks of us.
 pub fn classify(vcs: Vcs, name: &str) -> Event {
     match (vcs, name) {
-        (Vcs::Github, "push") => Event::Push(Shape::Github),
+        // Gitea's and Forgejo's push payload is GitHub's, fields and names.
+        (Vcs::Github | Vcs::Gitea | Vcs::Forgejo, "push") => Event::Push(Shape::Github),
         (Vcs::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
         (Vcs::Bitbucket, "repo:push") => Event::Push(Shape::BitbucketCloud),
         // Bitbucket Data Center's push; its inboxes are Bitbucket inboxes too.
@@ -108,157 +164,119 @@ pub fn classify(vcs: Vcs, name: &str) -> Event {
 }
 
 /// What a delivery carries to prove that its sender holds the inbox's secret, read from its
-/// headers before the secret is known, so that a delivery can be spooled and checked later.
+/// headers before the secret is known, so that a delivery can be spooled and checked later by
+/// the same verifier as at receive time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Proof {
-    /// GitHub's and Bitbucket's HMAC-SHA256 of the body, from the header it came in.
-    Hmac { header: &'static str, tag: Vec<u8> },
+    /// The signature headers `faultline::webhooks` reads for the delivery's sender, names and
+    /// values as sent, every value of one sent twice (so that the drain refuses it as the
+    /// receive does).
+    Headers(Vec<(HeaderName, HeaderValue)>),
     /// GitLab's token, kept only as its SHA-256: the token is the secret itself, and the
     /// check compares digests anyway.
-    Token { digest: [u8; 32] },
+    Token { digest: [u8; TOKEN_DIGEST_BYTES] },
 }
 
+/// A record of version 1 only: GitHub's or Bitbucket's tag, read back as its header.
 const HMAC_PROOF: u8 = 1;
 const TOKEN_PROOF: u8 = 2;
+const HEADERS_PROOF: u8 = 3;
+
+/// The headers each sender the service takes signs with, beside the token of
+/// [`Sender::GitLab`].
+fn signature_headers(sender: Sender) -> &'static [&'static str] {
+    match sender {
+        Sender::GitHub => &["x-hub-signature-256"],
+        Sender::Bitbucket => &["x-hub-signature"],
+        Sender::Gitea => &["x-gitea-signature"],
+        Sender::Forgejo => &["x-forgejo-signature"],
+        Sender::GitLabSigned => &["webhook-id", "webhook-timestamp", STANDARD_SIGNATURE],
+        _ => &[],
+    }
+}
 
 impl Proof {
-    /// The proof `vcs` puts in its headers; a missing or malformed one is refused now,
-    /// since no secret can make it right.
-    pub fn read(vcs: Vcs, headers: &HeaderMap) -> Result<Proof, IngestError> {
-        match vcs {
-            Vcs::Github => read_hmac("x-hub-signature-256", "X-Hub-Signature-256", headers),
-            Vcs::Bitbucket => read_hmac("x-hub-signature", "X-Hub-Signature", headers),
-            Vcs::Gitlab => {
-                let token = headers
-                    .get("x-gitlab-token")
-                    .ok_or(IngestError::BadSignature {
-                        header: "X-Gitlab-Token",
-                        problem: "is missing",
-                    })?;
-                Ok(Proof::Token {
-                    digest: Sha256::digest(token.as_bytes()).into(),
-                })
+    /// The proof a delivery of `vcs` carries in `headers`. Whether it is well formed is the
+    /// verifier's to say before the proof is kept (`verify::keys::check_headers`).
+    pub fn read(vcs: Vcs, headers: &HeaderMap) -> Proof {
+        let sender = vcs.sender(headers);
+        if sender == Sender::GitLab {
+            let token = headers.get("x-gitlab-token").map(HeaderValue::as_bytes);
+            return Proof::Token {
+                digest: token_digest(token.unwrap_or_default()),
+            };
+        }
+        let kept = signature_headers(sender)
+            .iter()
+            .flat_map(|&name| {
+                let values = headers.get_all(name).iter();
+                values.map(move |value| (HeaderName::from_static(name), value.clone()))
+            })
+            .collect();
+        Proof::Headers(kept)
+    }
+
+    /// The kept headers as a request's, to verify with.
+    pub fn header_map(headers: &[(HeaderName, HeaderValue)]) -> HeaderMap {
+        let mut map = HeaderMap::with_capacity(headers.len());
+        for (name, value) in headers {
+            map.append(name, value.clone());
+        }
+        map
+    }
+
+    /// The proof as bytes, for the spool: a kind byte, then the digest, or each header as
+    /// its length-prefixed (`u32`, little-endian) name and value.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Proof::Token { digest } => [&[TOKEN_PROOF][..], digest].concat(),
+            Proof::Headers(headers) => {
+                let mut out = vec![HEADERS_PROOF];
+                for (name, value) in headers {
+                    for part in [name.as_str().as_bytes(), value.as_bytes()] {
+                        out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+                        out.extend_from_slice(part);
+                    }
+                }
+                out
             }
         }
     }
 
-    /// The proof as bytes, for the spool.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Proof::Hmac { tag, .. } => [&[HMAC_PROOF][..], tag].concat(),
-            Proof::Token { digest } => [&[TOKEN_PROOF][..], digest].concat(),
-        }
-    }
-
-    /// A proof of `vcs` from [`to_bytes`](Self::to_bytes).
+    /// A proof of `vcs` from [`to_bytes`](Self::to_bytes), or from a version 1 record, whose
+    /// HMAC proof was the bare tag.
     pub fn from_bytes(vcs: Vcs, bytes: &[u8]) -> Option<Proof> {
         match (vcs, bytes.split_first()?) {
-            (Vcs::Github, (&HMAC_PROOF, tag)) => Some(Proof::Hmac {
-                header: "X-Hub-Signature-256",
-                tag: tag.to_vec(),
-            }),
-            (Vcs::Bitbucket, (&HMAC_PROOF, tag)) => Some(Proof::Hmac {
-                header: "X-Hub-Signature",
-                tag: tag.to_vec(),
-            }),
+            (Vcs::Github | Vcs::Bitbucket, (&HMAC_PROOF, tag)) if tag.len() == 32 => {
+                let name = signature_headers(vcs.sender(&HeaderMap::new()))[0];
+                let value = HeaderValue::try_from(format!("sha256={}", hex_encode(tag))).ok()?;
+                Some(Proof::Headers(vec![(HeaderName::from_static(name), value)]))
+            }
             (Vcs::Gitlab, (&TOKEN_PROOF, digest)) => Some(Proof::Token {
                 digest: digest.try_into().ok()?,
             }),
+            (_, (&HEADERS_PROOF, mut rest)) => {
+                let mut part = || -> Option<&[u8]> {
+                    let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+                    let value = rest.get(4..4 + len)?;
+                    rest = &rest[4 + len..];
+                    Some(value)
+                };
+                let mut headers = Vec::new();
+                while let Some(name) = part() {
+                    let value = HeaderValue::from_bytes(part()?).ok()?;
+                    headers.push((HeaderName::from_bytes(name).ok()?, value));
+                }
+                rest.is_empty().then_some(Proof::Headers(headers))
+            }
             _ => None,
         }
     }
 }
 
-fn read_hmac(
-    header: &'static str,
-    display: &'static str,
-    headers: &HeaderMap,
-) -> Result<Proof, IngestError> {
-    let value = headers.get(header).ok_or(IngestError::BadSignature {
-        header: display,
-        problem: "is missing",
-    })?;
-    let tag = value
-        .as_bytes()
-        .strip_prefix(b"sha256=")
-        .and_then(hex_decode)
-        .filter(|tag| tag.len() == 32)
-        .ok_or(IngestError::BadSignature {
-            header: display,
-            problem: "is not `sha256=` and 64 hex digits",
-        })?;
-    Ok(Proof::Hmac {
-        header: display,
-        tag,
-    })
-}
-
-/// Checks that `body` came from someone who holds the inbox's `secret` or, during a
-/// rotation's grace period, its `previous` one, on the raw bytes, in constant time:
-/// [`Proof::read`], then [`check`].
-pub fn verify(
-    vcs: Vcs,
-    headers: &HeaderMap,
-    secret: &str,
-    previous: Option<&str>,
-    body: &[u8],
-) -> Result<(), IngestError> {
-    check(&Proof::read(vcs, headers)?, secret, previous, body)
-}
-
-/// The one signature check of the service, at receive time and when a spooled delivery is
-/// drained alike: whether `proof` shows that the sender of `body` holds `secret` or, during a
-/// rotation's grace period, `previous`, in constant time.
-///
-/// When both secrets fail, the error is the current secret's: the previous one is on its way
-/// out, and what the sender must fix is to sign with the current one.
-pub fn check(
-    proof: &Proof,
-    secret: &str,
-    previous: Option<&str>,
-    body: &[u8],
-) -> Result<(), IngestError> {
-    let current = check_one(proof, secret, body);
-    match (current, previous) {
-        (Err(IngestError::BadSignature { .. }), Some(previous))
-            if check_one(proof, previous, body).is_ok() =>
-        {
-            Ok(())
-        }
-        (current, _) => current,
-    }
-}
-
-fn check_one(proof: &Proof, secret: &str, body: &[u8]) -> Result<(), IngestError> {
-    match proof {
-        Proof::Hmac { header, tag } => {
-            let mut mac =
-                HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
-            mac.update(body);
-            // `verify_slice` compares in constant time.
-            mac.verify_slice(tag)
-                .map_err(|_| IngestError::BadSignature {
-                    header,
-                    problem: "does not match the body",
-                })
-        }
-        Proof::Token { digest } => {
-            // Digests on both sides make the comparison independent of the lengths too.
-            let expected = Sha256::digest(secret.as_bytes());
-            if bool::from(digest.as_slice().ct_eq(expected.as_slice())) {
-                Ok(())
-            } else {
-                Err(IngestError::BadSignature {
-                    header: "X-Gitlab-Token",
-                    problem: "does not match the inbox secret",
-                })
-            }
-        }
-    }
-}
-
 /// The hex HMAC-SHA256 of `body` under `secret`: what GitHub and Bitbucket put after
-/// `sha256=`.
+/// `sha256=`, and Gitea and Forgejo as it is. For signing (the `sign` command and tests);
+/// checking is `faultline::webhooks`'.
 pub fn sign(secret: &[u8], body: &[u8]) -> String {
     let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key");
     mac.update(body);
@@ -296,13 +314,23 @@ pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, 
     }))
 }
 
-fn display_name(header: &str) -> &'static str {
+/// A header as its sender spells it, for the message a sender's operator reads.
+pub(crate) fn display_name(header: &'static str) -> &'static str {
     match header {
+        "x-hub-signature-256" => "X-Hub-Signature-256",
+        "x-hub-signature" => "X-Hub-Signature",
+        "x-gitlab-token" => "X-Gitlab-Token",
+        "x-gitea-signature" => "X-Gitea-Signature",
+        "x-forgejo-signature" => "X-Forgejo-Signature",
         "x-github-delivery" => "X-GitHub-Delivery",
         "idempotency-key" => "Idempotency-Key",
         "x-gitlab-event-uuid" => "X-Gitlab-Event-UUID",
+        "x-request-uuid" => "X-Request-UUID",
         "x-request-id" => "X-Request-Id",
-        _ => "X-Request-UUID",
+        "x-gitea-delivery" => "X-Gitea-Delivery",
+        "x-forgejo-delivery" => "X-Forgejo-Delivery",
+        // Standard Webhooks' names are lower-case in its specification.
+        other => other,
     }
 }
 
@@ -316,23 +344,6 @@ pub fn hex_encode(bytes: &[u8]) -> String {
     out
 }
 
-fn hex_decode(text: &[u8]) -> Option<Vec<u8>> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    text.chunks_exact(2)
-        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,33 +354,5 @@ mod tests {
             sign(b"It's a Secret to Everybody", b"Hello, World!"),
             "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
         );
-    }
-
-    #[test]
-    fn either_secret_passes_and_a_third_is_refused_as_the_current_ones_failure() {
-        let body = b"{}";
-        for vcs in Vcs::ALL {
-            let signed = |secret: &str| {
-                let mut headers = HeaderMap::new();
-                let signature = format!("sha256={}", sign(secret.as_bytes(), body));
-                let (name, value) = match vcs {
-                    Vcs::Github => ("x-hub-signature-256", signature),
-                    Vcs::Bitbucket => ("x-hub-signature", signature),
-                    Vcs::Gitlab => ("x-gitlab-token", secret.to_owned()),
-                };
-                headers.insert(name, value.parse().unwrap());
-                headers
-            };
-            let check = |sent: &str, previous| verify(vcs, &signed(sent), "new", previous, body);
-            assert!(check("new", None).is_ok(), "{vcs}");
-            assert!(check("new", Some("old")).is_ok(), "{vcs}");
-            assert!(check("old", Some("old")).is_ok(), "{vcs}");
-            assert!(check("old", None).is_err(), "{vcs}");
-            let refused = check("other", Some("old")).unwrap_err();
-            assert!(
-                matches!(refused, IngestError::BadSignature { problem, .. } if problem.starts_with("does not match")),
-                "{vcs}: {refused}"
-            );
-        }
     }
 }

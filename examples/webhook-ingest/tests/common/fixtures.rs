@@ -6,6 +6,10 @@ use webhook_ingest::verify::webhook;
 
 use super::Service;
 
+/// The requests [`Service::setup`] sends, every one ok: the instance, the digest and an inbox
+/// per provider.
+pub const SETUP_REQUESTS: u64 = 2 + webhook::Vcs::ALL.len() as u64;
+
 pub struct Fixture {
     pub instance: String,
     pub key: String,

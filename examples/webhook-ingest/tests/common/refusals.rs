@@ -113,7 +113,7 @@ pub async fn assert_refused(
     }
     assert_eq!(
         service.stats(fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 0, "redeliveries": 0, "commits": 0 })
     );
     let after = service.quiescent().await;
     // The refusals, and the stats (1, ok).

@@ -31,6 +31,20 @@ pub fn provider_headers(
             ("x-request-uuid", id.to_owned()),
             ("x-hub-signature", signature),
         ],
+        // Gitea's formula: the hex HMAC-SHA256 of the body, no prefix.
+        webhook::Vcs::Gitea => [
+            ("x-gitea-event", event.to_owned()),
+            ("x-gitea-delivery", id.to_owned()),
+            ("x-gitea-signature", webhook::sign(secret.as_bytes(), body)),
+        ],
+        webhook::Vcs::Forgejo => [
+            ("x-forgejo-event", event.to_owned()),
+            ("x-forgejo-delivery", id.to_owned()),
+            (
+                "x-forgejo-signature",
+                webhook::sign(secret.as_bytes(), body),
+            ),
+        ],
     };
     let mut headers = vec![("content-type", "application/json".to_owned())];
     headers.extend(own);
@@ -91,3 +105,51 @@ pub fn series_count(snapshot: &Snapshot, code: &str, route: Option<&str>) -> u64
 
 /// The route every webhook delivery is counted under.
 pub const HOOK_ROUTE: &str = "/api/{instance}/inboxes/{inbox}/commits";
+
+/// The Standard Webhooks headers GitLab sends with a signing token: `body` signed with the
+/// inbox's `whsec_` secret as delivery `id` at `timestamp` (Unix seconds), by the
+/// specification's formula, the base64 HMAC-SHA256 of `id.timestamp.body`.
+pub fn standard_webhooks(
+    secret: &str,
+    id: &str,
+    timestamp: u64,
+    body: &[u8],
+) -> [(&'static str, String); 3] {
+    use base64::Engine;
+    use hmac::{KeyInit, Mac};
+
+    let encoded = secret.strip_prefix("whsec_").expect("a signing token");
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .unwrap();
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    [
+        ("webhook-id", id.to_owned()),
+        ("webhook-timestamp", timestamp.to_string()),
+        ("webhook-signature", format!("v1,{tag}")),
+    ]
+}
+
+/// Seconds since the Unix epoch, `offset` seconds from now.
+pub fn unix_now(offset: i64) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    now.checked_add_signed(offset).unwrap()
+}
+
+/// The headers of a GitLab delivery signed with Standard Webhooks instead of its token.
+pub fn gitlab_signed_headers(fixture: &Fixture, id: &str, timestamp: u64, body: &[u8]) -> Headers {
+    let (_, secret) = fixture.inbox(webhook::Vcs::Gitlab);
+    let signed = standard_webhooks(secret, id, timestamp, body);
+    let mut headers = provider_headers(fixture, webhook::Vcs::Gitlab, "Push Hook", id, body)
+        .without("x-gitlab-token");
+    for (name, value) in signed {
+        headers = headers.set(name, value);
+    }
+    headers
+}

@@ -2,7 +2,8 @@
 //! stored and listed newest first, and events not stored acknowledged and counted.
 
 use serde_json::{json, Value};
-use webhook_ingest::verify::webhook;
+use std::time::SystemTime;
+use webhook_ingest::verify::{keys, webhook};
 
 use crate::common::*;
 
@@ -17,15 +18,19 @@ fn githubs_published_signature_test_vector() {
         "x-hub-signature-256",
         format!("sha256={expected}").parse().unwrap(),
     );
-    webhook::verify(webhook::Vcs::Github, &headers, secret, None, body).unwrap();
-    assert!(webhook::verify(
-        webhook::Vcs::Github,
-        &headers,
-        secret,
-        None,
-        b"Hello, World?"
-    )
-    .is_err());
+    let inbox = webhook_ingest::store::InboxRow {
+        id: "ib_1".into(),
+        digest_id: "dg_1".into(),
+        vcs: webhook::Vcs::Github,
+        secret: secret.into(),
+        previous: None,
+    };
+    let check = |body: &'static [u8]| {
+        let (vcs, grace, now) = (inbox.vcs, std::time::Duration::ZERO, SystemTime::now());
+        keys::verify(&inbox, vcs, &headers, &body.into(), grace, now)
+    };
+    check(body).unwrap();
+    assert!(check(b"Hello, World?").is_err());
 }
 
 #[tokio::test]
@@ -41,6 +46,8 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         ),
         (webhook::Vcs::Gitlab, "Push Hook", gitlab_push(), 1),
         (webhook::Vcs::Bitbucket, "repo:push", bitbucket_push(), 2),
+        (webhook::Vcs::Gitea, "push", github_push(&["gt1"]), 1),
+        (webhook::Vcs::Forgejo, "push", github_push(&["fj1"]), 1),
     ];
     for (vcs, event, body, stored) in &cases {
         let answer = service
@@ -60,7 +67,8 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         let event = match vcs {
             webhook::Vcs::Github => "ping",
             webhook::Vcs::Bitbucket => "diagnostics:ping",
-            webhook::Vcs::Gitlab => continue,
+            // GitLab, Gitea and Forgejo send no ping of their own.
+            webhook::Vcs::Gitlab | webhook::Vcs::Gitea | webhook::Vcs::Forgejo => continue,
         };
         let ping = service
             .send(delivery(&service, &fixture, vcs, event, "ping-1", b"{}"))
@@ -82,23 +90,26 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         .iter()
         .map(|c| c["sha"].as_str().unwrap())
         .collect();
-    assert_eq!(shas, ["bb1", "bb2", "gl1", "gh3", "gh2", "gh1"]);
     assert_eq!(
-        all.body["commits"][2],
+        shas,
+        ["fj1", "gt1", "bb1", "bb2", "gl1", "gh3", "gh2", "gh1"]
+    );
+    assert_eq!(
+        all.body["commits"][4],
         json!({
             "sha": "gl1", "message": "first", "author": "Grace",
             "timestamp": "2026-11-29T10:00:00+01:00", "repository": "acme/gadgets",
             "branch": "develop", "inbox": fixture.inbox(webhook::Vcs::Gitlab).0,
         })
     );
-    assert_eq!(all.body["commits"][0]["branch"], "feature");
-    assert_eq!(all.body["commits"][5]["repository"], "acme/widgets");
+    assert_eq!(all.body["commits"][2]["branch"], "feature");
+    assert_eq!(all.body["commits"][7]["repository"], "acme/widgets");
     assert_eq!(all.body["next_before"], Value::Null);
 
-    // Paged by two: three pages, the last one without a cursor.
+    // Paged by two: four pages, then an empty one without a cursor.
     let mut seen = Vec::new();
     let mut query = "?page_size=2".to_owned();
-    for _ in 0..4 {
+    for _ in 0..5 {
         let page = service
             .send(list(&format!("{query}&apiKey={}", fixture.key)))
             .await;
@@ -123,13 +134,13 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
 
     assert_eq!(
         service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 3, "redeliveries": 0, "commits": 6 })
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 5, "redeliveries": 0, "commits": 8 })
     );
     let snapshot = service.quiescent().await;
-    // Ok: setup (5), pushes (3), pings (2), the list (1), its pages (4: a full page carries a
-    // cursor, so the third is followed by an empty one), the huge page (1) and the stats (1).
+    // Ok: setup (2 + 5 inboxes), pushes (5), pings (2), the list (1), its pages (5: a full page carries a
+    // cursor, so the fourth is followed by an empty one), the huge page (1) and the stats (1).
     // The bad page is axum's query rejection.
-    assert_eq!((snapshot.started, snapshot.ok), (18, 17), "{snapshot:#?}");
+    assert_eq!((snapshot.started, snapshot.ok), (23, 22), "{snapshot:#?}");
     assert_eq!(
         (snapshot.rejected, snapshot.failures()),
         (1, 1),

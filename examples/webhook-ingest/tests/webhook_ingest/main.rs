@@ -5,6 +5,7 @@
 mod common;
 
 mod deliveries;
+mod forges;
 mod management;
 mod refusals;
 mod store;

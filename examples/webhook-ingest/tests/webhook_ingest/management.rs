@@ -21,7 +21,7 @@ async fn an_instance_is_looked_up_by_header_or_query_key() {
     assert_eq!(by_header.status, 200, "{}", by_header.text);
     assert_eq!(by_header.body["id"], fixture.instance.as_str());
     assert_eq!(by_header.body["digests"], 1);
-    assert_eq!(by_header.body["inboxes"], 3);
+    assert_eq!(by_header.body["inboxes"], 5);
     let by_query = service
         .send(
             service
@@ -173,7 +173,7 @@ async fn bad_management_bodies_are_refused_and_create_nothing() {
     svn.assert_problem(422, "invalid-field");
     assert_eq!(
         service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 0, "redeliveries": 0, "commits": 0 })
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 0, "redeliveries": 0, "commits": 0 })
     );
     // The stats succeeded; the missing member and the form body are axum's rejections, the
     // two invalid fields the handlers' own.

@@ -33,7 +33,7 @@ async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
             "signature that is not hex",
             401,
             "bad-signature",
-            "64 hex digits",
+            "64 lower-case hex digits",
         ),
         service
             .signed(&fixture, Github, "push", &push)

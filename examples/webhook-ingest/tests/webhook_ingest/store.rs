@@ -45,12 +45,12 @@ async fn twenty_copies_of_one_delivery_at_once_store_it_once() {
     assert_eq!((created, duplicates), (1, CONCURRENT_COPIES - 1));
     assert_eq!(
         service.stats(&fixture).await,
-        json!({ "digests": 1, "inboxes": 3, "deliveries": 1,
+        json!({ "digests": 1, "inboxes": 5, "deliveries": 1,
                 "redeliveries": CONCURRENT_COPIES - 1, "commits": 2 })
     );
     let snapshot = service.quiescent().await;
-    // Setup (5), the copies and the stats (1), every one ok.
-    let sent = 5 + CONCURRENT_COPIES as u64 + 1;
+    // Setup, the copies and the stats (1), every one ok.
+    let sent = SETUP_REQUESTS + CONCURRENT_COPIES as u64 + 1;
     assert_eq!(
         (snapshot.started, snapshot.ok),
         (sent, sent),
@@ -193,8 +193,8 @@ async fn concurrent_pushes_and_reads_on_a_file_store_all_land() {
     assert_eq!(stats["deliveries"], PUSHES);
     assert_eq!(stats["commits"], 2 * PUSHES);
     let snapshot = service.quiescent().await;
-    // Setup (5), the pushes and reads, and the stats (1), every one ok.
-    let sent = 5 + 2 * PUSHES as u64 + 1;
+    // Setup, the pushes and reads, and the stats (1), every one ok.
+    let sent = SETUP_REQUESTS + 2 * PUSHES as u64 + 1;
     assert_eq!(
         (snapshot.started, snapshot.ok),
         (sent, sent),

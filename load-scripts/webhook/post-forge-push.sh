@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# M signed Gitea and Forgejo pushes, by turns, each with new commits and its own delivery id,
+# signed by their documented formula (the hex HMAC-SHA256 of the body, no prefix): all 201.
+source "$(dirname "$0")/lib.sh"
+SCRIPT_NAME=post-forge-push
+EXPECTED="201:-"
+COMMITS_PER_PUSH=2
+
+copy_begin "${1:-}"
+body=$SCRATCH/body
+for ((i = 1; i <= REQUESTS; i++)); do
+    in_time || break
+    if ((i % 2)); then
+        forge=Gitea inbox=$GITEA_INBOX secret=$GITEA_SECRET
+    else
+        forge=Forgejo inbox=$FORGEJO_INBOX secret=$FORGEJO_SECRET
+    fi
+    commits=
+    for ((j = 1; j <= COMMITS_PER_PUSH; j++)); do
+        # 40 hex digits, unique per copy, push and commit, like a real sha.
+        sha=$(printf '%016x%08x%08x%08x' "$COPY_START" "$$" "$i" "$j")
+        commits+="${commits:+,}{\"id\":\"$sha\",\"message\":\"load commit $i.$j\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"author\":{\"name\":\"Load Runner\"}}"
+    done
+    printf '{"ref":"refs/heads/main","repository":{"full_name":"load/%s"},"commits":[%s]}' \
+        "${forge,,}" "$commits" >"$body"
+    signature=$(sign_file "$secret" "$body")
+    request POST "/api/$INSTANCE_ID/inboxes/$inbox/commits" \
+        -H 'content-type: application/json' -H "X-$forge-Event: push" \
+        -H "X-$forge-Delivery: forge-$RUNNER_ID-$COPY-$$-$i" \
+        -H "X-$forge-Signature: $signature" --data-binary "@$body"
+    if [[ $STATUS == 201 ]]; then
+        COMMITS_ACCEPTED=$((COMMITS_ACCEPTED + COMMITS_PER_PUSH))
+    fi
+done
+copy_end
