@@ -10,7 +10,7 @@ from pathlib import Path
 
 BEGIN = "<!-- ingest:begin (written by load-scripts/bench/ingest.sh; edits inside are lost) -->"
 END = "<!-- ingest:end -->"
-# The targets: at or above the hand-written NORMAL receiver at these levels, and this
+# The targets: at or above the hand-written NORMAL receiver at these levels, and this
 # p99 at the highest level.
 RATIO_LEVELS = (16, 64)
 P99_TARGET_MS = 10.0
