@@ -3,84 +3,17 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::spooled::SpooledDelivery;
-use webhook_ingest::spool::{Spool, SpoolConfig, RECORD_HEADER_BYTES};
+use webhook_ingest::spool::RECORD_HEADER_BYTES;
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::webhook::{self, Vcs};
-
-/// How long a drain may take once the store answers: the drainer's longest backoff is 2 s.
-const DRAIN_WAIT: Duration = Duration::from_secs(20);
-
-/// A spool directory, removed when dropped.
-struct SpoolDir(PathBuf);
-
-impl SpoolDir {
-    fn new(name: &str) -> Self {
-        Self(temp_path(name, "spool"))
-    }
-
-    fn open(&self, max_bytes: u64) -> Spool {
-        let config = SpoolConfig {
-            max_bytes,
-            ..SpoolConfig::new(&self.0)
-        };
-        Spool::open(config).unwrap()
-    }
-}
-
-impl Drop for SpoolDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 async fn spooled_service(name: &str, dir: &SpoolDir, max_bytes: u64) -> Service {
     let db = temp_path(name, "db");
     let store = Store::open(db.to_str().unwrap()).await.unwrap();
     Service::serve_spooled(store, Some(db), TEST_BODY_LIMIT, Some(dir.open(max_bytes))).await
-}
-
-async fn health(service: &Service) -> Value {
-    let answer = service
-        .send(service.client.get(service.url("/health")))
-        .await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.body
-}
-
-/// Waits until the spool is empty and the store up.
-async fn drained(service: &Service) -> Value {
-    let start = Instant::now();
-    loop {
-        let health = health(service).await;
-        if health["store"] == "up"
-            && health["spool"]["depth"] == 0
-            && health["spool"]["unverified"]["depth"] == 0
-        {
-            return health;
-        }
-        assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The value of an unlabelled series in `/metrics`.
-async fn metric(service: &Service, name: &str) -> u64 {
-    let metrics = service
-        .send(service.client.get(service.url("/metrics")))
-        .await;
-    metrics
-        .text
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no {name} in {}", metrics.text))
-        .parse()
-        .unwrap()
 }
 
 #[tokio::test]
