@@ -173,18 +173,11 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
         let response = task.await.unwrap().unwrap();
         assert_eq!(response.status(), 202, "a real delivery after the flood");
     }
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "forged", &gitlab_push())
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(
-        &second,
-        &fixture.hook_path(Vcs::Gitlab),
-        forged,
-        &gitlab_push(),
-    );
     second
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab_push())
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let during = health(&second).await;
     assert_eq!(during["spool"]["depth"], real as u64, "{during}");
     assert_eq!(
@@ -232,13 +225,11 @@ async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refre
         &body,
     );
     assert_eq!(service.send(real).await.str("status"), "queued");
-    let forged = provider_headers(&fixture, Vcs::Bitbucket, "repo:push", "bb-2", &body)
-        .set("x-hub-signature", format!("sha256={}", "cd".repeat(32)));
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Bitbucket), forged, &body);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Bitbucket, "repo:push", &body)
+        .set("x-hub-signature", format!("sha256={}", "cd".repeat(32)))
+        .assert_problem(401, "bad-signature")
+        .await;
     let down = health(&service).await;
     assert_eq!(
         (
@@ -303,13 +294,11 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
     let fixture = service.setup().await;
     service.outage.begin();
     let body = gitlab_push();
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &body);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &body)
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let real = delivery(&service, &fixture, Vcs::Gitlab, "Push Hook", "gl-1", &body);
     assert_eq!(service.send(real).await.str("status"), "queued");
     let down = health(&service).await;

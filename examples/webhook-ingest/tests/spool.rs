@@ -57,22 +57,18 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
         &gitlab,
     );
     assert_eq!(service.send(unseen).await.body["status"], "queued");
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &gitlab)
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &gitlab);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab)
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let wrong = github_push(&["w"]);
     let wrong_signature = format!("sha256={}", webhook::sign(b"nope", &wrong));
-    let headers = provider_headers(&fixture, Vcs::Github, "push", "w", &wrong)
-        .set("x-hub-signature-256", wrong_signature);
-    let refused = post_to(&service, &fixture.hook_path(Vcs::Github), headers, &wrong);
     service
-        .send(refused)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Github, "push", &wrong)
+        .set("x-hub-signature-256", wrong_signature)
+        .assert_problem(401, "bad-signature")
+        .await;
 
     let down = health(&service).await;
     assert_eq!(
