@@ -4,6 +4,8 @@
 mod common;
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
@@ -263,8 +265,13 @@ fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    // Every event panics, like a broken log shipper.
-    let panicking = OnEvent(|_: &tracing::Event<'_>| panic!("the log shipper fell over"));
+    // Every event panics, like a broken log shipper; the count shows that one did.
+    let events = Arc::new(AtomicUsize::new(0));
+    let seen = events.clone();
+    let panicking = OnEvent(move |_: &tracing::Event<'_>| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        panic!("the log shipper fell over")
+    });
     let status = tracing::subscriber::with_default(panicking, || {
         runtime.block_on(async { service.oneshot(get_request("/")).await.unwrap().status() })
     });
@@ -272,6 +279,10 @@ fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
     let snapshot = ledger.snapshot();
     assert_eq!((snapshot.rejected, snapshot.in_flight), (1, 0));
     assert_eq!(snapshot.reported + snapshot.suppressed, 1);
+    assert!(
+        events.load(Ordering::Relaxed) >= 1,
+        "no event reached the subscriber"
+    );
 }
 
 #[tokio::test]

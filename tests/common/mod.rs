@@ -18,8 +18,8 @@ use faultline::Ledger;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// What `Lab::hang_up_after_the_head` reads: room for a head, and for the whole of a short
-/// answer, which then counts ok rather than cancelled.
+/// What `Lab::hang_up_after_the_head` reads at the most: room for the status line it checks;
+/// the rest of the answer is left unread.
 const HEAD_READ: usize = 512;
 
 /// A running lab server; aborted when dropped.
