@@ -9,27 +9,12 @@
 #   load-scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source load-scripts/proc.sh
 
-command -v curl >/dev/null || {
-    echo "quickstart.sh: curl is required (Debian package \`curl\`; .ci/run installs it)" >&2
-    exit 1
-}
+require quickstart.sh curl
 
 cargo build -q -p quickstart
-work=$(mktemp -d)
-pid=
-cleanup() {
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "quickstart.sh: $*" >&2
-    echo "--- server stdout" >&2 && cat "$work/stdout" >&2
-    echo "--- server stderr" >&2 && cat "$work/stderr" >&2
-    exit 1
-}
+scratch quickstart.sh
 
 target/debug/quickstart --port 0 >"$work/stdout" 2>"$work/stderr" &
 pid=$!

@@ -4,6 +4,8 @@
 mod common;
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
@@ -20,6 +22,7 @@ use http::{HeaderValue, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
 use common::oneshot::{get_request, problem_of, send};
+use common::subscriber::OnEvent;
 
 #[tokio::test]
 async fn a_panic_in_the_synchronous_part_of_call_is_a_500() {
@@ -247,25 +250,6 @@ async fn a_panic_in_a_faults_own_methods_is_a_panicked_500() {
     assert_eq!((snapshot.panicked, snapshot.in_flight), (1, 0));
 }
 
-/// A subscriber whose every event panics, like a broken log shipper.
-struct PanickingSubscriber;
-
-impl tracing::Subscriber for PanickingSubscriber {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, _: &tracing::Event<'_>) {
-        panic!("the log shipper fell over")
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[test]
 fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
     faultline::install_panic_hook();
@@ -281,13 +265,24 @@ fn a_panicking_subscriber_does_not_keep_a_request_in_flight() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let status = tracing::subscriber::with_default(PanickingSubscriber, || {
+    // Every event panics, like a broken log shipper; the count shows that one did.
+    let events = Arc::new(AtomicUsize::new(0));
+    let seen = events.clone();
+    let panicking = OnEvent(move |_: &tracing::Event<'_>| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        panic!("the log shipper fell over")
+    });
+    let status = tracing::subscriber::with_default(panicking, || {
         runtime.block_on(async { service.oneshot(get_request("/")).await.unwrap().status() })
     });
     assert_eq!(status, StatusCode::NOT_FOUND);
     let snapshot = ledger.snapshot();
     assert_eq!((snapshot.rejected, snapshot.in_flight), (1, 0));
     assert_eq!(snapshot.reported + snapshot.suppressed, 1);
+    assert!(
+        events.load(Ordering::Relaxed) >= 1,
+        "no event reached the subscriber"
+    );
 }
 
 #[tokio::test]

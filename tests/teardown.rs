@@ -6,8 +6,9 @@
 //! there is still counted, nothing panics and the process exits 0. A child process runs the
 //! scenario, since a panic in a thread-local destructor aborts the process.
 
+mod common;
+
 use std::cell::RefCell;
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
 use std::process::Command;
@@ -18,7 +19,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::routing::get;
 use axum::Router;
-use bytes::Bytes;
+use common::bodies::endless;
+use common::subscriber::OnEvent;
 use faultline::{Error, FaultLayer, Ledger};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
@@ -78,28 +80,6 @@ fn requests_that_end_in_a_thread_local_destructor_are_counted_and_answered() {
     assert_eq!(field("events"), field("reported"), "{accounted}");
 }
 
-/// A subscriber that counts events and keeps no per-thread state of its own, so that it
-/// works in a thread-local destructor: what is checked is faultline's, not a subscriber's.
-struct CountingSubscriber(Arc<Mutex<u64>>);
-
-impl tracing::Subscriber for CountingSubscriber {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == "faultline" {
-            *self.0.lock().unwrap() += 1;
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 async fn unsupported() -> Result<&'static str, Error> {
     Err(Error::new(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -110,12 +90,6 @@ async fn unsupported() -> Result<&'static str, Error> {
 
 async fn panics() -> &'static str {
     panic!("a handler panicked")
-}
-
-/// A body that sends one frame and then never ends.
-fn endless() -> Body {
-    let first = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b"x")) });
-    Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()))
 }
 
 fn app() -> (Router, Ledger) {
@@ -229,7 +203,15 @@ fn child() {
         return;
     }
     let events = Arc::new(Mutex::new(0));
-    tracing::subscriber::set_global_default(CountingSubscriber(events.clone())).unwrap();
+    // Counts faultline's events and keeps no per-thread state, so that it works in a
+    // thread-local destructor: what is checked is faultline's, not a subscriber's.
+    let counted = events.clone();
+    let counting = OnEvent(move |event: &tracing::Event<'_>| {
+        if event.metadata().target() == "faultline" {
+            *counted.lock().unwrap() += 1;
+        }
+    });
+    tracing::subscriber::set_global_default(counting).unwrap();
     faultline::install_panic_hook();
     let (app, ledger) = app();
     let answers = Arc::new(Mutex::new(Vec::new()));

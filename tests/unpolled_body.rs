@@ -12,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
+use common::bodies::endless;
 use common::Lab;
 use faultline::{FaultLayer, Ledger, Outcome};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,12 +24,6 @@ fn streamed() -> Body {
     let frames =
         ["first ", "second"].map(|f| Ok::<_, Infallible>(Bytes::from_static(f.as_bytes())));
     Body::from_stream(futures::stream::iter(frames))
-}
-
-/// A body that sends one frame and then never ends.
-fn endless() -> Body {
-    let first = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b"x")) });
-    Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()))
 }
 
 fn app() -> (Router, Ledger) {
@@ -135,15 +130,7 @@ async fn over_tcp_answers_without_a_body_count_ok_and_an_unfinished_one_cancelle
     assert_eq!((s.started, s.ok, s.cancelled), (ok, ok, 0), "{s:#?}");
 
     // The head is read, then the client hangs up while the body still streams.
-    let mut stream = TcpStream::connect(lab.addr).await.unwrap();
-    stream
-        .write_all(b"GET /endless HTTP/1.1\r\nhost: lab\r\n\r\n")
-        .await
-        .unwrap();
-    let mut buf = [0_u8; 512];
-    let n = stream.read(&mut buf).await.unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    drop(stream);
+    lab.hang_up_after_the_head("/endless").await;
     let s = lab.quiescent().await;
     assert_eq!((s.started, s.ok, s.cancelled), (ok + 1, ok, 1), "{s:#?}");
 }

@@ -11,13 +11,9 @@
 # Needs cargo, python3 and valgrind; installs nothing. Prints a markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source load-scripts/proc.sh
 
-for tool in python3 valgrind; do
-    command -v "$tool" >/dev/null || {
-        echo "webhooks-grind.sh: $tool not found; install with: apt-get install $tool" >&2
-        exit 1
-    }
-done
+require webhooks-grind.sh python3 valgrind
 n=20
 [[ ${1:-} == --quick ]] && n=2
 # No row panics; the figures must not depend on the shell's backtrace setting.

@@ -13,13 +13,9 @@
 #   INBOX_PROFILE=release load-scripts/inbox/inbox.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source load-scripts/proc.sh
 
-for tool in chromium python3; do
-    command -v "$tool" >/dev/null || {
-        echo "inbox.sh: $tool is required (Debian package \`$tool\`; .ci/run installs it)" >&2
-        exit 1
-    }
-done
+require inbox.sh chromium python3
 
 profile=${INBOX_PROFILE:-debug}
 flags=()

@@ -13,12 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source load-scripts/proc.sh
 
-for tool in python3 node npm curl; do
-    command -v "$tool" >/dev/null || {
-        echo "sdks.sh: $tool is required (.ci/run installs it)" >&2
-        exit 1
-    }
-done
+require sdks.sh python3 node npm curl
 
 sdks=target/webhook-sdks
 if ! "$sdks/venv/bin/python" -c 'import standardwebhooks, svix, stripe, slack_sdk' 2>/dev/null; then
@@ -49,18 +44,7 @@ export SECRET_SLACK="8f742231b10e8888abcd99yyyzzz85a5"
 export SECRET_SHOPIFY="shpss_shopify_app_secret"
 
 cargo build -q -p webhook-intake
-work=$(mktemp -d)
-pid=
-cleanup() {
-    [[ -n $pid ]] && kill "$pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "sdks.sh: $*" >&2
-    echo "--- server stderr" >&2 && cat "$work/stderr" >&2
-    exit 1
-}
+scratch sdks.sh
 
 port=$(free_port)
 target/debug/webhook-intake --port "$port" \

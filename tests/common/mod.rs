@@ -3,7 +3,9 @@
 // Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub mod bodies;
 pub mod oneshot;
+pub mod subscriber;
 pub mod threads;
 
 use std::io::Write as _;
@@ -13,6 +15,12 @@ use std::time::{Duration, Instant};
 
 use faultline::ledger::Snapshot;
 use faultline::Ledger;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// What `Lab::hang_up_after_the_head` reads at the most: room for the status line it checks;
+/// the rest of the answer is left unread.
+const HEAD_READ: usize = 512;
 
 /// A running lab server; aborted when dropped.
 pub struct Lab {
@@ -40,6 +48,17 @@ impl Lab {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
+    }
+
+    /// Sends a GET of `path` over TCP, reads what the first read gives (the head at least)
+    /// and hangs up, whether or not the body has been sent whole by then.
+    pub async fn hang_up_after_the_head(&self, path: &str) {
+        let mut stream = TcpStream::connect(self.addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nhost: lab\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = [0_u8; HEAD_READ];
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{path}");
     }
 
     /// Waits (ten seconds at most) until no request is in flight, bodies included, then

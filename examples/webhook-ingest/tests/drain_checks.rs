@@ -4,16 +4,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::spool::{Spool, SpoolConfig};
-use webhook_ingest::store::Store;
 use webhook_ingest::verify::webhook::{self, Vcs};
-
-const DRAIN_WAIT: Duration = Duration::from_secs(20);
 
 /// A service on a SQLite file with a spool, and the spool's directory, removed when done;
 /// with a peer on the same file, another instance of the fleet, through which inboxes are
@@ -21,67 +16,26 @@ const DRAIN_WAIT: Duration = Duration::from_secs(20);
 struct Spooled {
     service: Service,
     peer: Service,
-    dir: PathBuf,
-}
-
-impl Drop for Spooled {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    _dir: SpoolDir,
 }
 
 async fn spooled(name: &str, secret_grace: Duration) -> Spooled {
-    let dir = temp_path(name, "spool");
-    let db = temp_path(name, "db");
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
-    let config = webhook_ingest::Config {
-        spool: Some(Spool::open(SpoolConfig::new(&dir)).unwrap()),
+    let dir = SpoolDir::new(name);
+    let (service, peer) = with_peer(name, &dir.0, |config| webhook_ingest::Config {
         secret_grace,
-        ..Service::config(TEST_BODY_LIMIT)
-    };
-    let peer = Service::serve(
-        Store::open(db.to_str().unwrap()).await.unwrap(),
-        None,
-        TEST_BODY_LIMIT,
-    )
+        ..config
+    })
     .await;
-    let service = Service::serve_with(store, Some(db), config).await;
-    refreshed_once(&service).await;
-    Spooled { service, peer, dir }
-}
-
-/// Waits for the service's first refresh of the known inboxes, so that what the peer makes
-/// after it is unknown to the service until the next one (a minute away).
-async fn refreshed_once(service: &Service) {
-    let start = Instant::now();
-    loop {
-        let health = service
-            .send(service.client.get(service.url("/health")))
-            .await
-            .body;
-        if health["spool"]["inbox_refreshes"].as_u64() >= Some(1) {
-            return;
-        }
-        assert!(start.elapsed() < DRAIN_WAIT, "never refreshed: {health}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn drained(service: &Service) -> Value {
-    let start = Instant::now();
-    loop {
-        let health = service
-            .send(service.client.get(service.url("/health")))
-            .await
-            .body;
-        if health["store"] == "up"
-            && health["spool"]["depth"] == 0
-            && health["spool"]["unverified"]["depth"] == 0
-        {
-            return health;
-        }
-        assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // The first refresh done, what the peer makes after it is unknown to the service until
+    // the next one (a minute away).
+    until(&service, "refreshed", |h| {
+        h["spool"]["inbox_refreshes"].as_u64() >= Some(1)
+    })
+    .await;
+    Spooled {
+        service,
+        peer,
+        _dir: dir,
     }
 }
 

@@ -32,16 +32,6 @@ const LARGE_FLOOD: usize = 20;
 const FLOOD_AFTER_RESTART: usize = 20;
 /// Real deliveries per provider after the restart.
 const REAL_PER_PROVIDER: usize = 10;
-const WAIT: Duration = Duration::from_secs(20);
-
-/// A spool directory, removed when dropped.
-struct SpoolDir(PathBuf);
-
-impl Drop for SpoolDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 async fn serve(store: Store, db: Option<PathBuf>, dir: &Path) -> Service {
     let spool = Spool::open(SpoolConfig::new(dir)).unwrap();
@@ -53,38 +43,6 @@ async fn serve(store: Store, db: Option<PathBuf>, dir: &Path) -> Service {
         ..Service::config(BODY_LIMIT)
     };
     Service::serve_with(store, db, config).await
-}
-
-async fn health(service: &Service) -> Value {
-    let answer = service
-        .send(service.client.get(service.url("/health")))
-        .await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.body
-}
-
-/// Waits until `check` holds of `/health`.
-async fn until(service: &Service, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let start = Instant::now();
-    loop {
-        let health = health(service).await;
-        if check(&health) {
-            return health;
-        }
-        assert!(start.elapsed() < WAIT, "never {what}: {health}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The value of the `/metrics` line that starts with `series`.
-async fn metric(service: &Service, series: &str) -> u64 {
-    let text = service
-        .send(service.client.get(service.url("/metrics")))
-        .await
-        .text;
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /metrics"))
 }
 
 /// A GitHub push of exactly `bytes` bytes, its one commit's message padded to fit.
@@ -135,7 +93,7 @@ fn count(statuses: &[u16], status: u16) -> usize {
 
 #[tokio::test]
 async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_acknowledged() {
-    let dir = SpoolDir(temp_path("flood", "spool"));
+    let dir = SpoolDir::new("flood");
     let db = temp_path("flood", "db");
     let store = Store::open(db.to_str().unwrap()).await.unwrap();
     let mut first = serve(store, Some(db), &dir.0).await;
@@ -144,7 +102,10 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
     let file = dir.0.join(known::KNOWN_INBOXES_FILE);
     let start = Instant::now();
     while known::load(&file).map_or(0, |inboxes| inboxes.len()) != Vcs::ALL.len() {
-        assert!(start.elapsed() < WAIT, "the file never held every inbox");
+        assert!(
+            start.elapsed() < HEALTH_WAIT,
+            "the file never held every inbox"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
@@ -216,18 +177,11 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
         let response = task.await.unwrap().unwrap();
         assert_eq!(response.status(), 202, "a real delivery after the flood");
     }
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "forged", &gitlab_push())
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(
-        &second,
-        &fixture.hook_path(Vcs::Gitlab),
-        forged,
-        &gitlab_push(),
-    );
     second
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab_push())
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let during = health(&second).await;
     assert_eq!(during["spool"]["depth"], real as u64, "{during}");
     assert_eq!(
@@ -239,10 +193,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
 
     // The store is back: the real deliveries are stored, the made-up ones refused.
     outage.end();
-    let drained = until(&second, "drained", |h| {
-        h["store"] == "up" && h["spool"]["depth"] == 0 && h["spool"]["unverified"]["depth"] == 0
-    })
-    .await;
+    let drained = drained(&second).await;
     assert_eq!(drained["spool"]["refused"], taken as u64, "{drained}");
     let stats = second.stats(&fixture).await;
     assert_eq!(stats["deliveries"], real as u64, "{stats}");
@@ -250,21 +201,12 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
 
 #[tokio::test]
 async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refresh() {
-    let dir = SpoolDir(temp_path("refresh", "spool"));
-    let db = temp_path("refresh", "db");
-    let peer = Service::serve(
-        Store::open(db.to_str().unwrap()).await.unwrap(),
-        None,
-        TEST_BODY_LIMIT,
-    )
-    .await;
-    let config = webhook_ingest::Config {
-        spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
+    let dir = SpoolDir::new("refresh");
+    let (service, peer) = with_peer("refresh", &dir.0, |config| webhook_ingest::Config {
         inbox_refresh: Duration::from_millis(100),
-        ..Service::config(TEST_BODY_LIMIT)
-    };
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
-    let service = Service::serve_with(store, Some(db), config).await;
+        ..config
+    })
+    .await;
     until(&service, "refreshed", |h| {
         h["spool"]["inbox_refreshes"].as_u64() >= Some(1)
     })
@@ -287,13 +229,11 @@ async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refre
         &body,
     );
     assert_eq!(service.send(real).await.str("status"), "queued");
-    let forged = provider_headers(&fixture, Vcs::Bitbucket, "repo:push", "bb-2", &body)
-        .set("x-hub-signature", format!("sha256={}", "cd".repeat(32)));
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Bitbucket), forged, &body);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Bitbucket, "repo:push", &body)
+        .set("x-hub-signature", format!("sha256={}", "cd".repeat(32)))
+        .assert_problem(401, "bad-signature")
+        .await;
     let down = health(&service).await;
     assert_eq!(
         (
@@ -307,20 +247,8 @@ async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refre
 
 #[tokio::test]
 async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
-    let dir = SpoolDir(temp_path("seen", "spool"));
-    let db = temp_path("seen", "db");
-    let peer = Service::serve(
-        Store::open(db.to_str().unwrap()).await.unwrap(),
-        None,
-        TEST_BODY_LIMIT,
-    )
-    .await;
-    let config = webhook_ingest::Config {
-        spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
-        ..Service::config(TEST_BODY_LIMIT)
-    };
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
-    let service = Service::serve_with(store, Some(db), config).await;
+    let dir = SpoolDir::new("seen");
+    let (service, peer) = with_peer("seen", &dir.0, |config| config).await;
     until(&service, "refreshed", |h| {
         h["spool"]["inbox_refreshes"] == 1
     })
@@ -360,7 +288,7 @@ impl webhook_ingest::store::StoreBackend for NoListing {
 
 #[tokio::test]
 async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
-    let dir = SpoolDir(temp_path("made-here", "spool"));
+    let dir = SpoolDir::new("made-here");
     let inner = Store::open(":memory:").await.unwrap();
     let config = webhook_ingest::Config {
         spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
@@ -370,13 +298,11 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
     let fixture = service.setup().await;
     service.outage.begin();
     let body = gitlab_push();
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &body);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &body)
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let real = delivery(&service, &fixture, Vcs::Gitlab, "Push Hook", "gl-1", &body);
     assert_eq!(service.send(real).await.str("status"), "queued");
     let down = health(&service).await;

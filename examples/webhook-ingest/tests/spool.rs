@@ -3,41 +3,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use common::*;
 use serde_json::{json, Value};
 use webhook_ingest::spool::spooled::SpooledDelivery;
-use webhook_ingest::spool::{Spool, SpoolConfig, RECORD_HEADER_BYTES};
+use webhook_ingest::spool::RECORD_HEADER_BYTES;
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::webhook::{self, Vcs};
-
-/// How long a drain may take once the store answers: the drainer's longest backoff is 2 s.
-const DRAIN_WAIT: Duration = Duration::from_secs(20);
-
-/// A spool directory, removed when dropped.
-struct SpoolDir(PathBuf);
-
-impl SpoolDir {
-    fn new(name: &str) -> Self {
-        Self(temp_path(name, "spool"))
-    }
-
-    fn open(&self, max_bytes: u64) -> Spool {
-        let config = SpoolConfig {
-            max_bytes,
-            ..SpoolConfig::new(&self.0)
-        };
-        Spool::open(config).unwrap()
-    }
-}
-
-impl Drop for SpoolDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 async fn spooled_service(name: &str, dir: &SpoolDir, max_bytes: u64) -> Service {
     let db = temp_path(name, "db");
@@ -45,56 +16,13 @@ async fn spooled_service(name: &str, dir: &SpoolDir, max_bytes: u64) -> Service 
     Service::serve_spooled(store, Some(db), TEST_BODY_LIMIT, Some(dir.open(max_bytes))).await
 }
 
-async fn health(service: &Service) -> Value {
-    let answer = service
-        .send(service.client.get(service.url("/health")))
-        .await;
-    assert_eq!(answer.status, 200, "{}", answer.text);
-    answer.body
-}
-
 /// Waits until the refreshes that followed the fixture's making have listed every inbox, so
 /// that each is verified here during an outage.
 async fn known_all(service: &Service) {
-    let start = Instant::now();
-    loop {
-        let health = health(service).await;
-        if health["spool"]["known_inboxes"] == Vcs::ALL.len() {
-            return;
-        }
-        assert!(start.elapsed() < DRAIN_WAIT, "not all known: {health}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits until the spool is empty and the store up.
-async fn drained(service: &Service) -> Value {
-    let start = Instant::now();
-    loop {
-        let health = health(service).await;
-        if health["store"] == "up"
-            && health["spool"]["depth"] == 0
-            && health["spool"]["unverified"]["depth"] == 0
-        {
-            return health;
-        }
-        assert!(start.elapsed() < DRAIN_WAIT, "not drained: {health}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The value of an unlabelled series in `/metrics`.
-async fn metric(service: &Service, name: &str) -> u64 {
-    let metrics = service
-        .send(service.client.get(service.url("/metrics")))
-        .await;
-    metrics
-        .text
-        .lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no {name} in {}", metrics.text))
-        .parse()
-        .unwrap()
+    until(service, "every inbox known", |health| {
+        health["spool"]["known_inboxes"] == Vcs::ALL.len()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -139,22 +67,18 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
         &gitlab,
     );
     assert_eq!(service.send(unseen).await.body["status"], "queued");
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &gitlab)
-        .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(&service, &fixture.hook_path(Vcs::Gitlab), forged, &gitlab);
     service
-        .send(forged)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab)
+        .set("x-gitlab-token", "not-the-secret")
+        .assert_problem(401, "bad-signature")
+        .await;
     let wrong = github_push(&["w"]);
     let wrong_signature = format!("sha256={}", webhook::sign(b"nope", &wrong));
-    let headers = provider_headers(&fixture, Vcs::Github, "push", "w", &wrong)
-        .set("x-hub-signature-256", wrong_signature);
-    let refused = post_to(&service, &fixture.hook_path(Vcs::Github), headers, &wrong);
     service
-        .send(refused)
-        .await
-        .assert_problem(401, "bad-signature");
+        .signed(&fixture, Vcs::Github, "push", &wrong)
+        .set("x-hub-signature-256", wrong_signature)
+        .assert_problem(401, "bad-signature")
+        .await;
 
     let down = health(&service).await;
     assert_eq!(

@@ -309,34 +309,6 @@ impl PgStore {
         Ok(())
     }
 
-    pub(super) async fn inbox(
-        &self,
-        instance: String,
-        id: String,
-    ) -> Result<Option<InboxRow>, StoreError> {
-        let client = self.pool.get().await?;
-        let select = client
-            .prepare_cached(
-                "SELECT id, digest_id, vcs, secret, previous_secret,
-                        (extract(epoch FROM now()) * 1000)::bigint - secret_rotated_ms
-                 FROM inboxes WHERE id = $1 AND instance_id = $2",
-            )
-            .await?;
-        Ok(client
-            .query_opt(&select, &[&id, &instance])
-            .await?
-            .map(|row| {
-                InboxRow::from_columns(
-                    row.get(0),
-                    row.get(1),
-                    row.get(2),
-                    row.get(3),
-                    row.get(4),
-                    row.get(5),
-                )
-            }))
-    }
-
     pub(super) async fn rotate_secret(
         &self,
         instance: String,

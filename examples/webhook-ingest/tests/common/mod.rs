@@ -1,7 +1,8 @@
 //! What the service's integration tests share: a service on a real TCP port ([`server`]),
 //! its setup and the pushes each provider sends ([`fixtures`]), deliveries signed as each
-//! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), and the
-//! service's binary started for its first line ([`binary`]).
+//! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), a spooled
+//! service watched through `/health` ([`spooled`]), and the service's binary started for its
+//! first line ([`binary`]).
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
@@ -10,6 +11,7 @@ mod outage;
 mod refusals;
 mod requests;
 mod server;
+mod spooled;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,6 +22,7 @@ pub use outage::*;
 pub use refusals::*;
 pub use requests::*;
 pub use server::*;
+pub use spooled::*;
 
 /// The webhook body limit the test service runs with, small so a 413 costs nothing.
 pub const TEST_BODY_LIMIT: usize = 16 * 1024;

@@ -67,6 +67,16 @@ impl<'a> Draft<'a> {
         self
     }
 
+    /// Sends it and checks that it is answered the problem `code` with `status`, for a test
+    /// that has one refusal to check among deliveries of other kinds.
+    pub async fn assert_problem(self, status: u16, code: &str) {
+        let request = post_to(self.service, &self.path, self.headers, &self.body);
+        self.service
+            .send(request)
+            .await
+            .assert_problem(status, code);
+    }
+
     /// The case named `name`: it must be refused with `status` and `code`, its problem's
     /// detail containing `detail_has`.
     pub fn refused(

@@ -262,32 +262,6 @@ impl SqliteStore {
         Ok(found)
     }
 
-    async fn read_inbox(
-        &self,
-        instance: String,
-        id: String,
-    ) -> Result<Option<InboxRow>, StoreError> {
-        self.read(move |c| {
-            c.prepare_cached(
-                "SELECT id, digest_id, vcs, secret, previous_secret,
-                        CAST(unixepoch('subsec') * 1000 AS INTEGER) - secret_rotated_ms
-                 FROM inboxes WHERE id = ?1 AND instance_id = ?2",
-            )?
-            .query_row([id, instance], |row| {
-                Ok(InboxRow::from_columns(
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                ))
-            })
-            .optional()
-        })
-        .await
-    }
-
     pub(super) async fn rotate_secret(
         &self,
         instance: String,
