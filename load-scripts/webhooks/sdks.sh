@@ -83,12 +83,17 @@ counted = Counter()
 for code, count in re.findall(r'faultline_errors_total\{route="/hooks/\{inbox\}",code="([^"]+)",status="\d+"\} (\d+)', metrics):
     counted[code] += int(count)
 def route(outcome):
-    found = re.search(r'faultline_route_requests_total\{route="/hooks/\{inbox\}",outcome="%s"\} (\d+)' % outcome, metrics)
-    return int(found.group(1))
-counted["ok"] = route("ok")
+    """The route's requests of one outcome, per class (the handled ones carry one)."""
+    pattern = r'faultline_route_requests_total\{route="/hooks/\{inbox\}",outcome="%s"(?:,class="(\dxx)")?\} (\d+)'
+    found = re.findall(pattern % outcome, metrics)
+    assert found, f"no {outcome} requests of /hooks/{{inbox}} in /metrics"
+    return {cls or "": int(n) for cls, n in found}
+counted["ok"] = sum(route("ok").values())
 handled = route("handled")
 print(f"sent {sum(sent.values())}: {dict(sorted(sent.items()))}")
 assert counted == sent, f"counted {dict(counted)}"
-assert handled == sum(n for code, n in sent.items() if code != "ok"), handled
+# Every refusal is the sender's to fix: a client error, which spends no error budget.
+refused = sum(n for code, n in sent.items() if code != "ok")
+assert handled.get("4xx", 0) == refused and handled.get("5xx", 0) == 0, handled
 PY
 echo "sdks.sh: every SDK-signed delivery answered as expected and counted exactly"
