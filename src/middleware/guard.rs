@@ -272,8 +272,10 @@ impl Record {
         self.phase = Phase::Settled;
         let ledger = &self.shared.ledger;
         // Reported, then counted: the ledger tallies the failure and lets its event through
-        // or holds it back, the event is written here, and the end is counted last.
-        let to_report = ledger.fail(summary, &self.meta);
+        // or holds it back, the event is written here, and the end is counted last. The
+        // phase is already settled, so a panic in the tally must not skip the count below:
+        // the request would stay in flight for good.
+        let to_report = catch(|| ledger.fail(summary, &self.meta)).ok().flatten();
         if let Some(ToReport {
             fingerprint,
             suppressed_since,
