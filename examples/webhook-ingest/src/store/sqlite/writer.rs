@@ -109,7 +109,12 @@ fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
             // store failed, and nothing it wrote stays.
             "ROLLBACK TO job; RELEASE job"
         };
-        let _ = connection.execute_batch(end);
+        // A savepoint that cannot be ended leaves this job's writes in an unknown state
+        // inside the batch: the whole transaction goes, and the caller answers every job of
+        // it with a failure, rather than commit what this job was told it lost.
+        if connection.execute_batch(end).is_err() && !connection.is_autocommit() {
+            let _ = connection.execute_batch("ROLLBACK");
+        }
     }
     if let Ok((_, reply)) = ran {
         replies.push(reply);
