@@ -15,14 +15,7 @@ for ((i = 1; i <= REQUESTS; i++)); do
     else
         forge=Forgejo inbox=$FORGEJO_INBOX secret=$FORGEJO_SECRET
     fi
-    commits=
-    for ((j = 1; j <= COMMITS_PER_PUSH; j++)); do
-        # 40 hex digits, unique per copy, push and commit, like a real sha.
-        sha=$(printf '%016x%08x%08x%08x' "$COPY_START" "$$" "$i" "$j")
-        commits+="${commits:+,}{\"id\":\"$sha\",\"message\":\"load commit $i.$j\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"author\":{\"name\":\"Load Runner\"}}"
-    done
-    printf '{"ref":"refs/heads/main","repository":{"full_name":"load/%s"},"commits":[%s]}' \
-        "${forge,,}" "$commits" >"$body"
+    push_body "$body" "load/${forge,,}" "$i" "$COMMITS_PER_PUSH"
     signature=$(sign_file "$secret" "$body")
     request POST "/api/$INSTANCE_ID/inboxes/$inbox/commits" \
         -H 'content-type: application/json' -H "X-$forge-Event: push" \

@@ -9,14 +9,7 @@ copy_begin "${1:-}"
 body=$SCRATCH/body
 for ((i = 1; i <= REQUESTS; i++)); do
     in_time || break
-    commits=
-    for ((j = 1; j <= COMMITS_PER_PUSH; j++)); do
-        # 40 hex digits, unique per copy, push and commit, like a real sha.
-        sha=$(printf '%016x%08x%08x%08x' "$COPY_START" "$$" "$i" "$j")
-        commits+="${commits:+,}{\"id\":\"$sha\",\"message\":\"load commit $i.$j\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"author\":{\"name\":\"Load Runner\"}}"
-    done
-    printf '{"ref":"refs/heads/main","repository":{"full_name":"load/github"},"commits":[%s]}' \
-        "$commits" >"$body"
+    push_body "$body" load/github "$i" "$COMMITS_PER_PUSH"
     signature=$(sign_file "$GITHUB_SECRET" "$body")
     request POST "/api/$INSTANCE_ID/inboxes/$GITHUB_INBOX/commits" \
         -H 'content-type: application/json' -H 'X-GitHub-Event: push' \
