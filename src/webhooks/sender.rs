@@ -156,11 +156,20 @@ impl Sender {
         }
     }
 
-    /// The headers that carry the delivery id, preferred first.
-    pub(crate) fn id_headers(self) -> &'static [&'static str] {
+    /// The headers that carry the delivery id outside the signature, preferred first (lower
+    /// case); empty for the senders whose id is signed with the body, or who send none.
+    ///
+    /// ```
+    /// use faultline::webhooks::Sender;
+    ///
+    /// assert_eq!(Sender::GitHub.id_headers(), ["x-github-delivery"]);
+    /// assert!(Sender::Stripe.id_headers().is_empty());
+    /// ```
+    pub fn id_headers(self) -> &'static [&'static str] {
         match self {
             Sender::GitHub => &["x-github-delivery"],
             Sender::GitLab => &["idempotency-key", "x-gitlab-event-uuid"],
+            // Bitbucket Cloud, then Bitbucket Data Center.
             Sender::Bitbucket => &["x-request-uuid", "x-request-id"],
             Sender::Gitea => &["x-gitea-delivery"],
             Sender::Forgejo => &["x-forgejo-delivery"],
@@ -171,8 +180,16 @@ impl Sender {
         }
     }
 
-    /// The header that names the event, for the senders that name it outside the body.
-    pub(crate) fn event_header(self) -> Option<&'static str> {
+    /// The header that names the event (lower case), for the senders that name it outside
+    /// the body.
+    ///
+    /// ```
+    /// use faultline::webhooks::Sender;
+    ///
+    /// assert_eq!(Sender::Gitea.event_header(), Some("x-gitea-event"));
+    /// assert_eq!(Sender::Stripe.event_header(), None);
+    /// ```
+    pub fn event_header(self) -> Option<&'static str> {
         match self {
             Sender::GitHub => Some("x-github-event"),
             Sender::GitLab | Sender::GitLabSigned => Some("x-gitlab-event"),

@@ -21,11 +21,6 @@ type HmacSha256 = hmac::Hmac<Sha256>;
 /// Longest delivery id kept: providers send UUIDs (36 bytes); anything far longer is not one.
 pub const MAX_DELIVERY_ID_BYTES: usize = 128;
 
-const GITHUB_EVENT: &str = "x-github-event";
-const GITLAB_EVENT: &str = "x-gitlab-event";
-const BITBUCKET_EVENT: &str = "x-event-key";
-const GITEA_EVENT: &str = "x-gitea-event";
-const FORGEJO_EVENT: &str = "x-forgejo-event";
 /// The header whose presence makes a GitLab delivery one signed with Standard Webhooks.
 const STANDARD_SIGNATURE: &str = "webhook-signature";
 
@@ -74,15 +69,23 @@ impl Vcs {
         Vcs::ALL.into_iter().find(|vcs| vcs.as_str() == name)
     }
 
+    /// The sender whose headers this provider's deliveries carry: its token's for GitLab,
+    /// whose Standard Webhooks deliveries name their event and id in the same headers.
+    fn headers_sender(self) -> Sender {
+        match self {
+            Vcs::Github => Sender::GitHub,
+            Vcs::Gitlab => Sender::GitLab,
+            Vcs::Bitbucket => Sender::Bitbucket,
+            Vcs::Gitea => Sender::Gitea,
+            Vcs::Forgejo => Sender::Forgejo,
+        }
+    }
+
     /// The header that names the event.
     fn event_header(self) -> &'static str {
-        match self {
-            Vcs::Github => GITHUB_EVENT,
-            Vcs::Gitlab => GITLAB_EVENT,
-            Vcs::Bitbucket => BITBUCKET_EVENT,
-            Vcs::Gitea => GITEA_EVENT,
-            Vcs::Forgejo => FORGEJO_EVENT,
-        }
+        self.headers_sender()
+            .event_header()
+            .expect("every provider names its event in a header")
     }
 
     /// The event header's value, as sent.
@@ -99,25 +102,14 @@ impl Vcs {
     /// signing token), any other by its token.
     pub fn sender(self, headers: &HeaderMap) -> Sender {
         match self {
-            Vcs::Github => Sender::GitHub,
             Vcs::Gitlab if headers.contains_key(STANDARD_SIGNATURE) => Sender::GitLabSigned,
-            Vcs::Gitlab => Sender::GitLab,
-            Vcs::Bitbucket => Sender::Bitbucket,
-            Vcs::Gitea => Sender::Gitea,
-            Vcs::Forgejo => Sender::Forgejo,
+            vcs => vcs.headers_sender(),
         }
     }
 
     /// The headers that carry the delivery id, preferred first.
     pub(crate) fn delivery_headers(self) -> &'static [&'static str] {
-        match self {
-            Vcs::Github => &["x-github-delivery"],
-            Vcs::Gitlab => &["idempotency-key", "x-gitlab-event-uuid"],
-            // Bitbucket Cloud, then Bitbucket Data Center.
-            Vcs::Bitbucket => &["x-request-uuid", "x-request-id"],
-            Vcs::Gitea => &["x-gitea-delivery"],
-            Vcs::Forgejo => &["x-forgejo-delivery"],
-        }
+        self.headers_sender().id_headers()
     }
 }
 
