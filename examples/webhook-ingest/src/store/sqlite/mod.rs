@@ -36,8 +36,23 @@ use writer::{copied, Job, Reply};
 const WRITE_QUEUE_DEPTH: usize = 1024;
 /// Read-only connections for a file store: one per core of a small machine, plus one.
 const READERS: usize = 3;
+/// Statements the writer keeps parsed: its own five (`writer::exec`) and every cached
+/// statement of the writes, with room to spare so that none evicts another.
+const WRITER_STATEMENTS: usize = 32;
 /// How long a connection waits for a lock before reporting busy; WAL makes this rare.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An instance's row counts. Deliveries and commits are counted through the inbox and the
+/// digest they belong to, whose ids lead those tables' indexes.
+const STATS: &str = "SELECT
+    (SELECT count(*) FROM digests WHERE instance_id = ?1),
+    (SELECT count(*) FROM inboxes WHERE instance_id = ?1),
+    (SELECT count(*) FROM deliveries WHERE inbox_id IN
+        (SELECT id FROM inboxes WHERE instance_id = ?1)),
+    (SELECT coalesce(sum(redeliveries), 0) FROM deliveries WHERE inbox_id IN
+        (SELECT id FROM inboxes WHERE instance_id = ?1)),
+    (SELECT count(*) FROM commits WHERE digest_id IN
+        (SELECT id FROM digests WHERE instance_id = ?1))";
 
 /// Whether SQLite only waited too long for a lock.
 pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
@@ -54,7 +69,8 @@ pub(super) struct SqliteStore {
 }
 
 struct Shared {
-    writer: SyncSender<Job>,
+    queue: SyncSender<Job>,
+    writer: Arc<writer::Writer>,
     /// Why a commit may return before it is durable, or `None` when it waits for the disk.
     not_durable: Option<&'static str>,
     readers: Vec<Mutex<Connection>>,
@@ -68,6 +84,7 @@ impl SqliteStore {
     pub(super) fn open(path: &str, sync: SqliteSync) -> Result<SqliteStore, StoreError> {
         let in_memory = path == ":memory:";
         let mut writer = Connection::open(path).map_err(|e| StoreError::Open(e.into()))?;
+        writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         writer
             .busy_timeout(BUSY_TIMEOUT)
             .and_then(|()| {
@@ -93,14 +110,17 @@ impl SqliteStore {
             (false, SqliteSync::Full) => Some(start_syncer(path)?),
             _ => None,
         };
-        let (sender, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
+        let writer = Arc::new(writer::Writer::new(writer, syncer));
+        let (queue, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
+        let thread = Arc::clone(&writer);
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer::run(writer, jobs, syncer))
+            .spawn(move || writer::run(thread, jobs))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
             shared: Arc::new(Shared {
-                writer: sender,
+                queue,
+                writer,
                 not_durable: not_durable(in_memory, sync),
                 readers,
                 next_reader: AtomicUsize::new(0),
@@ -114,8 +134,9 @@ impl SqliteStore {
         self.shared.not_durable
     }
 
-    /// Runs `work` on the writer thread, in the order of arrival, as one atomic part of the
-    /// next group commit; answers once that commit is durable. An error of `work` rolls back
+    /// Runs `work` as one atomic part of the next group commit, in the order of arrival: on
+    /// the writer thread, or in place when nothing else waits (`Writer::try_in_place`);
+    /// answers once that commit is durable. An error of `work` rolls back
     /// what it wrote, and only that.
     async fn write<T: Send + 'static>(
         &self,
@@ -136,7 +157,11 @@ impl SqliteStore {
             });
             (kept, reply)
         });
-        self.shared.writer.try_send(job).map_err(|e| match e {
+        let Err(job) = self.shared.writer.try_in_place(job) else {
+            return Ok(answered.await.map_err(|_| StoreError::Stopped)??);
+        };
+        let _active = self.shared.writer.enter();
+        self.shared.queue.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => StoreError::QueueFull,
             TrySendError::Disconnected(_) => StoreError::Stopped,
         })?;
@@ -373,15 +398,7 @@ impl SqliteStore {
 
     pub(super) async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
         self.read(move |c| {
-            c.prepare_cached(
-                "SELECT
-                    (SELECT count(*) FROM digests WHERE instance_id = ?1),
-                    (SELECT count(*) FROM inboxes WHERE instance_id = ?1),
-                    (SELECT count(*) FROM deliveries WHERE instance_id = ?1),
-                    (SELECT coalesce(sum(redeliveries), 0) FROM deliveries WHERE instance_id = ?1),
-                    (SELECT count(*) FROM commits WHERE instance_id = ?1)",
-            )?
-            .query_row([instance], |row| {
+            c.prepare_cached(STATS)?.query_row([instance], |row| {
                 Ok(Stats {
                     digests: row.get(0)?,
                     inboxes: row.get(1)?,
@@ -397,14 +414,19 @@ impl SqliteStore {
 
 /// The syncer's thread, on the WAL of the database at `path`, which the migrations created
 /// and the store's open connections keep (SQLite removes it only when the last one closes).
-fn start_syncer(path: &str) -> Result<mpsc::Sender<syncer::Committed>, StoreError> {
-    let wal = std::fs::File::open(format!("{path}-wal")).map_err(|e| StoreError::Open(e.into()))?;
+fn start_syncer(path: &str) -> Result<writer::Durability, StoreError> {
+    let open =
+        || std::fs::File::open(format!("{path}-wal")).map_err(|e| StoreError::Open(e.into()));
+    let (wal, writers_wal) = (open()?, open()?);
     let (sender, committed) = mpsc::channel();
     std::thread::Builder::new()
         .name("store-syncer".into())
         .spawn(move || syncer::run(wal, committed))
         .map_err(StoreError::Spawn)?;
-    Ok(sender)
+    Ok(writer::Durability {
+        wal: writers_wal,
+        syncer: sender,
+    })
 }
 
 /// Why commits of a store opened so may return before they are durable.

@@ -5,7 +5,13 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-const MIGRATIONS: [&str; 4] = [SCHEMA_V1, OPTIONAL_COMMIT_FIELDS, PREVIOUS_SECRET, REFUSALS];
+const MIGRATIONS: [&str; 5] = [
+    SCHEMA_V1,
+    OPTIONAL_COMMIT_FIELDS,
+    PREVIOUS_SECRET,
+    REFUSALS,
+    NO_INSTANCE_INDEXES,
+];
 
 pub(super) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS instances (
@@ -103,6 +109,15 @@ CREATE TABLE refusals (
     refused_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
+";
+
+/// Every delivery wrote two index entries per row that only an instance's row counts read:
+/// those counts now go through the inbox and the digest, whose keys the tables are already
+/// indexed by, and each delivery's commit writes two pages fewer (a lone delivery's writes
+/// took about a fifth less time in a side-by-side run).
+const NO_INSTANCE_INDEXES: &str = "
+DROP INDEX IF EXISTS deliveries_by_instance;
+DROP INDEX IF EXISTS commits_by_instance;
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the

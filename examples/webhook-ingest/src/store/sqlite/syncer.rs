@@ -46,17 +46,23 @@ pub(super) fn run(wal: File, committed: Receiver<Committed>) {
         // them all.
         let mut round = vec![first];
         round.extend(committed.try_iter());
-        let synced = wal.sync_data();
-        if let Err(error) = &synced {
-            // The pages that failed to reach the disk may now be marked clean: the jobs are
-            // told the store failed, so a delivery goes to the spool instead of being
-            // acknowledged as stored.
-            tracing::error!(%error, "fsync of the store's WAL failed");
-        }
+        let synced = sync(&wal);
         for batch in round {
             batch.answer(synced.as_ref().map(|_| ()));
         }
     }
+}
+
+/// One fdatasync of the WAL; a failure is logged here, and its jobs are told.
+pub(super) fn sync(wal: &File) -> io::Result<()> {
+    let synced = wal.sync_data();
+    if let Err(error) = &synced {
+        // The pages that failed to reach the disk may now be marked clean: the jobs are told
+        // the store failed, so a delivery goes to the spool instead of being acknowledged as
+        // stored.
+        tracing::error!(%error, "fsync of the store's WAL failed");
+    }
+    synced
 }
 
 fn sync_failed(error: &io::Error) -> rusqlite::Error {

@@ -63,3 +63,134 @@ async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
         let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
 }
+
+fn temp_db(name: &str) -> String {
+    let path = std::env::temp_dir().join(format!(
+        "faultline-{name}-{}-{:?}.db",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    path.to_str().unwrap().to_owned()
+}
+
+fn remove_db(path: &str) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+}
+
+/// The name of the thread a write runs on.
+async fn writing_thread(store: &SqliteStore) -> String {
+    store
+        .write(|_| Ok(std::thread::current().name().unwrap_or("").to_owned()))
+        .await
+        .unwrap()
+}
+
+/// A write to an idle store runs on the task's own thread; one that finds another write not
+/// yet answered goes to the writer thread and its group commit; on a single-threaded runtime
+/// every write does, so that the one thread never waits for the disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_runs_in_place_only_when_the_store_is_idle() {
+    let path = temp_db("in-place");
+    let store = SqliteStore::open(&path, SqliteSync::Full).unwrap();
+    let idle = writing_thread(&store).await;
+    assert_ne!(idle, "store-writer");
+    let busy = store.shared.writer.enter();
+    assert_eq!(writing_thread(&store).await, "store-writer");
+    drop(busy);
+    assert_ne!(writing_thread(&store).await, "store-writer");
+    let single = std::thread::spawn({
+        let store = store.clone();
+        move || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(async { writing_thread(&store).await })
+        }
+    });
+    assert_eq!(single.join().unwrap(), "store-writer");
+    drop(store);
+    remove_db(&path);
+}
+
+/// The counts of an instance hold its own rows only, redeliveries included, and are read
+/// through indexes rather than a scan of the deliveries or the commits.
+#[tokio::test]
+async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
+    let path = temp_db("stats");
+    let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
+    for n in ["a", "b"] {
+        let (instance, digest) = (format!("in-{n}"), format!("dg-{n}"));
+        store
+            .create_instance(instance.clone(), vec![0])
+            .await
+            .unwrap();
+        store
+            .create_digest(instance.clone(), digest.clone(), "d".into())
+            .await
+            .unwrap();
+        store
+            .create_inbox(NewInbox {
+                instance,
+                digest,
+                id: format!("ib-{n}"),
+                vcs: Vcs::Github,
+                name: "n".into(),
+                secret: "s".into(),
+            })
+            .await
+            .unwrap();
+    }
+    let inbox = |n: &str| InboxRow {
+        id: format!("ib-{n}"),
+        digest_id: format!("dg-{n}"),
+        vcs: Vcs::Github,
+        secret: "s".into(),
+        previous: None,
+    };
+    let commit = |sha: &str| Commit {
+        sha: sha.into(),
+        message: None,
+        author: None,
+        timestamp: None,
+        repository: "r".into(),
+        branch: "main".into(),
+    };
+    let deliveries = [("a", "1", 2), ("a", "2", 1), ("a", "1", 2), ("b", "1", 3)];
+    for (n, delivery, commits) in deliveries {
+        let commits = (0..commits).map(|i| commit(&format!("{n}{i}"))).collect();
+        let instance = format!("in-{n}");
+        store
+            .ingest(instance, inbox(n), delivery.into(), commits)
+            .await
+            .unwrap();
+    }
+    let a = store.stats("in-a".into()).await.unwrap();
+    let b = store.stats("in-b".into()).await.unwrap();
+    let counts = |s: &Stats| {
+        (
+            s.digests,
+            s.inboxes,
+            s.deliveries,
+            s.redeliveries,
+            s.commits,
+        )
+    };
+    assert_eq!(counts(&a), (1, 1, 2, 1, 3));
+    assert_eq!(counts(&b), (1, 1, 1, 0, 3));
+    let reader = Connection::open(&path).unwrap();
+    let plan: Vec<String> = reader
+        .prepare(&format!("EXPLAIN QUERY PLAN {STATS}"))
+        .unwrap()
+        .query_map(["in-a"], |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for table in ["deliveries", "commits"] {
+        let scan = format!("SCAN {table}");
+        assert!(!plan.iter().any(|step| step.starts_with(&scan)), "{plan:?}");
+    }
+    drop(store);
+    remove_db(&path);
+}

@@ -6,13 +6,17 @@
 //! So a delivery pays for an fsync only while the disk is idle: under load, one fsync
 //! acknowledges every delivery that arrived while the previous one was flushed.
 
+use std::fs::File;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 use rusqlite::{ffi, Connection};
+use tokio::runtime::RuntimeFlavor;
 
-use super::syncer::Committed;
+use super::syncer::{self, Committed};
 
 /// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
 /// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
@@ -28,24 +32,133 @@ pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 /// its changes are kept (false rolls its savepoint back) and how to answer.
 pub(super) type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
 
-/// Runs batches until the last sender is dropped and the queue is drained. Each committed
-/// batch goes to `syncer`, or is answered at once without one (a store that does not wait
-/// for the disk).
-pub(super) fn run(connection: Connection, jobs: Receiver<Job>, syncer: Option<Sender<Committed>>) {
-    while let Ok(first) = jobs.recv() {
+/// How the writer makes its commits durable.
+pub(super) struct Durability {
+    /// The WAL, for an fsync run where the commit was, when no other job is waiting.
+    pub(super) wal: File,
+    /// The syncer, which fsyncs while the writer thread runs the next batch.
+    pub(super) syncer: Sender<Committed>,
+}
+
+/// The store's one writing connection, shared by the writer thread and by a job run in place
+/// ([`Writer::try_in_place`]).
+pub(super) struct Writer {
+    connection: Mutex<Connection>,
+    /// `None` for a store that does not wait for the disk.
+    durability: Option<Durability>,
+    /// Jobs handed to the store and not yet answered (or given up by their request). Only a
+    /// hint of whether the store is idle, on which no answer depends: a stale read costs at
+    /// most one job run in place beside a batch, with an fsync of its own.
+    active: AtomicUsize,
+}
+
+/// A job counted in [`Writer::active`] until this drops.
+pub(super) struct Active<'a>(&'a AtomicUsize);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Writer {
+    pub(super) fn new(connection: Connection, durability: Option<Durability>) -> Writer {
+        Writer {
+            connection: Mutex::new(connection),
+            durability,
+            active: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts a job handed to the writer thread until the returned guard drops, once its
+    /// answer came (or its request went).
+    pub(super) fn enter(&self) -> Active<'_> {
+        self.active.fetch_add(1, Ordering::Relaxed);
+        Active(&self.active)
+    }
+
+    /// Runs `job` on the calling thread as a batch of its own, commit and fsync included, when
+    /// the store is idle: no other job handed to it and not yet answered. Else gives the job
+    /// back, to be queued for the group commit.
+    ///
+    /// A lone delivery so skips two hand-offs between threads, to the writer and back, each
+    /// the wake-up of a sleeping thread, which on this path cost more than its inserts. It
+    /// shares its fsync with no one either way: a job that finds another in flight always
+    /// joins the next group commit, so under load nothing runs here.
+    ///
+    /// The job blocks its tokio worker for one commit and one fsync, on a multi-threaded
+    /// runtime only, one job at a time: the other workers keep serving, and every job that
+    /// arrives meanwhile goes to the writer thread. `block_in_place` would move this worker's
+    /// other tasks away first, but that hand-off cost more CPU per delivery than the two
+    /// wake-ups saved (`BENCHMARKS.md`).
+    pub(super) fn try_in_place(&self, job: Job) -> Result<(), Job> {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if !multi_thread
+            || self
+                .active
+                .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return Err(job);
+        }
+        let _active = Active(&self.active);
+        let connection = match self.connection.try_lock() {
+            Ok(connection) => connection,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            // A batch of jobs whose requests went is still running.
+            Err(TryLockError::WouldBlock) => return Err(job),
+        };
+        let committed = commit_batch(&connection, vec![job]);
+        drop(connection);
+        self.answer_when_durable(committed, None);
+        Ok(())
+    }
+
+    /// Answers `committed` once it is durable: at once when the store does not wait for the
+    /// disk; with `next` waiting, through the syncer, so that the caller can commit `next`
+    /// during the flush; else after an fsync run here (nothing would overlap the flush).
+    fn answer_when_durable(&self, committed: Committed, next: Option<&Job>) {
+        let Some(durability) = &self.durability else {
+            committed.answer(Ok(()));
+            return;
+        };
+        if next.is_some() {
+            if let Err(unsent) = durability.syncer.send(committed) {
+                let gone = io::Error::other("the store's syncer stopped");
+                unsent.0.answer(Err(&gone));
+            }
+            return;
+        }
+        let synced = syncer::sync(&durability.wal);
+        committed.answer(synced.as_ref().map(|_| ()));
+    }
+}
+
+/// The writer thread: runs batches until the last sender is dropped and the queue is
+/// drained. Each committed batch is answered once an fsync of the WAL that began after its
+/// commit has returned (at once, by a store that does not wait for the disk).
+pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
+    let mut waiting = None;
+    loop {
+        let first = match waiting.take() {
+            Some(job) => job,
+            None => match jobs.recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
+        let connection = writer
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let committed = commit_batch(&connection, batch);
-        match &syncer {
-            Some(syncer) => {
-                if let Err(unsent) = syncer.send(committed) {
-                    let gone = io::Error::other("the store's syncer stopped");
-                    unsent.0.answer(Err(&gone));
-                }
-            }
-            None => committed.answer(Ok(())),
-        }
+        drop(connection);
+        waiting = jobs.try_recv().ok();
+        writer.answer_when_durable(committed, waiting.as_ref());
     }
 }
 
@@ -74,11 +187,11 @@ fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
         }
     }
     let committed = match open {
-        Ok(()) => connection.execute_batch("COMMIT"),
+        Ok(()) => exec(connection, "COMMIT"),
         Err(error) => Err(error),
     };
     if committed.is_err() && !connection.is_autocommit() {
-        let _ = connection.execute_batch("ROLLBACK");
+        let _ = exec(connection, "ROLLBACK");
     }
     Committed {
         replies,
@@ -89,12 +202,19 @@ fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
 fn begin(connection: &Connection) -> rusqlite::Result<()> {
     // IMMEDIATE: the write lock is taken now, so no statement of the batch meets a busy
     // database halfway through.
-    connection.execute_batch("BEGIN IMMEDIATE")
+    exec(connection, "BEGIN IMMEDIATE")
+}
+
+/// Runs one of the writer's fixed statements, parsed once and kept in the connection's cache
+/// (`WRITER_STATEMENTS`): a delivery alone in its batch runs four of them (begin, savepoint,
+/// release, commit), and parsing each anew was a measurable part of its time on the writer.
+fn exec(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// Runs one job under a savepoint of its own: a job that fails or panics rolls back alone.
 fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
-    if connection.execute_batch("SAVEPOINT job").is_err() {
+    if exec(connection, "SAVEPOINT job").is_err() {
         return;
     }
     let ran = panic::catch_unwind(AssertUnwindSafe(|| job(connection)));
@@ -102,18 +222,19 @@ fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
     // In autocommit mode the savepoint went with the whole transaction, which the caller
     // answers for.
     if !connection.is_autocommit() {
-        let end = if kept {
-            "RELEASE job"
-        } else {
-            // A panicking job drops its answer sender as it unwinds: its request is told the
-            // store failed, and nothing it wrote stays.
-            "ROLLBACK TO job; RELEASE job"
-        };
+        // A panicking job drops its answer sender as it unwinds: its request is told the
+        // store failed, and nothing it wrote stays.
+        let rolled_back = || exec(connection, "ROLLBACK TO job");
+        let ended = match kept {
+            true => Ok(()),
+            false => rolled_back(),
+        }
+        .and_then(|()| exec(connection, "RELEASE job"));
         // A savepoint that cannot be ended leaves this job's writes in an unknown state
         // inside the batch: the whole transaction goes, and the caller answers every job of
         // it with a failure, rather than commit what this job was told it lost.
-        if connection.execute_batch(end).is_err() && !connection.is_autocommit() {
-            let _ = connection.execute_batch("ROLLBACK");
+        if ended.is_err() && !connection.is_autocommit() {
+            let _ = exec(connection, "ROLLBACK");
         }
     }
     if let Ok((_, reply)) = ran {
@@ -193,7 +314,7 @@ mod tests {
             jobs.send(insert(key, panics, &log)).unwrap();
         }
         drop(jobs);
-        run(connection, queue, None);
+        run(Arc::new(Writer::new(connection, None)), queue);
         let log = log.lock().unwrap().clone();
         assert_eq!(
             log,
