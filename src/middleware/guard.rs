@@ -433,7 +433,9 @@ mod tests {
         let handles =
             Shared::new(Config::default(), ledger.clone(), Bridges::default()).into_handles();
         TALLY_PANICS.with(|armed| armed.set(true));
-        let dropped = std::panic::catch_unwind(|| drop(guard(&handles[0])));
+        let handle = &handles[0];
+        let dropped =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(guard(handle))));
         let s = ledger.snapshot();
         assert_eq!(
             (s.started, s.cancelled, s.in_flight),
