@@ -5,13 +5,19 @@ request's bytes on that connection must be followed by an fsync or fdatasync of 
 WAL (or of a spool segment) that began after that read ended and ended before the answer's
 write began.
 
-usage: durable.py store|spool|weakened BIN WORKDIR
+usage: durable.py store|spool|known|weakened BIN WORKDIR
 
 - store:    a SQLite store at its defaults; every 201 must be covered.
-- spool:    a PostgreSQL URL nothing listens on, so every delivery goes to the spool
-            unverified; every 202 queued must be covered by an fdatasync of a segment.
+- spool:    a PostgreSQL URL nothing listens on, to an inbox nobody knows, so every delivery
+            goes to the unverified spool; every 202 queued must be covered by an fdatasync of
+            one of its segments.
+- known:    an inbox made through an instance on SQLite, then the instance restarted on a
+            PostgreSQL URL nothing listens on with the same spool directory: its file of known
+            inboxes verifies the deliveries, which go to the main spool; every 202 queued must
+            be covered by an fdatasync of a main spool segment.
 - weakened: the store at --sqlite-sync normal, which acknowledges before the WAL is synced;
-            the check must find answers it cannot cover, or it proves nothing.
+            the check must find answers it cannot cover, or it proves nothing. The spool has
+            no setting that answers before its fdatasync, so it has no weakened run.
 """
 
 from __future__ import annotations
@@ -53,13 +59,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(bin_path: str, work: Path, args: list[str]) -> tuple[subprocess.Popen, int]:
+def start(bin_path: str, work: Path, args: list[str],
+          traced: bool = True) -> tuple[subprocess.Popen, int]:
     trace = work / "trace.txt"
     out = open(work / "server.out", "w+")
-    proc = subprocess.Popen(
-        ["strace", "-f", "-ttt", "-T", "-yy", "-s", "200", "-e", f"trace={SYSCALLS}",
-         "-o", str(trace), bin_path, "--port", "0", "--spool", str(work / "spool"), *args],
-        stdout=out, stderr=open(work / "server.log", "w"))
+    command = [bin_path, "--port", "0", "--spool", str(work / "spool"), *args]
+    if traced:
+        command = ["strace", "-f", "-ttt", "-T", "-yy", "-s", "200", "-e", f"trace={SYSCALLS}",
+                   "-o", str(trace), *command]
+    proc = subprocess.Popen(command, stdout=out, stderr=open(work / "server.log", "w"))
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         out.seek(0)
@@ -72,10 +80,12 @@ def start(bin_path: str, work: Path, args: list[str]) -> tuple[subprocess.Popen,
     raise SystemExit("durable: the service printed no address")
 
 
-def stop(strace: subprocess.Popen) -> None:
+def stop(strace: subprocess.Popen, traced: bool = True) -> None:
     """SIGTERM to the traced service itself (strace only detaches on one), then the wait."""
+    if not traced:
+        strace.terminate()
     children = Path(f"/proc/{strace.pid}/task/{strace.pid}/children")
-    for pid in children.read_text().split() if children.exists() else []:
+    for pid in children.read_text().split() if traced and children.exists() else []:
         os.kill(int(pid), signal.SIGTERM)
     strace.wait(STOP_TIMEOUT_S)
 
@@ -107,6 +117,30 @@ def inbox(port: int) -> tuple[str, str]:
     _, box = post(port, f"{base}/digests/{digest['id']}/inboxes",
                   b'{"vcs":"github","name":"durable/widgets"}', auth)
     return f"{base}/inboxes/{box['id']}/commits", box["secret"]
+
+
+def known_inbox(bin_path: str, work: Path) -> tuple[str, str]:
+    """An inbox made through an instance on a SQLite store, which is then stopped: what a
+    restart knows of it is the file of known inboxes in the spool directory."""
+    proc, port = start(bin_path, work, ["--db", str(work / "setup.db")], traced=False)
+    try:
+        path, secret = inbox(port)
+        box = path.split("/")[4]
+        known = work / "spool" / "known-inboxes.json"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while box not in (known.read_text() if known.exists() else ""):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"durable: known: {box} never reached {known}")
+            time.sleep(0.1)
+    finally:
+        stop(proc, traced=False)
+    return path, secret
+
+
+def spooled(port: int) -> tuple[int, int]:
+    """(main spool, unverified spool) records spooled since start, as /health counts them."""
+    spool = health(port)["spool"]
+    return spool["spooled"], spool["unverified"]["spooled"]
 
 
 def send_all(port: int, path: str, secret: str, want: int, phase: int) -> list[str]:
@@ -201,18 +235,27 @@ def uncovered(evs: list[tuple], durable_file: re.Pattern, status: str) -> tuple[
 def main() -> int:
     mode, bin_path, work = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     work.mkdir(parents=True, exist_ok=True)
-    if mode == "spool":
+    if mode in ("spool", "known"):
         args = ["--db", f"postgres://durable@127.0.0.1:{free_port()}/none"]
-        durable_file, status = re.compile(r"/spool/.*\.seg$"), "202"
+        # The main spool's segments sit in the spool directory, the unverified spool's in
+        # its `unverified/` folder: a 202 is covered only by a sync of the spool it went to.
+        segments = r"/spool/[^/]*\.seg$" if mode == "known" else r"/spool/unverified/[^/]*\.seg$"
+        durable_file, status = re.compile(segments), "202"
     else:
         args = ["--db", str(work / "store.db")]
         if mode == "weakened":
             args += ["--sqlite-sync", "normal"]
         durable_file, status = re.compile(r"/store\.db-wal$"), "201"
+    if mode == "known":
+        path, secret = known_inbox(bin_path, work)
     proc, port = start(bin_path, work, args)
     try:
         if mode == "spool":
             path, secret = "/api/in_nowhere/inboxes/ib_nowhere/commits", "made-up"
+        elif mode == "known":
+            said = health(port)
+            if said.get("store") != "down" or said["spool"].get("known_inboxes", 0) < 1:
+                raise SystemExit(f"durable: known: the restart does not know the inbox: {said}")
         else:
             path, secret = inbox(port)
             said = health(port)
@@ -220,6 +263,11 @@ def main() -> int:
                 raise SystemExit(f"durable: {mode}: /health says {said}")
         acked = [delivery for phase in range(len(PHASES))
                  for delivery in send_all(port, path, secret, int(status), phase)]
+        if mode in ("spool", "known"):
+            went = spooled(port)
+            want = (len(acked), 0) if mode == "known" else (0, len(acked))
+            if went != want:
+                raise SystemExit(f"durable: {mode}: (main, unverified) spooled {went}, not {want}")
     finally:
         stop(proc)
     checked, bad = uncovered(events(work / "trace.txt"), durable_file, status)

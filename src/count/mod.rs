@@ -9,6 +9,8 @@ mod striped_arc;
 
 pub use failures::Group;
 pub(crate) use ledger::ToReport;
+#[cfg(all(test, not(loom)))]
+pub(crate) use ledger::TALLY_PANICS;
 pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
 #[cfg(all(test, not(loom)))]
 pub(crate) use stripe::this_thread;

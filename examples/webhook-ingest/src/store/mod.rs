@@ -13,16 +13,20 @@ mod postgres;
 
 pub use options::{OpenOptions, SqliteSync};
 pub use postgres::tls::SslMode;
+mod rows;
 mod sqlite;
 mod wrapper;
 
+pub use rows::{
+    InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, Refusal, RefusalRow,
+    Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
+};
 pub use wrapper::{Answer, StoreBackend};
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::receive::payload::Commit;
-use crate::verify::webhook::Vcs;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -77,126 +81,6 @@ impl StoreError {
             _ => false,
         }
     }
-}
-
-/// An instance as stored: the API key only as its SHA-256.
-pub struct InstanceRow {
-    pub id: String,
-    pub key_hash: Vec<u8>,
-    pub created_at: String,
-}
-
-/// An inbox as the webhook route needs it: its digest, provider and signing secrets.
-#[derive(Clone)]
-pub struct InboxRow {
-    pub id: String,
-    pub digest_id: String,
-    pub vcs: Vcs,
-    pub secret: String,
-    /// The secret the last rotation replaced, if the inbox was ever rotated.
-    pub previous: Option<PreviousSecret>,
-}
-
-/// An inbox with the instance it belongs to.
-#[derive(Clone)]
-pub struct KnownInbox {
-    pub instance: String,
-    pub inbox: InboxRow,
-}
-
-/// The secret an inbox had before its last rotation, and how long ago that was.
-#[derive(Clone)]
-pub struct PreviousSecret {
-    pub secret: String,
-    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
-    /// same age, whatever its own clock says.
-    pub age: Duration,
-}
-
-impl InboxRow {
-    /// An inbox from its columns as both stores select them: `id, digest_id, vcs, secret,
-    /// previous_secret` and the milliseconds since the last rotation by the database's clock.
-    fn from_columns(
-        id: String,
-        digest_id: String,
-        vcs: String,
-        secret: String,
-        previous: Option<String>,
-        rotated_ms_ago: Option<i64>,
-    ) -> Self {
-        Self {
-            id,
-            digest_id,
-            // Written only from `Vcs::as_str`, so always one of the three.
-            vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
-            secret,
-            previous: previous_secret(previous, rotated_ms_ago),
-        }
-    }
-
-    /// The previous secret, if it is still inside the grace period `grace`.
-    pub fn previous_secret(&self, grace: Duration) -> Option<&str> {
-        self.previous
-            .as_ref()
-            .filter(|previous| previous.age < grace)
-            .map(|previous| previous.secret.as_str())
-    }
-}
-
-/// The age of a rotation from the milliseconds the database reports, or `None` when the
-/// inbox was never rotated. A negative age (clocks moved back) counts as just rotated.
-fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<PreviousSecret> {
-    Some(PreviousSecret {
-        secret: secret?,
-        age: Duration::from_millis(age_ms?.max(0) as u64),
-    })
-}
-
-/// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
-pub struct StoredCommit {
-    pub seq: i64,
-    pub inbox_id: String,
-    pub commit: Commit,
-}
-
-/// Refused deliveries kept per inbox, newest first; older ones are pruned as new ones come.
-/// Enough for a day of pushes to a busy repository sent with a wrong secret, which is what an
-/// operator looks for after fixing it (GitHub lets a delivery be redelivered for 3 days), and
-/// small enough that a sender hammering one inbox with junk costs a bounded table.
-pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
-
-/// A delivery refused for something the sender must fix, as kept for the operator: never the
-/// body, never a secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The provider's delivery id, when it sent a usable one.
-    pub delivery: Option<String>,
-    pub status: u16,
-    pub code: String,
-}
-
-/// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusalRow {
-    pub refusal: Refusal,
-    pub refused_at: String,
-}
-
-/// What became of a delivery.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Ingested {
-    Stored(usize),
-    Duplicate,
-}
-
-/// Row counts of one instance, for the load scripts' reconciliation.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Stats {
-    pub digests: i64,
-    pub inboxes: i64,
-    pub deliveries: i64,
-    pub redeliveries: i64,
-    pub commits: i64,
 }
 
 /// A handle on the store; cheap to clone.
@@ -452,16 +336,6 @@ async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, 
         .await
         .map_err(|_| StoreError::Stopped)?;
     Ok(Backend::Sqlite(opened?))
-}
-
-/// An inbox to create.
-pub struct NewInbox {
-    pub instance: String,
-    pub digest: String,
-    pub id: String,
-    pub vcs: Vcs,
-    pub name: String,
-    pub secret: String,
 }
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.
