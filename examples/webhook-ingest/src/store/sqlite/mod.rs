@@ -93,6 +93,7 @@ impl SqliteStore {
                     // NORMAL: a commit writes the WAL and does not wait for the disk; the
                     // syncer's fsync does, for every batch at once (`syncer`).
                     writer.pragma_update(None, "synchronous", "NORMAL")?;
+                    writer.wal_hook(Some(writer::checkpoint_hook));
                 }
                 writer.pragma_update(None, "foreign_keys", "ON")?;
                 migrate(&mut writer)

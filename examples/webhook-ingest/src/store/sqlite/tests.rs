@@ -194,3 +194,41 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     drop(store);
     remove_db(&path);
 }
+
+/// A commit run in place never checkpoints: once the WAL is due for one, the next write goes
+/// to the writer thread, whose commit checkpoints, and writes run in place again after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_due_in_place_is_left_to_the_writer_thread() {
+    let path = temp_db("checkpoint");
+    let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
+    store
+        .write(|c| c.execute_batch("CREATE TABLE t (v TEXT)"))
+        .await
+        .unwrap();
+    // Each write adds a page of its own to the WAL; a few thousand reach the threshold.
+    let write = || {
+        store.write(|c| {
+            c.execute("INSERT INTO t (v) VALUES (?1)", ["x".repeat(3000)])?;
+            Ok(std::thread::current().name().unwrap_or("").to_owned())
+        })
+    };
+    let mut in_place = 0u64;
+    loop {
+        let thread = write().await.unwrap();
+        if thread == "store-writer" {
+            break;
+        }
+        in_place += 1;
+        assert!(in_place < 5_000, "no write went to the writer thread");
+    }
+    assert!(
+        in_place > 100,
+        "the writer thread took a write after {in_place}"
+    );
+    // The rows reached the database file: that commit checkpointed.
+    let database = std::fs::metadata(&path).unwrap().len();
+    assert!(database > in_place * 3_000, "{database} bytes for {in_place} rows");
+    assert_ne!(write().await.unwrap(), "store-writer");
+    drop(store);
+    remove_db(&path);
+}
