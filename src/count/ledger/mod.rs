@@ -259,6 +259,14 @@ impl Ledger {
         }
     }
 
+    /// Counts as suppressed a failure whose tally by [`fail`](Self::fail) panicked: that
+    /// tally stops before it counts the failure reported or suppressed, and its event is not
+    /// written, so every failure still counts one or the other.
+    pub(crate) fn unjudged(&self) {
+        let (stripe, here) = self.stripe();
+        stripe.counts.suppressed(here);
+    }
+
     /// Every thread's tallies into the shared tables, so that a read sees them all.
     fn hand_over(&self) {
         for stripe in self.inner.stripes.iter() {

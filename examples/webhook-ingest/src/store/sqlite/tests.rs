@@ -227,7 +227,10 @@ async fn a_checkpoint_due_in_place_is_left_to_the_writer_thread() {
     );
     // The rows reached the database file: that commit checkpointed.
     let database = std::fs::metadata(&path).unwrap().len();
-    assert!(database > in_place * 3_000, "{database} bytes for {in_place} rows");
+    assert!(
+        database > in_place * 3_000,
+        "{database} bytes for {in_place} rows"
+    );
     assert_ne!(write().await.unwrap(), "store-writer");
     drop(store);
     remove_db(&path);
