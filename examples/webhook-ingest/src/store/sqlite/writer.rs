@@ -4,7 +4,9 @@
 //! batch committed since its last fsync, and answers them then.
 //!
 //! So a delivery pays for an fsync only while the disk is idle: under load, one fsync
-//! acknowledges every delivery that arrived while the previous one was flushed.
+//! acknowledges every delivery that arrived while the previous one was flushed. A job that
+//! finds the store idle skips the writer thread and the syncer both: it commits and fsyncs
+//! on the caller's thread ([`Writer::try_in_place`]).
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -37,7 +39,7 @@ pub(super) type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
 
 /// How the writer makes its commits durable.
 pub(super) struct Durability {
-    /// The WAL, for an fsync run where the commit was, when no other job is waiting.
+    /// The WAL, for the fsync of a job run in place.
     pub(super) wal: File,
     /// The syncer, which fsyncs while the writer thread runs the next batch.
     pub(super) syncer: Sender<Committed>,
@@ -122,27 +124,31 @@ impl Writer {
         if committed.left_checkpoint {
             self.checkpoint_due.store(true, Ordering::Relaxed);
         }
-        self.answer_when_durable(committed.batch, None);
+        self.sync_here(committed.batch);
         Ok(())
     }
 
-    /// Answers `committed` once it is durable: at once when the store does not wait for the
-    /// disk; with `next` waiting, through the syncer, so that the caller can commit `next`
-    /// during the flush; else after an fsync run here (nothing would overlap the flush).
-    fn answer_when_durable(&self, committed: Committed, next: Option<&Job>) {
+    /// Answers `committed` once it is durable, an fsync run here: nothing would overlap it.
+    fn sync_here(&self, committed: Committed) {
+        let synced = match &self.durability {
+            Some(durability) => syncer::sync(&durability.wal),
+            None => Ok(()),
+        };
+        committed.answer(synced.as_ref().map(|_| ()));
+    }
+
+    /// Hands `committed` to the syncer, whose fsync covers every batch committed since its
+    /// last while the writer thread commits the next (at once for a store that does not wait
+    /// for the disk).
+    fn hand_to_syncer(&self, committed: Committed) {
         let Some(durability) = &self.durability else {
             committed.answer(Ok(()));
             return;
         };
-        if next.is_some() {
-            if let Err(unsent) = durability.syncer.send(committed) {
-                let gone = io::Error::other("the store's syncer stopped");
-                unsent.0.answer(Err(&gone));
-            }
-            return;
+        if let Err(unsent) = durability.syncer.send(committed) {
+            let gone = io::Error::other("the store's syncer stopped");
+            unsent.0.answer(Err(&gone));
         }
-        let synced = syncer::sync(&durability.wal);
-        committed.answer(synced.as_ref().map(|_| ()));
     }
 }
 
@@ -150,15 +156,7 @@ impl Writer {
 /// drained. Each committed batch is answered once an fsync of the WAL that began after its
 /// commit has returned (at once, by a store that does not wait for the disk).
 pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
-    let mut waiting = None;
-    loop {
-        let first = match waiting.take() {
-            Some(job) => job,
-            None => match jobs.recv() {
-                Ok(job) => job,
-                Err(_) => break,
-            },
-        };
+    while let Ok(first) = jobs.recv() {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
@@ -170,8 +168,7 @@ pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
         drop(connection);
         // This commit ran the checkpoint a commit in place left (`checkpoint_hook`).
         writer.checkpoint_due.store(false, Ordering::Relaxed);
-        waiting = jobs.try_recv().ok();
-        writer.answer_when_durable(committed, waiting.as_ref());
+        writer.hand_to_syncer(committed);
     }
 }
 
