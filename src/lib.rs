@@ -25,7 +25,7 @@
 //! and each outcome as totals of their own. A snapshot reads the finishes before the starts,
 //! ordered so that every finish it reads has its start read, on any memory model:
 //! `ok + handled + rejected + service_error + panicked + aborted + cancelled <= started` holds
-//! in every snapshot ([`Snapshot::is_consistent`], which a finish counted twice or a start lost
+//! in every snapshot ([`Snapshot::is_consistent`](ledger::Snapshot::is_consistent), which a finish counted twice or a start lost
 //! breaks), and once nothing is in flight each outcome is exactly the number of requests that
 //! ended in it.
 //!
@@ -40,11 +40,11 @@
 //!
 //! - `derive` (default): `#[derive(Fault)]`.
 //! - `json` (default): axum's `JsonRejection` as a fault, for `?`.
-//! - `metrics`: the `metrics` facade bridge, see [`FaultLayer::record_metrics`] (when enabled).
+//! - `metrics`: the `metrics` facade bridge, see `FaultLayer::record_metrics` (when enabled).
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
-//! - `utoipa`: error responses in OpenAPI, see [`openapi`] (when enabled).
+//! - `utoipa`: error responses in OpenAPI, see the `openapi` module (when enabled).
 //! - `webhooks`: verified webhook intake for GitHub, GitLab, Bitbucket, Gitea, Forgejo,
-//!   Standard Webhooks, Stripe, Slack and Shopify, see [`webhooks`] (when enabled).
+//!   Standard Webhooks, Stripe, Slack and Shopify, see the `webhooks` module (when enabled).
 //!
 //! # Quick start
 //!
