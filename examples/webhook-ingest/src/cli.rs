@@ -29,6 +29,7 @@ use clap::parser::ValueSource;
 use clap::Parser;
 
 use crate::manage::rotation;
+use crate::receive::refusals;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
 use crate::store;
@@ -123,6 +124,11 @@ pub struct Cli {
     /// The largest body taken unverified; larger ones get 503 while the store is down
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BODY", default_value_t = spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY)]
     pub unverified_max_body: usize,
+
+    /// Refused deliveries kept for the inboxes' failure lists per second at most, over every
+    /// inbox; past it a refusal gets the same answer and is only counted
+    #[arg(long, value_name = "N", env = "WEBHOOK_INGEST_REFUSALS_PER_SECOND", default_value_t = refusals::DEFAULT_REFUSALS_PER_SECOND)]
+    pub refusals_per_second: u32,
 
     /// How often the known inboxes are read again from the store, for the changes made
     /// through other instances
@@ -257,6 +263,7 @@ impl Cli {
             secret_grace: self.secret_grace.0,
             unverified_max_body: self.unverified_max_body,
             inbox_refresh: self.inbox_refresh.0,
+            refusals_per_second: self.refusals_per_second,
             public_url: self.public_url.clone(),
             ..Config::default()
         }

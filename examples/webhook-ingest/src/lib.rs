@@ -65,6 +65,9 @@ pub struct Config {
     /// an inbox's callback URL and the first page are built from it, never from a request's
     /// `Host` header, which the client chooses. Without one, [`DEFAULT_PUBLIC_URL`].
     pub public_url: Option<String>,
+    /// Refusals kept for the inboxes' failure lists per second at most, over every inbox;
+    /// past it a refusal is only counted.
+    pub refusals_per_second: u32,
 }
 
 /// The base URL when none is configured: the default listen address.
@@ -82,6 +85,7 @@ impl Default for Config {
             unverified: None,
             unverified_max_body: spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY,
             inbox_refresh: refresh::DEFAULT_INBOX_REFRESH,
+            refusals_per_second: refusals::DEFAULT_REFUSALS_PER_SECOND,
             public_url: None,
         }
     }
@@ -123,7 +127,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
     let mut state = AppState {
         store,
         secret_grace: config.secret_grace,
-        refusals: Arc::default(),
+        refusals: Arc::new(refusals::RefusalCounts::new(config.refusals_per_second)),
         ignored: ignored::IgnoredEvents::default(),
         secrets: secret_cache::SecretCache::default(),
         spool: config.spool,

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::*;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
 use webhook_ingest::verify::webhook::Vcs;
@@ -165,14 +167,23 @@ async fn only_the_instances_key_lists_and_only_its_own_inboxes() {
         .assert_problem(404, "inbox-not-found");
 }
 
-/// Parallel senders of bad deliveries: every one answered 401, every one counted, and the
-/// inbox keeps exactly the newest `REFUSALS_KEPT_PER_INBOX`.
-#[tokio::test]
-async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
+/// A service on a fresh file that keeps `per_second` refusals a second at most.
+async fn start_keeping(name: &str, per_second: u32) -> Service {
+    let path = temp_path(name, "db");
+    let store = webhook_ingest::store::Store::open(path.to_str().unwrap())
+        .await
+        .unwrap();
+    let config = webhook_ingest::Config {
+        refusals_per_second: per_second,
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    Service::serve_with(store, Some(path), config).await
+}
+
+/// `sent` deliveries with a made-up signature to the GitHub inbox, from `SENDERS` parallel
+/// clients; each one's status.
+async fn send_bad(service: &Arc<Service>, fixture: &Arc<Fixture>, sent: usize) -> Vec<u16> {
     const SENDERS: usize = 16;
-    let sent = REFUSALS_KEPT_PER_INBOX as usize + 40;
-    let service = std::sync::Arc::new(Service::start_on_file("failures-bound").await);
-    let fixture = std::sync::Arc::new(service.setup().await);
     let tasks: Vec<_> = (0..SENDERS)
         .map(|sender| {
             let (service, fixture) = (service.clone(), fixture.clone());
@@ -191,14 +202,23 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
             })
         })
         .collect();
-    let mut answered = 0;
+    let mut statuses = Vec::new();
     for task in tasks {
-        for status in task.await.unwrap() {
-            assert_eq!(status, 401);
-            answered += 1;
-        }
+        statuses.extend(task.await.unwrap());
     }
-    assert_eq!(answered, sent);
+    statuses
+}
+
+/// Parallel senders of bad deliveries: every one answered 401, every one counted, and the
+/// inbox keeps exactly the newest `REFUSALS_KEPT_PER_INBOX`.
+#[tokio::test]
+async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
+    let sent = REFUSALS_KEPT_PER_INBOX as usize + 40;
+    let service = Arc::new(start_keeping("failures-bound", u32::MAX).await);
+    let fixture = Arc::new(service.setup().await);
+    let statuses = send_bad(&service, &fixture, sent).await;
+    assert_eq!(statuses.len(), sent);
+    assert!(statuses.iter().all(|&s| s == 401), "{statuses:?}");
     let (inbox, _) = fixture.inbox(Vcs::Github);
     let answer = service
         .failures(&fixture, inbox, &fixture.key, "?limit=100000")
@@ -294,4 +314,58 @@ async fn refusals_are_kept_and_listed_on_postgres() {
             ("pg-bad-0".into(), 401, "bad-signature".into()),
         ]
     );
+}
+
+/// A flood of made-up signatures to a real inbox's URL, past the rate refusals are kept at:
+/// every one is answered 401 and counted, at most the rate's worth per second becomes a write
+/// of the store, and real deliveries sent at the same time are stored.
+#[tokio::test]
+async fn refusals_past_the_rate_are_counted_not_kept() {
+    const PER_SECOND: u32 = 20;
+    const SENT: usize = 400;
+    const REAL: usize = 10;
+    let service = Arc::new(start_keeping("failures-rate", PER_SECOND).await);
+    let fixture = Arc::new(service.setup().await);
+    let started = std::time::Instant::now();
+    let real = {
+        let (service, fixture) = (service.clone(), fixture.clone());
+        tokio::spawn(async move {
+            let mut statuses = Vec::new();
+            for n in 0..REAL {
+                let body = github_push(&[&format!("real{n}")]);
+                let id = format!("real-{n}");
+                let request = delivery(&service, &fixture, Vcs::Github, "push", &id, &body);
+                statuses.push(service.send(request).await.status);
+            }
+            statuses
+        })
+    };
+    let statuses = send_bad(&service, &fixture, SENT).await;
+    let real = real.await.unwrap();
+    let seconds = started.elapsed().as_secs() + 1;
+    assert_eq!(statuses.len(), SENT);
+    assert!(statuses.iter().all(|&s| s == 401), "{statuses:?}");
+    assert_eq!(real, vec![201; REAL]);
+    let recorded = service
+        .counter("webhook_ingest_refusals_recorded_total")
+        .await;
+    let skipped = service
+        .counter("webhook_ingest_refusals_skipped_total")
+        .await;
+    let unrecorded = service
+        .counter("webhook_ingest_refusals_unrecorded_total")
+        .await;
+    assert_eq!(recorded + skipped + unrecorded, SENT as u64);
+    assert_eq!(unrecorded, 0);
+    assert!(recorded >= u64::from(PER_SECOND), "{recorded} kept");
+    assert!(
+        recorded <= u64::from(PER_SECOND) * seconds,
+        "{recorded} kept in {seconds} s"
+    );
+    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let answer = service
+        .failures(&fixture, inbox, &fixture.key, "?limit=100000")
+        .await;
+    assert_eq!(listed(&answer).len() as u64, recorded);
+    assert_eq!(service.stats(&fixture).await["commits"], REAL as u64);
 }

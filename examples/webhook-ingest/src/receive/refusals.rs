@@ -8,9 +8,16 @@
 //! (`webhook_ingest_refusals_unrecorded_total` in `/metrics`) and never changes the answer.
 //! The store keeps the newest `REFUSALS_KEPT_PER_INBOX` per inbox; what is kept is the delivery
 //! id, the time, the status and the code, never the body or a header's value.
+//!
+//! At most `--refusals-per-second` are kept, over every inbox: a refused request is one write
+//! of the store, fsynced as a delivery is, and made-up signatures sent to a real inbox's URL
+//! must not buy that write each. Past the rate a refusal gets the same answer and is only
+//! counted (`webhook_ingest_refusals_skipped_total`).
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 use axum::http::{HeaderMap, StatusCode};
 use faultline::Fault;
@@ -20,14 +27,71 @@ use crate::store::{Refusal, Store};
 use crate::verify::webhook;
 use crate::AppState;
 
-/// How many refusals were kept, and how many could not be.
-#[derive(Debug, Default)]
+/// Refusals kept per second at most, by default. A sender with a wrong secret sends at its
+/// usual pace, a few per second per repository, so that a misconfiguration is listed whole;
+/// at this rate the writes a flood makes cost the store's writer a few per cent of what it
+/// commits in a second.
+pub const DEFAULT_REFUSALS_PER_SECOND: u32 = 100;
+
+/// How many refusals were kept, how many could not be, and how many were past the rate.
+#[derive(Debug)]
 pub struct RefusalCounts {
     recorded: AtomicU64,
     unrecorded: AtomicU64,
+    skipped: AtomicU64,
+    rate: Rate,
+}
+
+impl Default for RefusalCounts {
+    fn default() -> Self {
+        Self::new(DEFAULT_REFUSALS_PER_SECOND)
+    }
+}
+
+/// Refusals kept in the current second, against the most allowed per second.
+#[derive(Debug)]
+struct Rate {
+    per_second: u32,
+    since: Instant,
+    /// The second (from `since`) and how many were kept in it.
+    window: Mutex<(u64, u32)>,
+}
+
+impl Rate {
+    /// Whether one more refusal may be kept in `second`.
+    fn take(&self, second: u64) -> bool {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        if window.0 != second {
+            *window = (second, 0);
+        }
+        let allowed = window.1 < self.per_second;
+        if allowed {
+            window.1 += 1;
+        }
+        allowed
+    }
 }
 
 impl RefusalCounts {
+    /// Counts that keep at most `per_second` refusals a second (0: none).
+    pub fn new(per_second: u32) -> Self {
+        Self {
+            recorded: AtomicU64::new(0),
+            unrecorded: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            rate: Rate {
+                per_second,
+                since: Instant::now(),
+                window: Mutex::new((0, 0)),
+            },
+        }
+    }
+
+    /// Refusals not kept because more came within their second than the rate allows.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
     /// Refusals kept in the store.
     pub fn recorded(&self) -> u64 {
         self.recorded.load(Ordering::Relaxed)
@@ -51,6 +115,11 @@ impl RefusalCounts {
                 "Refused deliveries the store could not keep.",
                 self.unrecorded(),
             ),
+            (
+                "webhook_ingest_refusals_skipped_total",
+                "Refused deliveries not kept: past --refusals-per-second.",
+                self.skipped(),
+            ),
         ] {
             let _ = write!(
                 out,
@@ -61,8 +130,8 @@ impl RefusalCounts {
 }
 
 /// Keeps `refusal` of a delivery to the inbox `inbox` of `instance`, best effort: a store
-/// failure is logged and counted, never returned. Nothing is kept for an inbox that does not
-/// exist.
+/// failure is logged and counted, never returned; past the rate it is only counted. Nothing
+/// is kept for an inbox that does not exist.
 pub async fn record_refusal(
     store: &Store,
     counts: &RefusalCounts,
@@ -70,6 +139,10 @@ pub async fn record_refusal(
     inbox: &str,
     refusal: Refusal,
 ) {
+    if !counts.rate.take(counts.rate.since.elapsed().as_secs()) {
+        counts.skipped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     let code = refusal.code.clone();
     match store
         .record_refusal(instance.to_owned(), inbox.to_owned(), refusal)
@@ -161,4 +234,20 @@ pub(crate) async fn note_body_refused(
         code: "payload-too-large".to_owned(),
     };
     record_refusal(&state.store, &state.refusals, instance, inbox, refusal).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each second keeps up to the rate, and a new second starts from none.
+    #[test]
+    fn the_rate_keeps_at_most_its_count_in_each_second() {
+        let counts = RefusalCounts::new(3);
+        let kept = |second| (0..5).filter(|_| counts.rate.take(second)).count();
+        assert_eq!(kept(0), 3);
+        assert_eq!(kept(1), 3);
+        assert_eq!(kept(1), 0);
+        assert!(!RefusalCounts::new(0).rate.take(0));
+    }
 }
