@@ -6,9 +6,13 @@ database per run, the targets alternating within each repetition. After each run
 delivery acknowledged is looked up in the store; one missing fails the run. A missed target is
 reported, never a failure.
 
+With --postgres the run is the service on PostgreSQL instead (one durable server for the run,
+a fresh database per target run), beside the service on SQLite, with the WAL flushes and the
+commits PostgreSQL counted per acknowledged delivery; --write then rewrites the PostgreSQL
+section.
+
 usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps N]
-                 [--levels 1,16,64] [--write FILE]
-"""
+                 [--levels 1,16,64] [--postgres] [--write FILE]"""
 
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ import time
 from pathlib import Path
 
 from receivers import BenchFailure, Receiver
-from ingest_report import commit, render, write_section
+from ingest_report import PG_BEGIN, PG_END, commit, render, render_postgres, write_section
+from pgserver import PgServer, SETTINGS as PG_SETTINGS
 
 HERE = Path(__file__).resolve().parent
 # Bodies in the pre-signed list: enough that sizes interleave, few enough to sign in an instant.
@@ -78,14 +83,31 @@ def targets(service: str, plain: str, today: str | None) -> list[dict]:
     ]
 
 
+def postgres_targets(service: str, today: str | None) -> list[dict]:
+    """The service on PostgreSQL (and an earlier build of it, `today`, for a row of what it did
+    before), and the service on SQLite beside them for a reference on the same disk."""
+    earlier = [{"name": "today-pg", "kind": "service", "bin": today, "args": [],
+                "store": "postgres",
+                "title": "the service before group commit on PostgreSQL (a transaction per "
+                         "delivery)"}] if today else []
+    return earlier + [
+        {"name": "service-pg", "kind": "service", "bin": service, "args": [],
+         "store": "postgres",
+         "title": "this service on PostgreSQL (group commit: a transaction per batch)"},
+        {"name": "service", "kind": "service", "bin": service, "args": [],
+         "title": "this service on SQLite (fsync before every 2xx, group commit)"},
+    ]
+
+
 def load_average() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def run_one(target: dict, connections: int, duration: float, work: Path, run_id: str) -> dict:
+def run_one(target: dict, connections: int, duration: float, work: Path, run_id: str,
+            pg: PgServer | None) -> dict:
     """One wrk run on a fresh server; every acknowledged delivery checked in the store."""
     work.mkdir()
-    server = Receiver(target, work)
+    server = Receiver(target, work, pg)
     try:
         signed_list(work / "signed.txt", server.path, server.secret)
         acked_file = work / "acked.txt"
@@ -100,6 +122,7 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
             raise BenchFailure(f"wrk failed ({wrk.returncode}): {wrk.stderr[-500:]} {wrk.stdout[-500:]}")
     finally:
         server.stop()
+    wal = server.wal() if target.get("store") == "postgres" else None
     lines = acked_file.read_text().split("\n")
     summary = dict(kv.split("=") for kv in lines[-2].split()[1:])
     acked = lines[:-2]
@@ -110,7 +133,8 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
         raise BenchFailure(f"{target['name']} at {connections}: {len(missing)} of {len(acked)} "
                            f"acknowledged deliveries are not in the store, e.g. {min(missing)}")
     seconds = int(summary["duration_us"]) / 1e6
-    return {
+    per_delivery = {f"{k}_per": v / max(1, len(acked)) for k, v in (wal or {}).items()}
+    return {**per_delivery,
         "target": target["name"], "connections": connections, "acked": len(acked),
         "rate": len(acked) / seconds, "p50_ms": int(summary["p50_us"]) / 1000,
         "p99_ms": int(summary["p99_us"]) / 1000, "non2xx": int(summary["non2xx"]),
@@ -125,6 +149,8 @@ def settings(args: argparse.Namespace) -> str:
     said.append(f"--levels {args.levels}")
     if args.today:
         said.append("--today BIN")
+    if args.postgres:
+        said.append("--postgres")
     return " ".join(said)
 
 
@@ -139,49 +165,83 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=5)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--levels", default="1,16,64")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the service on PostgreSQL beside the service on SQLite")
     parser.add_argument("--write", help="the markdown file whose ingest section is rewritten")
     parser.add_argument("--results", default="target/bench/ingest.json")
     args = parser.parse_args()
     if args.render_only:
-        table = render(json.loads(Path(args.render_only).read_text()))
-        print(table)
-        if args.write:
-            write_section(Path(args.write), table)
+        report(json.loads(Path(args.render_only).read_text()), args.write)
         return 0
     if not (args.service and args.plain):
         parser.error("--service and --plain name the two receivers")
     if args.quick:
         args.duration, args.reps = 1, 1
     levels = [int(n) for n in args.levels.split(",")]
-    plan = targets(args.service, args.plain, args.today)
-    runs, loads = [], [load_average()]
+    plan = postgres_targets(args.service, args.today) if args.postgres else targets(
+        args.service, args.plain, args.today)
+    loads = [load_average()]
     started, t0 = time.time(), time.monotonic()
-    steps = args.reps * len(levels) * len(plan)
     with tempfile.TemporaryDirectory(prefix="faultline-ingest-") as tmp:
-        step = 0
-        for rep in range(args.reps):
-            for connections in levels:
-                for target in plan:
-                    step += 1
-                    work = Path(tmp) / f"{step}-{target['name']}-{connections}"
-                    r = run_one(target, connections, args.duration, work, f"r{step}")
-                    r["rep"] = rep
-                    runs.append(r)
-                    loads.append(load_average())
-                    print(f"[{step}/{steps}] {target['name']} c={connections}: "
-                          f"{r['rate']:,.0f} acknowledged/s, p99 {r['p99_ms']:.1f} ms, "
-                          f"{r['cpu_us']:.0f} µs CPU/delivery, {r['acked']} acknowledged, all "
-                          f"stored; non-2xx {r['non2xx']}, errors {r['errors']}", flush=True)
+        pg = PgServer(Path(tmp)) if args.postgres else None
+        try:
+            runs = measure(args, plan, levels, Path(tmp), pg, loads)
+        finally:
+            if pg:
+                pg.stop()
     results = {"started": started, "took_s": time.monotonic() - t0, "loads": loads,
                "duration": args.duration, "reps": args.reps, "levels": levels,
-               "targets": plan, "runs": runs, "command": settings(args), "commit": commit()}
+               "targets": plan, "runs": runs, "command": settings(args), "commit": commit(),
+               "postgres": PG_SETTINGS if args.postgres else None}
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(results, indent=1))
-    table = render(results)
-    print(table)
-    if args.write:
-        write_section(Path(args.write), table)
+    report(results, args.write)
     return 0
+
+
+def report(results: dict, write: str | None) -> None:
+    """Prints the table, and rewrites its section of `write` when given."""
+    if results.get("postgres"):
+        table = render_postgres(results)
+        print(table)
+        if write:
+            write_section(Path(write), table, PG_BEGIN, PG_END)
+    else:
+        table = render(results)
+        print(table)
+        if write:
+            write_section(Path(write), table)
+
+
+def measure(args: argparse.Namespace, plan: list[dict], levels: list[int], tmp: Path,
+            pg: PgServer | None, loads: list[float]) -> list[dict]:
+    """Every run of the plan: repetitions, then levels, then the targets alternating."""
+    runs = []
+    steps = args.reps * len(levels) * len(plan)
+    step = 0
+    for rep in range(args.reps):
+        for connections in levels:
+            for target in plan:
+                step += 1
+                work = tmp / f"{step}-{target['name']}-{connections}"
+                r = run_one(target, connections, args.duration, work, f"r{step}", pg)
+                r["rep"] = rep
+                runs.append(r)
+                loads.append(load_average())
+                print(f"[{step}/{steps}] {target['name']} c={connections}: "
+                      f"{r['rate']:,.0f} acknowledged/s, p99 {r['p99_ms']:.1f} ms, "
+                      f"{r['cpu_us']:.0f} µs CPU/delivery, {r['acked']} acknowledged, all "
+                      f"stored; non-2xx {r['non2xx']}, errors {r['errors']}{wal_said(r)}",
+                      flush=True)
+    return runs
+
+
+def wal_said(r: dict) -> str:
+    if "wal_sync_per" not in r:
+        return ""
+    return (f"; per delivery {r['wal_sync_per']:.3f} WAL flushes, {r['wal_write_per']:.3f} "
+            f"WAL writes, {r['xact_commit_per']:.2f} commits, {r['pg_cpu_us_per']:.0f} µs "
+            "PostgreSQL CPU")
 
 
 if __name__ == "__main__":

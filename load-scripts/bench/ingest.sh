@@ -8,6 +8,10 @@
 #                rewrites the ingest section of BENCHMARKS.md
 #   --quick      1 s per run, once; leaves BENCHMARKS.md alone (CI: the run completes and
 #                every acknowledged delivery is stored; no figure is judged)
+#   --postgres   the service on PostgreSQL (one durable server for the run, started and
+#                stopped here; Debian's postgresql package) beside the service on SQLite,
+#                with PostgreSQL's WAL flushes per delivery; rewrites the PostgreSQL section
+#                of BENCHMARKS.md instead (with --quick, nothing)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for tool in wrk python3; do

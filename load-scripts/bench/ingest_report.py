@@ -1,5 +1,6 @@
-"""The ingestion benchmark's table, from its raw results: medians over repetitions, the
-paired ratio against the hand-written receiver at synchronous=NORMAL, and the targets."""
+"""The ingestion benchmark's tables, from its raw results: medians over repetitions, the
+paired ratio against the hand-written receiver at synchronous=NORMAL, and the targets; for a
+--postgres run, the WAL flushes and commits PostgreSQL counted per acknowledged delivery."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 BEGIN = "<!-- ingest:begin (written by load-scripts/bench/ingest.sh; edits inside are lost) -->"
 END = "<!-- ingest:end -->"
+PG_BEGIN = ("<!-- ingest-postgres:begin (written by load-scripts/bench/ingest.sh --postgres; "
+            "edits inside are lost) -->")
+PG_END = "<!-- ingest-postgres:end -->"
 # The targets: at or above the hand-written NORMAL receiver at these levels, and this
 # p99 at the highest level.
 RATIO_LEVELS = (16, 64)
@@ -28,12 +32,13 @@ def cell(runs: list[dict]) -> str:
     return f"{median(rates):,.0f}/s{spread}, p99 {p99:.1f} ms, {median([r['cpu_us'] for r in runs]):.0f} µs CPU"
 
 
-def ratios(results: dict, level: int) -> list[float]:
-    """service / plain-normal per repetition: the two ran next to each other."""
+def ratios(results: dict, level: int, target: str = "service",
+           baseline: str = "plain-normal") -> list[float]:
+    """target / baseline per repetition: the two ran next to each other."""
     by = {(r["target"], r["rep"]): r for r in results["runs"] if r["connections"] == level}
-    return [by[("service", rep)]["rate"] / by[("plain-normal", rep)]["rate"]
+    return [by[(target, rep)]["rate"] / by[(baseline, rep)]["rate"]
             for rep in range(results["reps"])
-            if ("service", rep) in by and ("plain-normal", rep) in by]
+            if (target, rep) in by and (baseline, rep) in by]
 
 
 def commit() -> str:
@@ -88,10 +93,56 @@ def verdicts(results: dict) -> list[str]:
     return out
 
 
-def write_section(path: Path, table: str) -> None:
+def wal_cell(runs: list[dict]) -> str:
+    """Median WAL flushes and commits per delivery, and so deliveries per flush."""
+    syncs = median([r["wal_sync_per"] for r in runs])
+    commits = median([r["xact_commit_per"] for r in runs])
+    cpu = median([r["pg_cpu_us_per"] for r in runs])
+    return (f"{syncs:.2f} WAL flushes ({1 / syncs:.1f} deliveries per flush), {commits:.2f} "
+            f"commits, {cpu:.0f} µs PostgreSQL CPU")
+
+
+def render_postgres(results: dict) -> str:
+    levels, runs = results["levels"], results["runs"]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
+    loads = results["loads"]
+    config = ", ".join(f"`{k}={v}`" for k, v in results["postgres"].items())
+    lines = [
+        f"Run of {when}, commit `{results['commit']}`, 2 cores, `ingest.sh {results['command']}`: "
+        f"wrk -t2 for {results['duration']:g} s per run, {results['reps']} repetitions, one "
+        f"PostgreSQL server for the run ({config}; on the same ext4 disk as the SQLite files), "
+        f"a fresh database or SQLite file per run, the targets alternating. Took "
+        f"{results['took_s'] / 60:.1f} min; the 1-minute load average ran from "
+        f"{min(loads):.1f} to {max(loads):.1f}. Cells as in the table above (the service's "
+        f"own CPU); on PostgreSQL, per acknowledged delivery, the median WAL flushes "
+        f"(`pg_stat_wal.wal_sync`), commits of the run's database "
+        f"(`pg_stat_database.xact_commit`, the read-only look-up of the inbox included) and "
+        f"CPU of the PostgreSQL server's processes. Every acknowledged delivery of every run "
+        f"was found in its store afterwards.",
+        "",
+        "| receiver | " + " | ".join(f"{n} connection{'s' if n > 1 else ''}" for n in levels) + " |",
+        "|---|" + "---|" * len(levels),
+    ]
+    for target in results["targets"]:
+        at = [[r for r in runs if r["target"] == target["name"] and r["connections"] == n]
+              for n in levels]
+        lines.append(f"| {target['title']} | " + " | ".join(cell(rs) for rs in at) + " |")
+        if target.get("store") == "postgres":
+            lines.append("| … PostgreSQL per delivery | " + " | ".join(wal_cell(rs) for rs in at) + " |")
+    if any(t["name"] == "today-pg" for t in results["targets"]):
+        cells = []
+        for n in levels:
+            rs = ratios(results, n, "service-pg", "today-pg")
+            cells.append(f"{median(rs):.2f}× ({', '.join(f'{r:.2f}' for r in rs)})")
+        lines.append("| group commit ÷ a transaction per delivery, per repetition | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_section(path: Path, table: str, begin: str = BEGIN, end: str = END) -> None:
     text = path.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{path} has no {BEGIN} … {END} section")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n\n{table}\n\n{END}{tail}")
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path} has no {begin} … {end} section")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n\n{table}\n\n{end}{tail}")

@@ -1,7 +1,8 @@
 """The two receivers the ingestion benchmark compares, each started fresh on its own SQLite
-file: the reference service (`webhook-ingest`) and the hand-written one (`plain-receiver`).
-Each knows how to make an inbox, what URL path its deliveries go to, and how to read back the
-delivery ids it stored."""
+file: the reference service (`webhook-ingest`) and the hand-written one (`plain-receiver`); and
+the service on a fresh database of a PostgreSQL server (`pgserver.py`) for the targets whose
+store is `postgres`. Each knows how to make an inbox, what URL path its deliveries go to, and
+how to read back the delivery ids it stored."""
 
 from __future__ import annotations
 
@@ -39,17 +40,23 @@ def server_env() -> dict:
 class Receiver:
     """One server process of one target, on a fresh database in `work`."""
 
-    def __init__(self, target: dict, work: Path):
-        self.target, self.work = target, work
+    def __init__(self, target: dict, work: Path, pg=None):
+        self.target, self.work, self.pg = target, work, pg
         self.db = work / "store.db"
-        argv = [target["bin"], "--port", "0", "--db", str(self.db)] + target["args"]
+        location = str(self.db)
+        if target.get("store") == "postgres":
+            self.pg_db, location = pg.database()
+            self.wal_before = pg.wal_counters(self.pg_db)
+            self.wal_before["pg_cpu_us"] = pg.cpu_seconds() * 1e6
+        argv = [target["bin"], "--port", "0", "--db", location] + target["args"]
         if target["kind"] == "service":
             argv += ["--spool", str(work / "spool")]
         else:
             argv += ["--secret", PLAIN_SECRET]
         self.out = open(work / "server.out", "w+")
         self.log = open(work / "server.log", "w")
-        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.log, env=server_env())
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.log,
+                                     env={**server_env(), **target.get("env", {})})
         self.port = self._wait_for_port()
         self.path, self.secret = self._inbox()
 
@@ -109,7 +116,20 @@ class Receiver:
         self.out.close()
         self.log.close()
 
+    def wal(self) -> dict[str, int]:
+        """On PostgreSQL, once stopped: the WAL flushes and writes of the server and the commits
+        of this run's database since it was made (its setup's few included)."""
+        self.pg.wait_idle(self.pg_db)
+        after = self.pg.wal_counters(self.pg_db)
+        after["pg_cpu_us"] = self.pg.cpu_seconds() * 1e6
+        return {k: after[k] - self.wal_before[k] for k in after}
+
     def stored(self) -> set[str]:
-        """Delivery ids in the store, read once the server has stopped."""
+        """Delivery ids in the store, read once the server has stopped; a PostgreSQL database
+        is dropped once read."""
+        if self.target.get("store") == "postgres":
+            rows = self.pg.sql("SELECT delivery_id FROM deliveries", self.pg_db)
+            self.pg.drop(self.pg_db)
+            return {row[0] for row in rows}
         with sqlite3.connect(self.db) as db:
             return {row[0] for row in db.execute("SELECT delivery_id FROM deliveries")}

@@ -8,7 +8,8 @@
 # provider), bad signatures and ignored events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
 # and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
-# Before the load it runs the service's own PostgreSQL tests on the same server.
+# Before the load it runs the service's own PostgreSQL tests on the same server, those of its
+# group commit included.
 # Last, it stops PostgreSQL under the fleet: a push must be spooled (202 queued) and a
 # management request get 503; once the server is back the same instance must store again and
 # drain the spooled push into the store. The database password must appear in no
@@ -39,6 +40,15 @@ WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --work
     --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
 if ((PIPESTATUS[0] != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
+    exit 1
+fi
+# The group commit's own tests: a failing delivery rolls back alone, a failed commit fails
+# its whole batch.
+echo "pg-fleet: cargo test --workspace --lib -- store::postgres::writer"
+WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
+    --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run' || true
+if ((PIPESTATUS[0] != 0)); then
+    echo "pg-fleet: the group commit's PostgreSQL tests failed" >&2
     exit 1
 fi
 

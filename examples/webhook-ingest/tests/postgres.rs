@@ -1,5 +1,6 @@
 //! Two services on one PostgreSQL database, as two instances of a fleet: copies of one
-//! delivery that reach both at the same instant are stored once. Runs when
+//! delivery that reach both at the same instant are stored once; and many clients at once on
+//! one service, whose group commit stores each delivery once and answers it. Runs when
 //! `WEBHOOK_INGEST_TEST_POSTGRES` names a database (`load-scripts/fleet/pg-fleet.sh` starts
 //! one and sets it).
 
@@ -96,4 +97,102 @@ async fn synchronous_commit_off_is_found_out_and_said_on_health() {
         let why = health.body["not_durable"].as_str().unwrap_or_default();
         assert_eq!(why.contains("synchronous_commit is off"), !durable, "{why}");
     }
+}
+
+/// Parallel clients whose deliveries the store's writers commit in shared transactions.
+const PARALLEL_CLIENTS: usize = 64;
+/// Deliveries each client sends one after the other.
+const DELIVERIES_PER_CLIENT: usize = 5;
+
+/// Sends every client's deliveries at once, each client in turn, and returns each answer's
+/// status, `status` field and `stored` count, with the commits its body held.
+async fn send_in_parallel(
+    service: &Service,
+    fixture: &Fixture,
+    run: &str,
+) -> Vec<(u16, String, u64, u64)> {
+    let clients: Vec<_> = (0..PARALLEL_CLIENTS)
+        .map(|client| {
+            let requests: Vec<_> = (0..DELIVERIES_PER_CLIENT)
+                .map(|n| {
+                    let commits = (client + n) % 4;
+                    let shas: Vec<String> =
+                        (0..commits).map(|c| format!("{client}.{n}.{c}")).collect();
+                    let shas: Vec<&str> = shas.iter().map(String::as_str).collect();
+                    let id = format!("{run}-{client}-{n}");
+                    let body = github_push(&shas);
+                    (
+                        delivery(service, fixture, Vcs::Github, "push", &id, &body),
+                        commits as u64,
+                    )
+                })
+                .collect();
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for (request, commits) in requests {
+                    let response = request.send().await.unwrap();
+                    let status = response.status().as_u16();
+                    let value: Value =
+                        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+                    let said = value["status"].as_str().unwrap_or("").to_owned();
+                    answers.push((
+                        status,
+                        said,
+                        value["stored"].as_u64().unwrap_or(u64::MAX),
+                        commits,
+                    ));
+                }
+                answers
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for client in clients {
+        answers.extend(client.await.unwrap());
+    }
+    answers
+}
+
+/// Many clients at once over TCP: every delivery is answered stored with its own commit
+/// count, though the writers commit many in one transaction, and stored exactly once; the
+/// same deliveries again are every one a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_deliveries_in_shared_commits_are_each_stored_once() {
+    let Some(url) = test_postgres("parallel_deliveries_in_shared_commits_are_each_stored_once")
+    else {
+        return;
+    };
+    let service = Service::start_on_postgres(&url, TEST_BODY_LIMIT).await;
+    let fixture = service.setup().await;
+    let total = (PARALLEL_CLIENTS * DELIVERIES_PER_CLIENT) as u64;
+    let first = send_in_parallel(&service, &fixture, "parallel").await;
+    let wrong: Vec<_> = first
+        .iter()
+        .filter(|(status, said, stored, commits)| {
+            (*status, said.as_str(), stored) != (201, "stored", commits)
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {total} answered wrong: {wrong:?}",
+        wrong.len()
+    );
+    let commits: u64 = first.iter().map(|a| a.3).sum();
+    let again = send_in_parallel(&service, &fixture, "parallel").await;
+    let wrong: Vec<_> = again
+        .iter()
+        .filter(|(status, said, stored, _)| {
+            (*status, said.as_str(), *stored) != (200, "duplicate", 0)
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {total} resent answered wrong: {wrong:?}",
+        wrong.len()
+    );
+    assert_eq!(
+        service.stats(&fixture).await,
+        json!({ "digests": 1, "inboxes": 5, "deliveries": total,
+                "redeliveries": total, "commits": commits })
+    );
 }

@@ -43,6 +43,9 @@ pub enum StoreError {
     Connecting,
     #[error("the store's worker stopped before answering")]
     Stopped,
+    /// The failure of a transaction that held several writes, each of which failed with it.
+    #[error("the transaction that held this write failed")]
+    Shared(#[source] Arc<StoreError>),
     #[error("the store's settings are wrong")]
     Misconfigured(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("opening the store failed")]
@@ -78,6 +81,7 @@ impl StoreError {
             StoreError::Sqlite(e) => sqlite::is_busy(e),
             StoreError::Postgres(e) => postgres::is_busy(e),
             StoreError::Pool(e) => postgres::pool_is_busy(e),
+            StoreError::Shared(e) => e.is_busy(),
             _ => false,
         }
     }

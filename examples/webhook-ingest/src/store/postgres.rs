@@ -2,16 +2,18 @@
 //!
 //! tokio-postgres speaks the protocol on the async runtime without blocking a thread, and
 //! deadpool-postgres keeps a bounded pool of its connections: a request waits for one at most
-//! `POOL_WAIT` and is then answered "busy" (503, `Retry-After`), never parked for good. Every
-//! delivery is one transaction; whether it is new is decided by the `deliveries` primary key
-//! in that transaction (`INSERT … ON CONFLICT`), so twenty copies arriving at twenty
-//! instances at once store it once: the database makes the later ones wait on the first's
-//! row and then see it.
+//! `POOL_WAIT` and is then answered "busy" (503, `Retry-After`), never parked for good.
+//! Deliveries go through a group commit ([`writer`]): those waiting share one transaction,
+//! each under a savepoint of its own. Whether a delivery is new is decided by the
+//! `deliveries` primary key in that transaction (`INSERT … ON CONFLICT`), so twenty copies
+//! arriving at twenty instances at once store it once: the database makes the later ones
+//! wait on the first's row and then see it.
 
 mod durability;
 mod inboxes;
 mod refusals;
 pub mod tls;
+mod writer;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -133,6 +135,8 @@ pub(super) struct PgStore {
     pool: Pool,
     /// Why a commit may return before it is durable, read from the settings at start.
     not_durable: Option<String>,
+    /// The group commit every delivery goes through.
+    writers: writer::Writers,
 }
 
 impl PgStore {
@@ -167,6 +171,7 @@ impl PgStore {
             .build()
             .map_err(|e| StoreError::Open(e.into()))?;
         let mut store = PgStore {
+            writers: writer::Writers::start(pool.clone()),
             pool,
             not_durable: None,
         };
@@ -330,6 +335,7 @@ impl PgStore {
         Ok(updated == 1)
     }
 
+    /// Stores a delivery in the next group commit ([`writer`]).
     pub(super) async fn ingest(
         &self,
         instance: String,
@@ -337,70 +343,14 @@ impl PgStore {
         delivery_id: String,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
-        let mut client = self.pool.get().await?;
-        let claim = client
-            .prepare_cached(
-                "INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (inbox_id, delivery_id)
-                 DO UPDATE SET redeliveries = deliveries.redeliveries + 1
-                 RETURNING redeliveries",
-            )
-            .await?;
-        // All commits in one statement, one array per column, kept in payload order.
-        let insert = client
-            .prepare_cached(
-                "INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
-                                      message, author, timestamp, repository, branch)
-                 SELECT $1, $2, $3, $4, c.sha, c.message, c.author, c.ts, c.repository, c.branch
-                 FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                             $10::text[]) WITH ORDINALITY
-                      AS c (sha, message, author, ts, repository, branch, n)
-                 ORDER BY c.n",
-            )
-            .await?;
-        let tx = client.transaction().await?;
-        let count = commits.len() as i32;
-        // The conflict is settled by the primary key inside the transaction: a copy that
-        // arrives while the first is uncommitted waits on its row, then counts as a
-        // redelivery; if the first rolls back, the copy stores the delivery instead.
-        let redeliveries: i32 = tx
-            .query_one(&claim, &[&inbox.id, &delivery_id, &instance, &count])
-            .await?
-            .get(0);
-        if redeliveries > 0 {
-            tx.commit().await?;
-            return Ok(Ingested::Duplicate);
-        }
-        if !commits.is_empty() {
-            let column = |f: fn(&Commit) -> Option<&str>| -> Vec<Option<&str>> {
-                commits.iter().map(f).collect()
-            };
-            let shas = column(|c| Some(c.sha.as_str()));
-            let messages = column(|c| c.message.as_deref());
-            let authors = column(|c| c.author.as_deref());
-            let timestamps = column(|c| c.timestamp.as_deref());
-            let repositories = column(|c| Some(c.repository.as_str()));
-            let branches = column(|c| Some(c.branch.as_str()));
-            tx.execute(
-                &insert,
-                &[
-                    &instance,
-                    &inbox.digest_id,
-                    &inbox.id,
-                    &delivery_id,
-                    &shas,
-                    &messages,
-                    &authors,
-                    &timestamps,
-                    &repositories,
-                    &branches,
-                ],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(Ingested::Stored(commits.len()))
+        self.writers
+            .ingest(writer::Job {
+                instance,
+                inbox,
+                delivery_id,
+                commits,
+            })
+            .await
     }
 
     pub(super) async fn commits(
