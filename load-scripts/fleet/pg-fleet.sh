@@ -37,8 +37,9 @@ echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres 
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
 pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
-    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' || true
-if ((PIPESTATUS[0] != 0)); then
+    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' &&
+    tested=0 || tested=${PIPESTATUS[0]}
+if ((tested != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
     exit 1
 fi
@@ -46,8 +47,9 @@ fi
 # its whole batch.
 echo "pg-fleet: cargo test --workspace --lib -- store::postgres::writer"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
-    --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run' || true
-if ((PIPESTATUS[0] != 0)); then
+    --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run' &&
+    tested=0 || tested=${PIPESTATUS[0]}
+if ((tested != 0)); then
     echo "pg-fleet: the group commit's PostgreSQL tests failed" >&2
     exit 1
 fi

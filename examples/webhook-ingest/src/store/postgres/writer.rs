@@ -130,8 +130,24 @@ async fn write(pool: Pool, waiting: Arc<Mutex<mpsc::Receiver<(Job, Answer)>>>) {
 /// to its savepoint alone and gets its error; the others are committed. When the commit (or
 /// the connection) fails, every delivery gets that error: none of them is stored.
 pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingested, StoreError>> {
-    match try_commit_batch(pool, jobs).await {
-        Ok(results) => results,
+    // Every batch claims its deliveries' rows in one order, that of their key: two batches
+    // that hold copies of the same deliveries then wait for each other in turn, never in a
+    // cycle, which PostgreSQL would break only after its deadlock timeout by failing one.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&n| (&jobs[n].inbox.id, &jobs[n].delivery_id));
+    let sorted: Vec<&Job> = order.iter().map(|&n| &jobs[n]).collect();
+    match try_commit_batch(pool, &sorted).await {
+        Ok(results) => {
+            let mut answers: Vec<Option<Result<Ingested, StoreError>>> =
+                jobs.iter().map(|_| None).collect();
+            for (n, result) in order.into_iter().zip(results) {
+                answers[n] = Some(result);
+            }
+            answers
+                .into_iter()
+                .map(|answer| answer.unwrap_or(Err(StoreError::Stopped)))
+                .collect()
+        }
         Err(error) => {
             let error = Arc::new(error);
             jobs.iter()
@@ -143,7 +159,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
 
 async fn try_commit_batch(
     pool: &Pool,
-    jobs: &[Job],
+    jobs: &[&Job],
 ) -> Result<Vec<Result<Ingested, StoreError>>, StoreError> {
     let mut client = pool.get().await?;
     let statement = client.prepare_cached(CLAIM_AND_INSERT).await?;
@@ -191,7 +207,7 @@ async fn pipeline(
     tx: &Transaction<'_>,
     statement: &Statement,
     first: usize,
-    jobs: &[Job],
+    jobs: &[&Job],
 ) -> Vec<Result<Ingested, tokio_postgres::Error>> {
     let steps = jobs.iter().enumerate().map(|(i, job)| async move {
         let name = savepoint(first + i);
@@ -375,6 +391,47 @@ mod tests {
         assert_eq!(
             (stats.deliveries, stats.redeliveries, stats.commits),
             (3, 1, 5)
+        );
+    }
+
+    /// Two batches holding copies of the same deliveries in opposite orders both commit, each
+    /// delivery stored once and a duplicate once: the claims go in one order, so neither
+    /// batch waits for the other in a cycle (which PostgreSQL fails as a deadlock).
+    #[tokio::test]
+    async fn batches_with_the_same_deliveries_in_opposite_orders_never_deadlock() {
+        // Enough that each batch is still claiming when the other starts.
+        const DELIVERIES: usize = 400;
+        let Some((store, instance, inbox)) =
+            store_with_inbox("batches_with_the_same_deliveries_never_deadlock").await
+        else {
+            return;
+        };
+        let forward: Vec<Job> = (0..DELIVERIES)
+            .map(|n| job(&instance, &inbox, &format!("x{n:03}"), 1))
+            .collect();
+        let backward: Vec<Job> = (0..DELIVERIES)
+            .rev()
+            .map(|n| job(&instance, &inbox, &format!("x{n:03}"), 1))
+            .collect();
+        // Two connections open and idle, so that both batches start at once.
+        let (one, two) = tokio::join!(store.pool.get(), store.pool.get());
+        drop((one.unwrap(), two.unwrap()));
+        let (ahead, behind) = tokio::join!(
+            commit_batch(&store.pool, &forward),
+            commit_batch(&store.pool, &backward)
+        );
+        let said_ahead = said(&ahead);
+        let mut said_behind = said(&behind);
+        said_behind.reverse();
+        for (n, pair) in said_ahead.iter().zip(&said_behind).enumerate() {
+            let mut pair = [pair.0.as_str(), pair.1.as_str()];
+            pair.sort();
+            assert_eq!(pair, ["duplicate", "stored 1"], "delivery x{n:03}");
+        }
+        let stats = store.stats(instance).await.unwrap();
+        assert_eq!(
+            (stats.deliveries, stats.redeliveries, stats.commits),
+            (DELIVERIES as i64, DELIVERIES as i64, DELIVERIES as i64)
         );
     }
 
