@@ -175,6 +175,8 @@ async fn a_service_whose_database_is_unreachable_starts_and_spools() {
     let down = health(&service).await;
     assert_eq!(down["store"], "down", "{down}");
     assert!(!down.to_string().contains(password));
+    // Whether a commit waits for the disk is read from the database once it is reached.
+    assert_eq!(down["durable"], serde_json::Value::Null, "{down}");
 
     // No inbox can be looked up: the delivery is checked for form now and spooled
     // unverified (in the spool of its own), to be checked against its secret once the store

@@ -65,7 +65,8 @@ pub(crate) fn metrics(
 
 /// Whether the service takes deliveries: with a spool it does while the store is down (the
 /// body says so), so a load balancer keeps it in rotation; without one, a store that is down
-/// is a 503. `durable` says whether a 201 survives a power cut under the store's settings.
+/// is a 503. `durable` says whether a 201 survives a power cut under the store's settings
+/// (`null` until the store is open).
 pub(crate) async fn health(
     State(state): State<AppState>,
 ) -> Result<Json<serde_json::Value>, IngestError> {
@@ -96,11 +97,16 @@ pub(crate) async fn health(
         }
     };
     // Whether an answer that says stored survives a power cut: false, with the reason, when
-    // the store's settings let a commit return first.
-    let not_durable = state.store.not_durable();
-    body["durable"] = not_durable.is_none().into();
-    if let Some(why) = not_durable {
+    // the store's settings let a commit return first; not known (null) until the store is
+    // open, since they are read then. The spool's 202 is fsynced either way.
+    if !state.store.is_open() {
+        body["durable"] = serde_json::Value::Null;
+        body["not_durable"] = "not known until the store is open".into();
+    } else if let Some(why) = state.store.not_durable() {
+        body["durable"] = false.into();
         body["not_durable"] = why.into();
+    } else {
+        body["durable"] = true.into();
     }
     Ok(Json(body))
 }

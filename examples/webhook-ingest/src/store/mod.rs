@@ -199,9 +199,14 @@ impl Store {
         self.kind
     }
 
-    /// Whether the store has been opened (it may still fail, as any database may).
+    /// Whether the store has been opened (it may still fail, as any database may); a wrapper
+    /// is as open as the store it holds.
     pub fn is_open(&self) -> bool {
-        self.backend.get().is_some()
+        match self.backend.get() {
+            None => false,
+            Some(Backend::Wrapped(store)) => store.inner().is_open(),
+            Some(_) => true,
+        }
     }
 
     /// Why an answer that says stored may not survive a power cut or a crash of the database
