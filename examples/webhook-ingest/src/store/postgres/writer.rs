@@ -272,7 +272,7 @@ mod tests {
 
     use std::time::{SystemTime, UNIX_EPOCH};
 
-    use super::{commit_batch, Job};
+    use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
     use crate::receive::payload::Commit;
     use crate::store::postgres::PgStore;
     use crate::store::{InboxRow, Ingested, NewInbox, StoreError};
@@ -473,5 +473,56 @@ mod tests {
         assert_eq!(said(&results), ["failed", "failed", "failed"]);
         let stats = store.stats(instance).await.unwrap();
         assert_eq!((stats.deliveries, stats.commits), (0, 0));
+    }
+
+    /// While the writers cannot commit, deliveries past what they hold and the queue's depth
+    /// are answered `QueueFull` at once, never queued without bound; every one taken is stored
+    /// once the writers can go on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn past_the_queue_a_delivery_is_refused_at_once_and_the_rest_are_stored() {
+        // Past what the queue and one batch per writer can hold, by a margin.
+        const SENT: usize = QUEUE_DEPTH + WRITERS * MAX_BATCH + 200;
+        let Some((store, instance, inbox)) =
+            store_with_inbox("past_the_queue_a_delivery_is_refused_at_once").await
+        else {
+            return;
+        };
+        // Writers of their own on the store's pool, held up by a lock on the deliveries:
+        // reads still go, inserts wait for its transaction.
+        let writers = Writers::start(store.pool.clone());
+        let mut holder = store.pool.get().await.unwrap();
+        let lock = holder.transaction().await.unwrap();
+        lock.batch_execute("LOCK TABLE deliveries IN EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let all = futures::future::join_all((0..SENT).map(|n| {
+            let job = job(&instance, &inbox, &format!("q{n:04}"), 1);
+            let writers = writers.clone();
+            async move { writers.ingest(job).await }
+        }));
+        // `join!` polls `all` first: every delivery is offered to the queue while the lock
+        // is held, and the lock goes only after that.
+        let (results, ()) = tokio::join!(all, async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            lock.commit().await.unwrap();
+        });
+        let stored = results
+            .iter()
+            .filter(|r| matches!(r, Ok(Ingested::Stored(1))))
+            .count();
+        let refused = results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::QueueFull)))
+            .count();
+        assert_eq!(stored + refused, SENT, "{:?}", said(&results));
+        assert!(
+            (QUEUE_DEPTH..=QUEUE_DEPTH + WRITERS * MAX_BATCH).contains(&stored),
+            "{stored} taken of {SENT}"
+        );
+        let stats = store.stats(instance).await.unwrap();
+        assert_eq!(
+            (stats.deliveries, stats.commits),
+            (stored as i64, stored as i64)
+        );
     }
 }
