@@ -44,7 +44,8 @@ if ((tested != 0)); then
     exit 1
 fi
 # The group commit's own tests: a failing delivery rolls back alone, a failed commit fails
-# its whole batch, two batches never deadlock, past the queue a delivery is refused at once.
+# its whole batch, two batches never deadlock, past the queue a delivery is refused at once,
+# a batch that panics fails alone and its writer goes on.
 echo "pg-fleet: cargo test --workspace --lib -- store::postgres::writer"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
     --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run' &&

@@ -164,6 +164,8 @@ async fn try_commit_batch(
     let mut client = pool.get().await?;
     let statement = client.prepare_cached(CLAIM_AND_INSERT).await?;
     let tx = client.transaction().await?;
+    #[cfg(test)]
+    tests::panic_if_planted(jobs);
     let mut results = Vec::with_capacity(jobs.len());
     // Pipelined from the first delivery not yet settled: when one fails, the transaction
     // refuses every statement after it, so it is rolled back to its savepoint and the rest
@@ -272,11 +274,23 @@ mod tests {
 
     use std::time::{SystemTime, UNIX_EPOCH};
 
+    use std::time::Duration;
+
     use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
     use crate::receive::payload::Commit;
     use crate::store::postgres::PgStore;
     use crate::store::{InboxRow, Ingested, NewInbox, StoreError};
     use crate::verify::webhook::Vcs;
+
+    /// A delivery whose id starts so makes its batch panic inside its open transaction.
+    const PANICS: &str = "panics-in-its-batch";
+
+    /// The seam of the writer's panic test: no delivery of any other test is named so.
+    pub(super) fn panic_if_planted(jobs: &[&Job]) {
+        if jobs.iter().any(|job| job.delivery_id.starts_with(PANICS)) {
+            panic!("a panic planted in a batch");
+        }
+    }
 
     /// A store on the test database and an inbox of an instance of its own, or `None` (said
     /// on stderr) when no database was given.
@@ -523,6 +537,39 @@ mod tests {
         assert_eq!(
             (stats.deliveries, stats.commits),
             (stored as i64, stored as i64)
+        );
+    }
+
+    /// A batch that panics (here inside its open transaction) fails its own deliveries,
+    /// answered at once and never said stored, and its writer takes the next batch: more
+    /// panics than there are writers, and every delivery after each one is still stored.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_fails_its_batch_alone_and_the_writers_go_on() {
+        let Some((store, instance, inbox)) =
+            store_with_inbox("a_panic_fails_its_batch_alone").await
+        else {
+            return;
+        };
+        let writers = Writers::start(store.pool.clone());
+        let answered = Duration::from_secs(10);
+        for n in 0..2 * WRITERS {
+            let panics = job(&instance, &inbox, &format!("{PANICS}-{n}"), 1);
+            let said = tokio::time::timeout(answered, writers.ingest(panics)).await;
+            assert!(
+                matches!(said, Ok(Err(StoreError::Stopped))),
+                "panic {n}: {said:?}"
+            );
+            let after = job(&instance, &inbox, &format!("after-{n}"), 2);
+            let said = tokio::time::timeout(answered, writers.ingest(after)).await;
+            assert!(
+                matches!(said, Ok(Ok(Ingested::Stored(2)))),
+                "after panic {n}: {said:?}"
+            );
+        }
+        let stats = store.stats(instance).await.unwrap();
+        assert_eq!(
+            (stats.deliveries, stats.commits),
+            (2 * WRITERS as i64, 4 * WRITERS as i64)
         );
     }
 }
