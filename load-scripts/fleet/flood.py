@@ -2,7 +2,7 @@
 """An unauthenticated flood and the real senders after it, for flood.sh; standard library only.
 Every request goes to 127.0.0.1. Subcommands:
 
-  wait-known URL COUNT               waits until the instance knows COUNT inboxes
+  wait-known ENV URL                 waits until the instance knows every inbox ENV made
   flood URL FIRST COUNT BYTES WANT   COUNT made-up GitHub pushes of BYTES bytes at once, each to
                                      an instance and inbox that never existed, signed with
                                      nothing; prints the answers and the spools; fails unless
@@ -11,8 +11,9 @@ Every request goes to 127.0.0.1. Subcommands:
                                      unverified spool holds BOUND bytes, to a record, no more)
   real ENV URL PER_PROVIDER          signed pushes of every provider to the known inboxes, at
                                      once; fails unless every one is answered 202 queued
-  stored ROWS COUNT                  fails unless ROWS (hookload's) holds the COUNT real
-                                     deliveries, each with its commits, and nothing else
+  stored ROWS PER_PROVIDER           fails unless ROWS (hookload's) holds the real deliveries,
+                                     PER_PROVIDER of every provider, each with its commits, and
+                                     nothing else
 """
 
 import json
@@ -33,7 +34,8 @@ def health(url):
     return body
 
 
-def wait_known(url, count):
+def wait_known(env_path, url):
+    count = len(json.load(open(env_path))["inboxes"])
     deadline = time.monotonic() + KNOWN_TIMEOUT_S
     while health(url)["spool"].get("known_inboxes") != count:
         if time.monotonic() > deadline:
@@ -115,7 +117,8 @@ def real(env_path, url, per_provider):
         die("MISMATCH: a real delivery was not acknowledged")
 
 
-def stored(rows_path, count):
+def stored(rows_path, per_provider):
+    count = len(PROVIDERS) * per_provider
     rows = hookload.read_rows(rows_path)
     real_rows = [d for d, (commits, _, kept) in rows.items()
                  if d.startswith("real-") and commits == kept == 2]
@@ -128,7 +131,7 @@ def stored(rows_path, count):
 
 def main(argv):
     commands = {
-        "wait-known": (2, lambda a: wait_known(a[0], int(a[1]))),
+        "wait-known": (2, lambda a: wait_known(a[0], a[1])),
         "flood": (5, lambda a: flood(a[0], int(a[1]), int(a[2]), int(a[3]), a[4])),
         "real": (3, lambda a: real(a[0], a[1], int(a[2]))),
         "stored": (2, lambda a: stored(a[0], int(a[1]))),

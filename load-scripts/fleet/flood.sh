@@ -22,7 +22,7 @@ LARGE_BYTES=$((4 << 20))
 SMALL=160
 SMALL_BYTES=$((512 << 10))
 UNVERIFIED_BOUND=$((64 << 20))
-REAL_PER_PROVIDER=10
+REAL_PER_PROVIDER=6
 
 fleet_begin '[--release]' '' "$@"
 work=$FLEET_WORK
@@ -32,7 +32,7 @@ ingest_start f1 "$PG_URL"
 url=$(ingest_url f1)
 echo "flood: one instance $url on postgres :$PG_PORT"
 "${HOOKLOAD[@]}" setup "$url" "$work/env.json"
-"${FLOOD[@]}" wait-known "$url" 3
+"${FLOOD[@]}" wait-known "$work/env.json" "$url"
 pg_stop
 echo "flood: postgres stopped"
 
@@ -44,7 +44,7 @@ port=${INGEST_PORT[f1]}
 ingest_kill f1 KILL
 echo "flood: f1 killed with SIGKILL while the database is down; restarting it on its spool"
 ingest_start f1 "$PG_URL" "$port"
-"${FLOOD[@]}" wait-known "$url" 3
+"${FLOOD[@]}" wait-known "$work/env.json" "$url"
 "${FLOOD[@]}" flood "$url" 2000 "$LARGE" "$SMALL_BYTES" none
 "${FLOOD[@]}" real "$work/env.json" "$url" "$REAL_PER_PROVIDER"
 echo "flood: the spool directory holds $(du -sb "$work/f1.spool" | cut -f1) B"
@@ -53,5 +53,5 @@ pg_restart
 echo "flood: postgres back"
 "${HOOKLOAD[@]}" drained "$url"
 pg_sql "COPY ($("${HOOKLOAD[@]}" rows-sql)) TO STDOUT" >"$work/rows.tsv"
-"${FLOOD[@]}" stored "$work/rows.tsv" $((3 * REAL_PER_PROVIDER))
+"${FLOOD[@]}" stored "$work/rows.tsv" "$REAL_PER_PROVIDER"
 echo "flood: OK"

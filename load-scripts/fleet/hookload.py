@@ -36,7 +36,7 @@ import time
 # case under this load, far below a run's length.
 REQUEST_TIMEOUT_S = 15
 # The fleet load, per provider: deliveries, and how many carry no commits (tag pushes).
-FLEET_PUSHES = 120
+FLEET_PUSHES = 72
 FLEET_SENDERS = 24
 # Copies of one delivery sent at the same instant, each to the next instance.
 REDELIVERY_COPIES = 20
@@ -44,7 +44,9 @@ FLEET_BAD_SIGNATURES = 45
 FLEET_IGNORED = 45
 # Commits in a push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the mix.
 MAX_COMMITS = 6
-PROVIDERS = ("github", "gitlab", "bitbucket")
+PROVIDERS = ("github", "gitlab", "bitbucket", "gitea", "forgejo")
+# Where each provider's push says it came from (Gitea's and Forgejo's payloads are GitHub's).
+REPOSITORIES = {"github": "acme/widgets", "gitea": "acme/sprockets", "forgejo": "acme/cogs"}
 
 ROWS_SQL = (
     "SELECT d.delivery_id, d.commit_count, d.redeliveries, "
@@ -138,7 +140,7 @@ def push_body(vcs, delivery, commits):
                 {"hash": c["sha"], "message": c["message"], "date": c["when"],
                  "author": {"raw": c["author"]}} for c in listed]}]}}
     else:
-        repository = ({"repository": {"full_name": "acme/widgets"}} if vcs == "github"
+        repository = ({"repository": {"full_name": REPOSITORIES[vcs]}} if vcs in REPOSITORIES
                       else {"project": {"path_with_namespace": "acme/gadgets"}})
         payload = dict(repository, ref="refs/heads/main", commits=[
             {"id": c["sha"], "message": c["message"], "timestamp": c["when"],
@@ -148,7 +150,16 @@ def push_body(vcs, delivery, commits):
 
 def headers(env, vcs, delivery, body, event=None, secret=None):
     secret = secret or env["inboxes"][vcs]["secret"]
-    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    signature = "sha256=" + digest
+    # As Gitea sends it: its own headers, Gogs' and GitHub's; Forgejo adds its own to those.
+    gitea = {f"x-{name}-{part}": value for name in ("gitea", "gogs")
+             for part, value in (("event", event or "push"), ("delivery", delivery),
+                                 ("signature", digest))}
+    gitea.update({"x-github-event": event or "push", "x-github-delivery": delivery,
+                  "x-hub-signature-256": signature})
+    forgejo = dict(gitea, **{"x-forgejo-event": event or "push", "x-forgejo-delivery": delivery,
+                             "x-forgejo-signature": digest})
     own = {
         "github": {"x-github-event": event or "push", "x-github-delivery": delivery,
                    "x-hub-signature-256": signature},
@@ -156,6 +167,8 @@ def headers(env, vcs, delivery, body, event=None, secret=None):
                    "x-gitlab-token": secret},
         "bitbucket": {"x-event-key": event or "repo:push", "x-request-uuid": delivery,
                       "x-hub-signature": signature},
+        "gitea": gitea,
+        "forgejo": forgejo,
     }[vcs]
     return dict(own, **{"content-type": "application/json"})
 
@@ -184,7 +197,8 @@ def run_parallel(senders, work):
 def fleet_jobs(env, instances):
     """Every request of the fleet load but the redelivery bursts: (instance, vcs, delivery,
     event, secret, commits, expected status, expected label)."""
-    ignored = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created"}
+    ignored = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created",
+               "gitea": "issues", "forgejo": "issues"}
     jobs = []
     for p, vcs in enumerate(PROVIDERS):
         for n in range(FLEET_PUSHES):
@@ -374,7 +388,7 @@ def storm(env_path, log_path, prefix, count, senders, urls):
                 n = next(counter, None)
             if n is None:
                 return
-            vcs, delivery, commits = PROVIDERS[n % 3], f"{prefix}-{n}", 1 + n % (MAX_COMMITS - 1)
+            vcs, delivery, commits = PROVIDERS[n % len(PROVIDERS)], f"{prefix}-{n}", 1 + n % (MAX_COMMITS - 1)
             body = push_body(vcs, delivery, commits)
             status, answer, _ = conns[n % len(urls)].request(
                 "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))

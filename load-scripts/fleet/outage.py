@@ -71,7 +71,7 @@ def storm(env_path, log_path, seconds, senders, urls):
         while time.monotonic() < stop:
             with lock:
                 n = next(counter)
-            vcs, commits = PROVIDERS[n % 3], 1 + n % (hookload.MAX_COMMITS - 1)
+            vcs, commits = PROVIDERS[n % len(PROVIDERS)], 1 + n % (hookload.MAX_COMMITS - 1)
             delivery = f"outage-{n}"
             body = push_body(vcs, delivery, commits)
             send(conns, n % len(urls), vcs, delivery, commits, body)

@@ -4,8 +4,8 @@
 # Starts a throwaway PostgreSQL (temporary data directory, a free port, a password for the
 # service's role), starts three instances on it at the same moment (their migrations race
 # and must not collide), and sends parallel load spread across them: pushes from GitHub,
-# GitLab and Bitbucket, 20 copies of one delivery at once to different instances (per
-# provider), bad signatures and ignored events. Then it reconciles: the deliveries and
+# GitLab, Bitbucket, Gitea and Forgejo, 20 copies of one delivery at once to different
+# instances (per provider), bad signatures and ignored events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
 # and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
 # Before the load it runs the service's own PostgreSQL tests on the same server, those of its

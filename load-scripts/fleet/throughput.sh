@@ -4,7 +4,7 @@
 # row: deliveries acknowledged (202 queued, flushed to disk) per second by the PostgreSQL
 # instance with its database stopped.
 #
-# Each level sends DELIVERIES fresh pushes (1 to 5 commits each, the three providers in turn)
+# Each level sends DELIVERIES fresh pushes (1 to 5 commits each, the five providers in turn)
 # over keep-alive connections from python3 threads to a fresh store, and counts the 201s.
 # The client is a Python process on the same 2-core machine, so the figures are what this
 # machine sustains end to end, not the service's ceiling. Everything it starts is stopped by
