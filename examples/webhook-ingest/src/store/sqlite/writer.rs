@@ -375,15 +375,7 @@ mod tests {
     /// committed.
     #[test]
     fn a_batch_commits_once_and_a_failing_job_rolls_back_alone() {
-        let path = std::env::temp_dir().join(format!(
-            "faultline-batch-{}-{:?}.db",
-            std::process::id(),
-            std::time::SystemTime::now()
-        ));
-        let connection = Connection::open(&path).unwrap();
-        connection
-            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
-            .unwrap();
+        let (path, connection) = table_of_keys("batch");
         let log: Log = Arc::default();
         let (jobs, queue) = mpsc::sync_channel(8);
         for (key, panics) in [(1, false), (1, false), (2, true), (3, false)] {
@@ -404,15 +396,7 @@ mod tests {
                 "answered 3 stored",
             ]
         );
-        let read = Connection::open(&path).unwrap();
-        let keys: Vec<i64> = read
-            .prepare("SELECT k FROM t ORDER BY k")
-            .unwrap()
-            .query_map([], |row| row.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(keys, [1, 3]);
+        assert_eq!(keys(&path), [1, 3]);
         let _ = std::fs::remove_file(&path);
     }
 
@@ -437,6 +421,21 @@ mod tests {
         })
     }
 
+    /// A fresh database file named after `test`, holding the table of keys the jobs insert.
+    fn table_of_keys(test: &str) -> (std::path::PathBuf, Connection) {
+        let path = std::env::temp_dir().join(format!(
+            "faultline-{test}-{}-{:?}.db",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .unwrap();
+        (path, connection)
+    }
+
+    /// The keys committed to the table at `path`, in order.
     fn keys(path: &std::path::Path) -> Vec<i64> {
         Connection::open(path)
             .unwrap()
@@ -456,15 +455,7 @@ mod tests {
     #[test]
     fn a_savepoint_that_cannot_be_ended_fails_its_whole_batch() {
         for kept in [true, false] {
-            let path = std::env::temp_dir().join(format!(
-                "faultline-savepoint-{kept}-{}-{:?}.db",
-                std::process::id(),
-                std::time::SystemTime::now()
-            ));
-            let connection = Connection::open(&path).unwrap();
-            connection
-                .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
-                .unwrap();
+            let (path, connection) = table_of_keys(&format!("savepoint-{kept}"));
             let log: Log = Arc::default();
             let (jobs, queue) = mpsc::sync_channel(8);
             jobs.send(insert(1, false, &log)).unwrap();
