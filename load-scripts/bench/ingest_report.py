@@ -48,37 +48,46 @@ def commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+def ratio_cell(rs: list[float]) -> str:
+    """A median ratio and its repetitions, or a dash when none ran."""
+    return f"{median(rs):.2f}× ({', '.join(f'{r:.2f}' for r in rs)})" if rs else "–"
+
+
+def took(results: dict) -> str:
+    """How long the run took and how loaded the machine was meanwhile."""
+    loads = results["loads"]
+    return (f"Took {results['took_s'] / 60:.1f} min; the 1-minute load average ran from "
+            f"{min(loads):.1f} to {max(loads):.1f}.")
+
+
+def table_head(levels: list[int]) -> list[str]:
+    return ["| receiver | " + " | ".join(f"{n} connection{'s' if n > 1 else ''}" for n in levels)
+            + " |", "|---|" + "---|" * len(levels)]
+
+
 def render(results: dict) -> str:
     levels = results["levels"]
     runs = results["runs"]
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
-    loads = results["loads"]
     lines = [
         f"Run of {when}, commit `{results.get('commit') or commit()}`, 2 cores, `ingest.sh {results['command']}`: "
         f"wrk -t2 for {results['duration']:g} s per run, {results['reps']} repetitions, a fresh "
-        f"server and SQLite file per run, the targets alternating. Took "
-        f"{results['took_s'] / 60:.1f} min; the 1-minute load average ran from "
-        f"{min(loads):.1f} to {max(loads):.1f}. Each cell: median acknowledged deliveries/s "
+        f"server and SQLite file per run, the targets alternating. {took(results)} "
+        f"Each cell: median acknowledged deliveries/s "
         f"(min–max), median p99, median server CPU per acknowledged delivery. Every "
         f"acknowledged delivery of every run was found in its store afterwards.",
         "",
-        "| receiver | " + " | ".join(f"{n} connection{'s' if n > 1 else ''}" for n in levels) + " |",
-        "|---|" + "---|" * len(levels),
+        *table_head(levels),
     ]
     for target in results["targets"]:
         cells = [cell([r for r in runs if r["target"] == target["name"] and r["connections"] == n])
                  for n in levels]
         lines.append(f"| {target['title']} | " + " | ".join(cells) + " |")
-    ratio_cells = []
-    for n in levels:
-        rs = ratios(results, n)
-        ratio_cells.append(f"{median(rs):.2f}× ({', '.join(f'{r:.2f}' for r in rs)})" if rs else "–")
-    lines.append("| this service ÷ hand-written NORMAL, per repetition | " + " | ".join(ratio_cells) + " |")
+    lines.append("| this service ÷ hand-written NORMAL, per repetition | "
+                 + " | ".join(ratio_cell(ratios(results, n)) for n in levels) + " |")
     if any(t["name"] == "today" for t in results["targets"]):
-        before = [ratios(results, n, "service", "today") for n in levels]
         lines.append("| this service ÷ the service before, per repetition | " + " | ".join(
-            f"{median(rs):.2f}× ({', '.join(f'{r:.2f}' for r in rs)})" if rs else "–"
-            for rs in before) + " |")
+            ratio_cell(ratios(results, n, "service", "today")) for n in levels) + " |")
     lines += ["", *verdicts(results)]
     return "\n".join(lines)
 
@@ -117,23 +126,20 @@ def wal_cell(runs: list[dict]) -> str:
 def render_postgres(results: dict) -> str:
     levels, runs = results["levels"], results["runs"]
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
-    loads = results["loads"]
     config = ", ".join(f"`{k}={v}`" for k, v in results["postgres"].items())
     lines = [
         f"Run of {when}, commit `{results['commit']}`, 2 cores, `ingest.sh {results['command']}`: "
         f"wrk -t2 for {results['duration']:g} s per run, {results['reps']} repetitions, one "
         f"PostgreSQL server for the run ({config}; on the same ext4 disk as the SQLite files), "
-        f"a fresh database or SQLite file per run, the targets alternating. Took "
-        f"{results['took_s'] / 60:.1f} min; the 1-minute load average ran from "
-        f"{min(loads):.1f} to {max(loads):.1f}. Cells as in the table above (the service's "
+        f"a fresh database or SQLite file per run, the targets alternating. {took(results)} "
+        f"Cells as in the table above (the service's "
         f"own CPU); on PostgreSQL, per acknowledged delivery, the median WAL flushes "
         f"(`pg_stat_wal.wal_sync`), commits of the run's database "
         f"(`pg_stat_database.xact_commit`, the read-only look-up of the inbox included) and "
         f"CPU of the PostgreSQL server's processes. Every acknowledged delivery of every run "
         f"was found in its store afterwards.",
         "",
-        "| receiver | " + " | ".join(f"{n} connection{'s' if n > 1 else ''}" for n in levels) + " |",
-        "|---|" + "---|" * len(levels),
+        *table_head(levels),
     ]
     for target in results["targets"]:
         at = [[r for r in runs if r["target"] == target["name"] and r["connections"] == n]
@@ -142,12 +148,8 @@ def render_postgres(results: dict) -> str:
         if target.get("store") == "postgres":
             lines.append("| … PostgreSQL per delivery | " + " | ".join(wal_cell(rs) for rs in at) + " |")
     if any(t["name"] == "today-pg" for t in results["targets"]):
-        cells = []
-        for n in levels:
-            rs = ratios(results, n, "service-pg", "today-pg")
-            cells.append(f"{median(rs):.2f}× ({', '.join(f'{r:.2f}' for r in rs)})")
-        lines.append("| group commit ÷ a transaction per delivery, per repetition | "
-                     + " | ".join(cells) + " |")
+        lines.append("| group commit ÷ a transaction per delivery, per repetition | " + " | ".join(
+            ratio_cell(ratios(results, n, "service-pg", "today-pg")) for n in levels) + " |")
     return "\n".join(lines)
 
 
