@@ -70,6 +70,11 @@ impl Rate {
         }
         allowed
     }
+
+    /// Whether one more refusal may be kept now.
+    fn take_now(&self) -> bool {
+        self.take(self.since.elapsed().as_secs())
+    }
 }
 
 impl RefusalCounts {
@@ -139,7 +144,7 @@ pub async fn record_refusal(
     inbox: &str,
     refusal: Refusal,
 ) {
-    if !counts.rate.take(counts.rate.since.elapsed().as_secs()) {
+    if !counts.rate.take_now() {
         counts.skipped.fetch_add(1, Ordering::Relaxed);
         return;
     }
