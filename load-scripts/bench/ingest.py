@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from receivers import BenchFailure, Receiver
-from ingest_report import PG_BEGIN, PG_END, commit, render, render_postgres, write_section
+from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, commit, render, render_postgres,
+                           write_section)
 from pgserver import PgServer, SETTINGS as PG_SETTINGS
 
 HERE = Path(__file__).resolve().parent
@@ -201,16 +202,12 @@ def main() -> int:
 
 def report(results: dict, write: str | None) -> None:
     """Prints the table, and rewrites its section of `write` when given."""
-    if results.get("postgres"):
-        table = render_postgres(results)
-        print(table)
-        if write:
-            write_section(Path(write), table, PG_BEGIN, PG_END)
-    else:
-        table = render(results)
-        print(table)
-        if write:
-            write_section(Path(write), table)
+    on_postgres = bool(results.get("postgres"))
+    table = render_postgres(results) if on_postgres else render(results)
+    print(table)
+    if write:
+        section = (PG_BEGIN, PG_END) if on_postgres else (BEGIN, END)
+        write_section(Path(write), table, *section)
 
 
 def measure(args: argparse.Namespace, plan: list[dict], levels: list[int], tmp: Path,

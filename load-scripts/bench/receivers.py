@@ -55,8 +55,7 @@ class Receiver:
             argv += ["--secret", PLAIN_SECRET]
         self.out = open(work / "server.out", "w+")
         self.log = open(work / "server.log", "w")
-        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.log,
-                                     env={**server_env(), **target.get("env", {})})
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.log, env=server_env())
         self.port = self._wait_for_port()
         self.path, self.secret = self._inbox()
 
