@@ -7,7 +7,8 @@ use http::{HeaderName, StatusCode};
 use tracing::Level;
 
 use crate::limits::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CHAIN_LINKS, DEFAULT_MAX_DRAIN_BYTES,
+    DEFAULT_MAX_DRAIN_TIME, DEFAULT_MAX_FINGERPRINTS, DEFAULT_MAX_GROUPS,
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_ROUTES, DEFAULT_MAX_SERIES, DEFAULT_REPORTS_PER_WINDOW,
     DEFAULT_REPORT_WINDOW, DEFAULT_REQUEST_ID_HEADER,
 };
@@ -22,6 +23,18 @@ pub(crate) struct Config {
     pub(crate) request_id_header: HeaderName,
     pub(crate) type_base: Option<Cow<'static, str>>,
     pub(crate) report_levels: ReportLevels,
+    /// What the layer reads of a request body left unread by the answer, so that its
+    /// connection can be kept (see [`Drain`]).
+    pub(crate) drain: Drain,
+}
+
+/// The bounds of reading what an answer left of its request body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Drain {
+    /// The most bytes read; 0 never reads, and every such answer says `connection: close`.
+    pub(crate) max_bytes: u64,
+    /// The longest wait for them.
+    pub(crate) max_time: Duration,
 }
 
 impl Default for Config {
@@ -34,6 +47,10 @@ impl Default for Config {
             request_id_header: DEFAULT_REQUEST_ID_HEADER,
             type_base: None,
             report_levels: ReportLevels::default(),
+            drain: Drain {
+                max_bytes: DEFAULT_MAX_DRAIN_BYTES,
+                max_time: DEFAULT_MAX_DRAIN_TIME,
+            },
         }
     }
 }

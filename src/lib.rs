@@ -177,7 +177,9 @@ pub mod ledger {
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
     //! error budget per route ([`RouteBudget`]).
 
-    pub use crate::count::{Group, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+    pub use crate::count::{
+        Group, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, UnreadBodies,
+    };
     pub use crate::export::PROMETHEUS_TEXT;
     pub use crate::limits::TREND_MINUTES;
     pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};

@@ -52,6 +52,19 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// own cap, with some detail left.
 pub const MIN_BODY_BYTES: usize = 1024;
 
+/// Default cap on the unread rest of a request body that the layer reads and discards so
+/// that its HTTP/1.1 connection can serve the next request. Go's `net/http` discards 256 KiB;
+/// a webhook receiver refuses whole deliveries before reading them, and a push event is often
+/// larger than that, while reading a mebibyte from a kept connection costs less than the new
+/// connection (and, behind a proxy, the lost request) that closing it forces. A rest declared
+/// longer than this is not read at all: the answer says `connection: close`.
+pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 1024 * 1024;
+
+/// Default time the layer waits for the unread rest of a request body before it gives up and
+/// answers with `connection: close`: ASP.NET Core's Kestrel drains for the same five
+/// seconds. A client that trickles its body holds no worker meanwhile, only its answer.
+pub const DEFAULT_MAX_DRAIN_TIME: Duration = Duration::from_secs(5);
+
 /// The header a request id is read from when the request carries one, and written to on
 /// every problem response. tower-http's `SetRequestIdLayer` uses the same name by default.
 pub const DEFAULT_REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id");

@@ -104,8 +104,9 @@ async fn overload_from_load_shed_is_a_503() {
         }));
     let mut first = service.clone();
     let first = tokio::spawn(async move {
-        first
-            .ready()
+        // As with axum's router, the request's body type is named for `ready`: the service
+        // takes any body.
+        ServiceExt::<Request<Body>>::ready(&mut first)
             .await
             .unwrap()
             .call(get_request("/a"))

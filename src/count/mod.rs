@@ -11,7 +11,9 @@ pub use failures::Group;
 pub(crate) use ledger::ToReport;
 #[cfg(all(test, not(loom)))]
 pub(crate) use ledger::TALLY_PANICS;
-pub use ledger::{Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot};
+pub use ledger::{
+    Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, UnreadBodies,
+};
 #[cfg(all(test, not(loom)))]
 pub(crate) use stripe::this_thread;
 pub(crate) use striped_arc::{Handles as StripedHandles, StripedArc};

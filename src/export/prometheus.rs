@@ -80,8 +80,28 @@ impl Snapshot {
             }
             let _ = writeln!(out, "\"}} {}", series.count);
         }
+        push_unread_bodies(&mut out, self);
         out
     }
+}
+
+/// What the layer did with request bodies that answers left unread: drained (the connection
+/// kept) or left with `connection: close`, and the bytes it read to do so.
+fn push_unread_bodies(out: &mut String, snapshot: &Snapshot) {
+    let unread = snapshot.unread_bodies;
+    let _ = write!(
+        out,
+        "# HELP faultline_unread_bodies_total Request bodies an HTTP/1.1 answer left unread: \
+         drained so that the connection serves the next request, or closed with a word.\n\
+         # TYPE faultline_unread_bodies_total counter\n\
+         faultline_unread_bodies_total{{action=\"drained\"}} {}\n\
+         faultline_unread_bodies_total{{action=\"closed\"}} {}\n\
+         # HELP faultline_unread_body_bytes_total Bytes of unread request bodies read and \
+         discarded.\n\
+         # TYPE faultline_unread_body_bytes_total counter\n\
+         faultline_unread_body_bytes_total {}\n",
+        unread.drained, unread.closed, unread.drained_bytes
+    );
 }
 
 /// One line of `faultline_route_requests_total`; `class` is empty or a `class` label.

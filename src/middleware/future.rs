@@ -12,6 +12,10 @@
 //!
 //! "Answer" renders the problem body, reports and counts the failure, and ends in `Done`.
 //!
+//! Whichever way the response leaves, a request body it left unread (a tapped body dropped
+//! before its end) is read first, in `Draining`, or the response says `connection: close`
+//! ([`drain`](super::drain)).
+//!
 //! A request that a layer of the same ledger outside this one counts already has no guard
 //! here: `Passing` passes the inner response on as it is, or a service error out as a
 //! [`PassedFailure`] summary; `Failed` passes its summary out the same way.
@@ -32,6 +36,7 @@ use tower::BoxError;
 use crate::error::mark;
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
+use crate::middleware::drain::{close, Drain, Plan, Tap};
 use crate::middleware::guard::{PassedFailure, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
@@ -46,6 +51,8 @@ pin_project! {
         #[pin]
         state: State<F, B>,
         guard: Option<RequestGuard>,
+        // The request body's tap, when it had a body on HTTP/1.x.
+        tap: Option<Tap>,
     }
 }
 
@@ -60,24 +67,28 @@ pin_project! {
         Failed { summary: Option<Box<Summary>> },
         // A request an outer layer of the same ledger counts: passed through.
         Passing { #[pin] future: F, handle: Arc<StripeHandle> },
+        // The response is made; what it left of the request body is read first.
+        Draining { response: Option<Response<FaultBody<B>>>, drain: Drain, handle: Arc<StripeHandle> },
         Done,
     }
 }
 
 impl<F, B> ResponseFuture<F, B> {
-    pub(crate) fn calling(future: F, guard: RequestGuard) -> Self {
+    pub(crate) fn calling(future: F, guard: RequestGuard, tap: Option<Tap>) -> Self {
         Self {
             state: State::Calling { future },
             guard: Some(guard),
+            tap,
         }
     }
 
-    pub(crate) fn failed(summary: Box<Summary>, guard: RequestGuard) -> Self {
+    pub(crate) fn failed(summary: Box<Summary>, guard: RequestGuard, tap: Option<Tap>) -> Self {
         Self {
             state: State::Failed {
                 summary: Some(summary),
             },
             guard: Some(guard),
+            tap,
         }
     }
 
@@ -86,6 +97,7 @@ impl<F, B> ResponseFuture<F, B> {
         Self {
             state: State::Passing { future, handle },
             guard: None,
+            tap: None,
         }
     }
 
@@ -96,6 +108,7 @@ impl<F, B> ResponseFuture<F, B> {
                 summary: Some(summary),
             },
             guard: None,
+            tap: None,
         }
     }
 }
@@ -111,6 +124,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        if let StateProj::Draining { .. } = this.state.as_mut().project() {
+            return poll_draining(this.state, cx).map(Ok);
+        }
         loop {
             let Some(guard) = this.guard.as_mut() else {
                 return poll_passing(this.state, cx).map(Ok);
@@ -124,7 +140,12 @@ where
                             // once more.
                             this.state.set(State::Done);
                             let guard = this.guard.take().expect("checked above");
-                            return Poll::Ready(Ok(pass(response, guard)));
+                            let Some(tap) = this.tap.take() else {
+                                return Poll::Ready(Ok(pass(response, guard)));
+                            };
+                            let handle = guard.handle().clone();
+                            let response = pass(response, guard);
+                            return leave(this.state, tap, handle, response, cx).map(Ok);
                         }
                         polled => failed_or_marked(polled, guard.config()),
                     }
@@ -139,10 +160,12 @@ where
                 StateProj::Failed { summary } => {
                     Step::Answer(None, *summary.take().expect("taken once"))
                 }
-                StateProj::Passing { .. } | StateProj::Done => {
+                StateProj::Passing { .. } | StateProj::Draining { .. } | StateProj::Done => {
                     panic!("ResponseFuture polled after completion")
                 }
             };
+            // Only a tapped request needs the shared state once the guard is gone.
+            let handle = this.tap.as_ref().map(|_| guard.handle().clone());
             let response = match step {
                 Step::Pending => return Poll::Pending,
                 Step::Read(head, body) => {
@@ -171,7 +194,10 @@ where
                     answer(this.guard.take().expect("checked above"), head, summary)
                 }
             };
-            return Poll::Ready(Ok(response));
+            return match (this.tap.take(), handle) {
+                (Some(tap), Some(handle)) => leave(this.state, tap, handle, response, cx).map(Ok),
+                _ => Poll::Ready(Ok(response)),
+            };
         }
     }
 }
@@ -205,6 +231,57 @@ where
     response
         .extensions_mut()
         .insert(PassedFailure(Arc::new(summary)));
+    Poll::Ready(response)
+}
+
+/// Lets `response` leave: at once, with `connection: close`, or once what it left of the
+/// request body is read.
+fn leave<F, B>(
+    mut state: Pin<&mut State<F, B>>,
+    tap: Tap,
+    handle: Arc<StripeHandle>,
+    mut response: Response<FaultBody<B>>,
+    cx: &mut Context<'_>,
+) -> Poll<Response<FaultBody<B>>> {
+    match tap.plan(&handle.config.drain) {
+        Plan::Keep => Poll::Ready(response),
+        Plan::Close => {
+            close(&mut response, &handle.ledger, 0);
+            Poll::Ready(response)
+        }
+        Plan::Drain(drain) => {
+            state.set(State::Draining {
+                response: Some(response),
+                drain,
+                handle,
+            });
+            poll_draining(state, cx)
+        }
+    }
+}
+
+/// Reads the rest of the request body, then lets the response leave, with
+/// `connection: close` if the rest could not be read within the bounds.
+fn poll_draining<F, B>(
+    mut state: Pin<&mut State<F, B>>,
+    cx: &mut Context<'_>,
+) -> Poll<Response<FaultBody<B>>> {
+    let StateProj::Draining {
+        response,
+        drain,
+        handle,
+    } = state.as_mut().project()
+    else {
+        unreachable!("polled while draining")
+    };
+    let kept = ready!(drain.poll_drain(cx));
+    let mut response = response.take().expect("taken once");
+    if kept {
+        handle.ledger.unread_body(true, drain.read());
+    } else {
+        close(&mut response, &handle.ledger, drain.read());
+    }
+    state.set(State::Done);
     Poll::Ready(response)
 }
 

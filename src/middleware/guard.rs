@@ -212,6 +212,11 @@ impl Record {
         &self.shared.config
     }
 
+    /// The shared state, through the handle of the thread that started the request.
+    pub(crate) fn handle(&self) -> &Arc<StripeHandle> {
+        &self.shared
+    }
+
     /// Runs `f`, a [`catch`] around a call or a poll of the inner service, with the thread
     /// noting that it is inside a request this guard's ledger counts: a layer of the same
     /// ledger called inside passes the request through, and may name its route. Notes nest, for

@@ -199,6 +199,42 @@ impl FaultLayer {
         self
     }
 
+    /// Caps what the layer reads of a request body that an HTTP/1.1 answer left unread, so that
+    /// the connection can serve the next request; default
+    /// [`DEFAULT_MAX_DRAIN_BYTES`](crate::limits::DEFAULT_MAX_DRAIN_BYTES). A rest declared
+    /// longer is not read at all, and one found longer stops being read: either way the answer
+    /// says `connection: close`, so the client opens a new connection for its next request
+    /// instead of losing it. 0 reads nothing and closes every such connection.
+    ///
+    /// hyper closes a connection whose request body was left unread after the answer, without
+    /// a word; the client's next request on it is lost unseen. The answer waits for the read,
+    /// as Go's `net/http` makes it wait, so that a client that sends its whole request before
+    /// it reads (most do) is not left blocked. HTTP/2 is left as it is. What draining costs
+    /// and what it keeps is counted: [`Snapshot::unread_bodies`](crate::ledger::Snapshot::unread_bodies).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let layer = faultline::FaultLayer::new()
+    ///     .max_drain_bytes(256 * 1024) // Go's bound
+    ///     .max_drain_time(Duration::from_secs(2));
+    /// # let _ = layer;
+    /// ```
+    pub fn max_drain_bytes(mut self, bytes: u64) -> Self {
+        self.config_mut().drain.max_bytes = bytes;
+        self
+    }
+
+    /// Caps how long the layer waits for the unread rest of a request body before the answer
+    /// leaves with `connection: close`; default
+    /// [`DEFAULT_MAX_DRAIN_TIME`](crate::limits::DEFAULT_MAX_DRAIN_TIME). A client that trickles
+    /// its body holds its answer this long at most, and no worker meanwhile. See
+    /// [`max_drain_bytes`](Self::max_drain_bytes).
+    pub fn max_drain_time(mut self, time: std::time::Duration) -> Self {
+        self.config_mut().drain.max_time = time;
+        self
+    }
+
     /// The level of each kind of failure event; see [`ReportLevels`].
     pub fn report_levels(mut self, levels: ReportLevels) -> Self {
         self.config_mut().report_levels = levels;

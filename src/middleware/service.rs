@@ -11,6 +11,7 @@ use http_body::Body;
 use tower::{BoxError, Layer, Service};
 
 use crate::middleware::body::FaultBody;
+use crate::middleware::drain::tap;
 use crate::middleware::future::ResponseFuture;
 use crate::middleware::guard::{counted_by, passing_through, RequestGuard};
 use crate::middleware::layer::FaultLayer;
@@ -22,6 +23,11 @@ use crate::summary::Summary;
 
 /// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.
+///
+/// The inner service gets the request with an [`axum::body::Body`], as axum's router and
+/// `axum::serve` give every service: on HTTP/1.x the body is watched, so that what an answer
+/// leaves of it is read and discarded within bounds, or the answer says `connection: close`
+/// ([`FaultLayer::max_drain_bytes`](crate::FaultLayer::max_drain_bytes)).
 #[derive(Debug)]
 pub struct FaultService<S> {
     inner: S,
@@ -48,8 +54,10 @@ impl<S: Clone> Clone for FaultService<S> {
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for FaultService<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<axum::body::Body>, Response = Response<ResBody>>,
     S::Error: Into<BoxError>,
+    ReqBody: Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Into<BoxError>,
     ResBody: Body<Data = Bytes>,
     ResBody::Error: Into<BoxError>,
 {
@@ -86,15 +94,18 @@ where
             return self.pass_through(request);
         }
         let mut guard = RequestGuard::start(self.handle.clone(), &request);
+        // Tapped before anything can drop it: a request refused here leaves its body too.
+        let (request, tap) = tap(request);
         if let Some(summary) = self.not_ready.take() {
-            return ResponseFuture::failed(summary, guard);
+            drop(request);
+            return ResponseFuture::failed(summary, guard, tap);
         }
         let inner = &mut self.inner;
         // The closure holds the request by reference, so that it is moved once, into the call,
         // and not with the closure through the catch.
         let mut request = Some(request);
         match guard.counting(|| catch(|| inner.call(request.take().expect("called once")))) {
-            Ok(future) => ResponseFuture::calling(future, guard),
+            Ok(future) => ResponseFuture::calling(future, guard, tap),
             Err(payload) => {
                 let summary = Summary::from_panic(
                     Outcome::Panicked,
@@ -102,7 +113,7 @@ where
                     *payload,
                     &self.handle.config,
                 );
-                ResponseFuture::failed(Box::new(summary), guard)
+                ResponseFuture::failed(Box::new(summary), guard, tap)
             }
         }
     }
@@ -147,12 +158,18 @@ impl<S> FaultService<S> {
         request: Request<ReqBody>,
     ) -> ResponseFuture<S::Future, ResBody>
     where
-        S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+        S: Service<Request<axum::body::Body>, Response = Response<ResBody>>,
+        ReqBody: Body<Data = Bytes> + Send + 'static,
+        ReqBody::Error: Into<BoxError>,
     {
         passing_through(interned_route(&request));
         match self.not_ready.take() {
             Some(summary) => ResponseFuture::passing_failure(summary),
-            None => ResponseFuture::passing(self.inner.call(request), self.handle.clone()),
+            // The counting layer outside tapped the body already.
+            None => ResponseFuture::passing(
+                self.inner.call(request.map(axum::body::Body::new)),
+                self.handle.clone(),
+            ),
         }
     }
 

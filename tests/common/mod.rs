@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod bodies;
+pub mod keep_alive;
 pub mod oneshot;
 pub mod subscriber;
 pub mod threads;

@@ -8,6 +8,7 @@ mod common;
 mod bounds;
 mod classic;
 mod cost;
+mod keep_alive;
 mod load;
 mod server;
 mod sign;

@@ -14,6 +14,7 @@ mod quiescent;
 mod routes;
 mod series;
 mod snapshot;
+mod unread;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ use self::routes::{Column, RouteCounts, RouteSlots};
 pub use self::series::Series;
 use self::series::SeriesTable;
 pub use self::snapshot::Snapshot;
+pub use self::unread::UnreadBodies;
+use self::unread::UnreadCounters;
 use crate::config::LedgerLimits;
 use crate::count::failures::{fingerprint, Group, Reporter, ThreadReports, Verdict};
 use crate::count::stripe::{self, ThreadStripe};
@@ -76,6 +79,7 @@ struct Inner {
     history: Mutex<History>,
     reporter: Reporter,
     waiters: Waiters,
+    unread: UnreadCounters,
 }
 
 /// One thread's share of the ledger.
@@ -133,6 +137,7 @@ impl Ledger {
                 history: Mutex::new(History::new(minute)),
                 reporter: Reporter::new(limits.reports),
                 waiters: Waiters::default(),
+                unread: UnreadCounters::default(),
             }),
         }
     }
@@ -174,6 +179,12 @@ impl Ledger {
             .routes
             .add(here, self.inner.routes.slot(route), column);
         self.inner.waiters.finished();
+    }
+
+    /// Counts a request body an answer left unread: read to its end and the connection
+    /// `kept`, or given up on with `connection: close`; `bytes` were read either way.
+    pub(crate) fn unread_body(&self, kept: bool, bytes: u64) {
+        self.inner.unread.count(kept, bytes);
     }
 
     /// Requests started and not yet finished, summed over the stripes.
@@ -309,6 +320,7 @@ impl Ledger {
             suppressed: totals.suppressed,
             series,
             routes,
+            unread_bodies: self.inner.unread.read(),
         }
     }
 }

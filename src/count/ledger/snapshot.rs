@@ -2,6 +2,7 @@
 
 use super::routes::RouteRequests;
 use super::series::Series;
+use super::unread::UnreadBodies;
 use crate::outcome::Outcome;
 
 /// The ledger's counts at one moment.
@@ -38,6 +39,8 @@ pub struct Snapshot {
     /// sorted by template, then `~unmatched`, then `~overflow`. Per outcome they sum to the
     /// outcome's count (exactly at quiescence).
     pub routes: Vec<RouteRequests>,
+    /// Request bodies that answers left unread, and what the layer did with them.
+    pub unread_bodies: UnreadBodies,
 }
 
 impl Snapshot {
