@@ -234,3 +234,72 @@ async fn a_rest_past_the_bounds_closes_the_connection_with_a_word() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn axums_405_and_413_keep_the_connection_too() {
+    use axum::extract::DefaultBodyLimit;
+    use axum::routing::get;
+
+    let (layer, ledger) = FaultLayer::pair();
+    let app = Router::new()
+        .route(
+            "/reads",
+            post(|body: Bytes| async move { format!("read {}", body.len()) }),
+        )
+        .route("/get-only", get(|| async { "got" }))
+        .route(
+            "/small",
+            post(|body: Bytes| async move { body.len().to_string() })
+                .layer(DefaultBodyLimit::max(1024)),
+        )
+        .layer(layer);
+    let lab = Lab::serve(app, ledger).await;
+    let cases = [("/get-only", 405), ("/small", 413)];
+    let mut n = 0;
+    for (path, status) in cases {
+        let first = Request {
+            method: "POST",
+            path: path.into(),
+            headers: String::new(),
+            framing: Framing::Length(64 * 1024),
+        };
+        let clients = (0..CLIENTS).map(|_| {
+            let (addr, first) = (lab.addr, first.clone());
+            tokio::spawn(async move { pair(addr, &first, &follow_up()).await })
+        });
+        for client in clients {
+            let pair = client.await.unwrap();
+            assert_eq!(pair.first.status, status, "{path}");
+            assert!(pair.reused && !pair.first.close, "{path}");
+            assert_eq!(pair.second.body, b"read 13");
+            n += 1;
+        }
+    }
+    let snapshot = lab.quiescent().await;
+    assert_eq!(snapshot.started, 2 * n);
+    assert_eq!((snapshot.ok, snapshot.rejected), (n, n), "{snapshot:#?}");
+    assert_eq!(snapshot.unread_bodies.drained, n);
+}
+
+/// HTTP/2 is left as it is: a stream's unread body ends with the stream, not the connection.
+/// The same request on HTTP/1.1 is drained.
+#[tokio::test]
+async fn only_http1_bodies_are_drained() {
+    use axum::body::Body;
+    use axum::http::Version;
+    use tower::ServiceExt;
+
+    for (version, drained) in [(Version::HTTP_2, 0), (Version::HTTP_11, 1)] {
+        let (layer, ledger) = FaultLayer::pair();
+        let request = axum::http::Request::post("/ignores")
+            .version(version)
+            .body(Body::from(vec![b'x'; 1000]))
+            .unwrap();
+        let response = app(layer).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("connection").is_none());
+        let unread = ledger.snapshot().unread_bodies;
+        assert_eq!(unread.drained, drained, "{version:?}");
+        assert_eq!(unread.drained_bytes, drained * 1000, "{version:?}");
+    }
+}
