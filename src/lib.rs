@@ -42,6 +42,8 @@
 //! - `json` (default): axum's `JsonRejection` as a fault, for `?`.
 //! - `metrics`: the `metrics` facade bridge, see `FaultLayer::record_metrics` (when enabled).
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
+//! - `tracing-opentelemetry`: a failure sets its request's span status as OpenTelemetry's HTTP
+//!   conventions say (status `Error`, `error.type` = the code), see `docs/operations.md`.
 //! - `utoipa`: error responses in OpenAPI, see the `openapi` module (when enabled).
 //! - `webhooks`: verified webhook intake for GitHub, GitLab, Bitbucket, Gitea, Forgejo,
 //!   Standard Webhooks, Stripe, Slack and Shopify, see the `webhooks` module (when enabled).

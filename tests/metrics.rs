@@ -133,6 +133,10 @@ async fn the_facade_mirrors_the_ledger_exactly() {
         recorded[&("faultline_in_flight".to_owned(), vec![])],
         DebugValue::Gauge(0.0.into())
     );
+    // Every request sent above started, and each ended in the outcome counted for it.
+    let sent = expected.iter().map(|&(_, n)| n).sum::<u64>();
+    let started = counter(&recorded, "faultline_requests_started_total", &[]);
+    assert_eq!((started, snapshot.started), (sent, sent));
     for (disposition, count) in [
         ("reported", snapshot.reported),
         ("suppressed", snapshot.suppressed),

@@ -99,6 +99,19 @@ async fn requests_are_recorded_with_semantic_convention_names() {
     assert_eq!(count("handled"), Some(1));
     assert_eq!(count("rejected"), Some(1));
     assert_eq!(count("panicked"), Some(0));
+
+    // The four requests sent started, each counted in its outcome above.
+    let started = metrics
+        .iter()
+        .find(|m| m.name() == "faultline.requests.started")
+        .expect("the started counter");
+    let AggregatedMetrics::U64(MetricData::Sum(started)) = started.data() else {
+        panic!("not a u64 sum: {:?}", started.data());
+    };
+    let started: Vec<u64> = started.data_points().map(|p| p.value()).collect();
+    assert_eq!(started, [4]);
+    let finished: u64 = sum.data_points().map(|p| p.value()).sum();
+    assert_eq!(finished, 4);
 }
 
 /// A client's made-up methods fold into `_OTHER`, as in the `metrics` bridge: they must not

@@ -3,8 +3,8 @@
 //! StatsD, OpenTelemetry, Datadog, …), so that they reach the exporter it already runs.
 //!
 //! The ledger stays the exact source of truth; this bridge mirrors it as it happens. Its
-//! handles are registered once: one counter per outcome and per report disposition, the
-//! in-flight gauge. The handles whose labels are only known per request (the duration
+//! handles are registered once: the started counter, one counter per outcome and per report
+//! disposition, the in-flight gauge. The handles whose labels are only known per request (the duration
 //! histogram by method, route and status; the error counter by route, code and status) are
 //! registered on their first sighting, kept in a bounded table shared by every thread, and
 //! cached in a small table of each thread's own: a request looks its handle up there by
@@ -22,6 +22,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use crate::export::labels::Finished;
+use crate::export::prometheus::{STARTED, STARTED_HELP};
 use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
 use crate::sync::Mutex;
@@ -55,6 +56,7 @@ static NEXT_BRIDGE: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug)]
 pub(crate) struct MetricsBridge {
     id: u64,
+    started: Counter,
     requests: Vec<Counter>,
     reported: Counter,
     suppressed: Counter,
@@ -217,6 +219,7 @@ impl MetricsBridge {
         };
         Self {
             id: NEXT_BRIDGE.fetch_add(1, Ordering::Relaxed),
+            started: ::metrics::counter!(STARTED),
             requests,
             reported: ::metrics::counter!(REPORTS, "disposition" => "reported"),
             suppressed: ::metrics::counter!(REPORTS, "disposition" => "suppressed"),
@@ -227,6 +230,7 @@ impl MetricsBridge {
     }
 
     pub(crate) fn start(&self) {
+        self.started.increment(1);
         self.in_flight.increment(1.0);
     }
 
@@ -279,6 +283,7 @@ impl MetricsBridge {
 }
 
 fn describe() {
+    ::metrics::describe_counter!(STARTED, STARTED_HELP);
     ::metrics::describe_counter!(
         REQUESTS,
         "Requests that passed the fault layer, by outcome."

@@ -1,6 +1,6 @@
 //! The ways out of the ledger: what it serves over HTTP (the Prometheus exposition, the error
-//! groups as JSON, the error inbox page), and the bridges that record into the `metrics`
-//! facade and OpenTelemetry as requests finish.
+//! groups as JSON, the error inbox page), the bridges that record into the `metrics` facade
+//! and OpenTelemetry as requests finish, and the status a failure sets on its request's span.
 
 mod handlers;
 mod inbox;
@@ -11,6 +11,8 @@ mod metrics;
 #[cfg(feature = "opentelemetry")]
 mod opentelemetry;
 mod prometheus;
+#[cfg(feature = "tracing-opentelemetry")]
+mod span;
 
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 pub(crate) use labels::Finished;
@@ -21,3 +23,5 @@ pub use metrics::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 #[cfg(feature = "opentelemetry")]
 pub(crate) use opentelemetry::OpenTelemetryBridge;
 pub use prometheus::PROMETHEUS_TEXT;
+#[cfg(feature = "tracing-opentelemetry")]
+pub(crate) use span::RequestSpan;

@@ -1,12 +1,13 @@
 //! The OpenTelemetry bridge (cargo feature `opentelemetry`): the semantic-convention request
-//! duration histogram, labelled like the ledger, and the ledger's outcome counts as an
-//! observable counter, for services that already run an OpenTelemetry collector.
+//! duration histogram, labelled like the ledger, and the ledger's started and outcome counts
+//! as observable counters, for services that already run an OpenTelemetry collector.
 
 use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::KeyValue;
 
 use crate::count::Ledger;
 use crate::export::labels::Finished;
+use crate::export::prometheus::STARTED_HELP;
 use crate::outcome::Outcome;
 
 /// The instruments one layer records into.
@@ -16,13 +17,19 @@ pub(crate) struct OpenTelemetryBridge {
 }
 
 impl OpenTelemetryBridge {
-    /// Creates `http.server.request.duration` and registers `faultline.requests`, which
-    /// reads `ledger` at each collection.
+    /// Creates `http.server.request.duration` and registers `faultline.requests.started` and
+    /// `faultline.requests`, which read `ledger` at each collection.
     pub(crate) fn new(meter: &Meter, ledger: Ledger) -> Self {
         let duration = meter
             .f64_histogram("http.server.request.duration")
             .with_unit("s")
             .with_description("Duration of HTTP server requests.")
+            .build();
+        let started = ledger.clone();
+        meter
+            .u64_observable_counter("faultline.requests.started")
+            .with_description(STARTED_HELP)
+            .with_callback(move |observer| observer.observe(started.snapshot().started, &[]))
             .build();
         meter
             .u64_observable_counter("faultline.requests")

@@ -13,6 +13,14 @@ const CLIENT_CLASS: &str = ",class=\"4xx\"";
 /// The `class` label of the other handled requests: the server's own failures.
 const SERVER_CLASS: &str = ",class=\"5xx\"";
 
+/// The name of the started counter, the same in every exposition of the ledger's counts
+/// (this text and the `metrics` facade; OpenTelemetry's `faultline.requests.started` is
+/// written so by its Prometheus exporter).
+pub(crate) const STARTED: &str = "faultline_requests_started_total";
+/// What [`STARTED`] counts, as its `HELP` line says.
+pub(crate) const STARTED_HELP: &str =
+    "Requests that entered the fault layer; each ends in exactly one outcome.";
+
 /// The media type of the Prometheus text exposition, version 0.0.4.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -20,6 +28,16 @@ impl Snapshot {
     /// The Prometheus text exposition (format 0.0.4) of this snapshot.
     pub fn to_prometheus(&self) -> String {
         let mut out = String::with_capacity(1024 + self.series.len() * 96);
+        // A snapshot reads the starts after the finishes, so in every exposition
+        // `faultline_requests_started_total - sum(faultline_requests_total)` is the in-flight
+        // count and never below zero (see `Snapshot::is_consistent`).
+        let _ = write!(
+            out,
+            "# HELP {STARTED} {STARTED_HELP}\n\
+             # TYPE {STARTED} counter\n\
+             {STARTED} {}\n",
+            self.started
+        );
         out.push_str(
             "# HELP faultline_requests_total Requests that passed the fault layer, by outcome.\n\
              # TYPE faultline_requests_total counter\n",

@@ -94,6 +94,9 @@ pub(crate) struct Record {
     /// When the request started, if a metrics bridge records durations.
     #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
     started_at: Option<std::time::Instant>,
+    /// The span current at `call`, whose status a failure sets.
+    #[cfg(feature = "tracing-opentelemetry")]
+    span: crate::export::RequestSpan,
 }
 
 /// Record allocations a thread keeps for reuse. A request takes one on the thread that calls
@@ -160,6 +163,8 @@ impl RequestGuard {
         space.0 = Some(Record {
             #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
             started_at: shared.bridges.time_requests().then(std::time::Instant::now),
+            #[cfg(feature = "tracing-opentelemetry")]
+            span: crate::export::RequestSpan::current(),
             meta: RequestMeta::capture(request, &shared.config.request_id_header),
             shared,
             phase: Phase::Waiting,
@@ -317,6 +322,12 @@ impl Record {
         #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
         let _ = catch(|| {
             self.record_bridges(summary.outcome, summary.status.as_u16(), Some(summary.code))
+        });
+        // The subscriber's code runs here too.
+        #[cfg(feature = "tracing-opentelemetry")]
+        let _ = catch(|| {
+            self.span
+                .set_status(summary.outcome, summary.status, summary.code)
         });
         ledger.finish_answered(summary.outcome, summary.status, self.meta.route_key());
     }
