@@ -9,6 +9,7 @@ mod bounds;
 mod classic;
 mod cost;
 mod load;
+mod replay;
 mod server;
 mod sign;
 mod vectors;
