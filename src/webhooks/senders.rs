@@ -58,7 +58,7 @@ macro_rules! sender_keys {
             }
 
             /// The keys, with their sender.
-            pub fn keys(&self) -> &Keys {
+            pub fn as_keys(&self) -> &Keys {
                 &self.0
             }
         }
