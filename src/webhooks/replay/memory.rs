@@ -258,6 +258,20 @@ mod tests {
     }
 
     #[test]
+    fn the_old_place_of_a_key_remembered_again_forgets_nothing_when_it_comes_up() {
+        let memory = ReplayMemory::with_capacity(8);
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let at = |secs| start + Duration::from_secs(secs);
+        memory.remember_at(key(2), at(5), start);
+        memory.remember_at(key(1), at(1), start);
+        // Key 1 expired behind key 2, and is remembered again.
+        assert_eq!(memory.remember_at(key(1), at(100), at(2)), Seen::First);
+        // Key 2's expiry brings key 1's old place to the front.
+        assert_eq!(memory.remember_at(key(1), at(100), at(6)), Seen::Repeat);
+        assert_eq!((memory.expired(), memory.evicted()), (2, 0));
+    }
+
+    #[test]
     fn keys_remembered_again_and_again_keep_the_order_bounded() {
         let memory = ReplayMemory::with_capacity(4);
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
