@@ -50,7 +50,7 @@
 //!
 //! An app with one state of its own and several senders holds an intake per sender in it,
 //! each with keys of that sender's type: `Intake<senders::GitHub>`, picked by a handler's
-//! `Verified<senders::GitHub>` (see [`senders`]). An intake told where to remember what it
+//! `Verified<senders::GitHub>` (see [`senders`](crate::webhooks::senders)). An intake told where to remember what it
 //! took ([`Intake::replays`](crate::webhooks::Intake::replays)) flags or refuses a repeat,
 //! recognised by what the sender signed ([`ReplayKey`](crate::webhooks::ReplayKey)).
 //!
