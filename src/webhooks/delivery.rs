@@ -20,6 +20,18 @@ pub struct Delivery {
     id: Option<HeaderValue>,
     event: Option<HeaderValue>,
     timestamp: Option<SystemTime>,
+    /// The HMAC of the signed bytes under the first live secret, for the HMAC senders.
+    signed_tag: Option<SignedTag>,
+}
+
+/// A tag kept for the replay key, shown by `Debug` as its length only: it is a signature.
+#[derive(Clone, Copy)]
+struct SignedTag([u8; 32]);
+
+impl std::fmt::Debug for SignedTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SignedTag({} bytes)", self.0.len())
+    }
 }
 
 impl Delivery {
@@ -112,6 +124,12 @@ impl Delivery {
     pub fn timestamp(&self) -> Option<SystemTime> {
         self.timestamp
     }
+
+    /// The HMAC of what the sender signed, computed under the first live secret; `None`
+    /// for GitLab's token, which signs nothing.
+    pub(crate) fn signed_tag(&self) -> Option<&[u8; 32]> {
+        self.signed_tag.as_ref().map(|tag| &tag.0)
+    }
 }
 
 /// A delivery whose headers are read and whose body is not yet checked.
@@ -162,13 +180,14 @@ impl<'h> Pending<'h> {
         secrets: &SecretSet,
         now: SystemTime,
     ) -> Result<Delivery, Refusal> {
-        self.proof.check(&body, secrets, now)?;
+        let signed_tag = self.proof.check(&body, secrets, now)?;
         Ok(Delivery {
             sender: self.sender,
             body,
             id: self.id.cloned(),
             event: self.event.cloned(),
             timestamp: self.timestamp,
+            signed_tag: signed_tag.map(SignedTag),
         })
     }
 }

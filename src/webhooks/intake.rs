@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{FromRef, FromRequest, Request};
@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::webhooks::delivery::{Delivery, Pending};
 use crate::webhooks::refusal::Refusal;
+use crate::webhooks::replay::{OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_WINDOW};
 use crate::webhooks::secret::{Keys, LookupError, SecretSet, Secrets};
 use crate::webhooks::sender::Sender;
 
@@ -22,12 +23,16 @@ use crate::webhooks::sender::Sender;
 /// 25 MB, the largest cap among the senders, so that no push a sender would send is refused.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 
-/// What the [`Verified`] extractor of a router verifies with: where its keys come from, and
-/// the bound its bodies are read under. Put it in the router's state (or give it to the
-/// state through `FromRef`). Cheap to clone.
+/// What the [`Verified`] extractor of a router verifies with: where its keys come from, the
+/// bound its bodies are read under, and where it remembers what it took. Put it in the
+/// router's state, or in a field of your state reached through `FromRef`: with keys of a
+/// type per sender ([`senders`](super::senders)), one state holds an intake per sender.
+/// Cheap to clone.
 pub struct Intake<K = Keys> {
     secrets: Arc<K>,
     max_body_bytes: usize,
+    replays: Option<Replays>,
+    replay_window: Duration,
 }
 
 impl<K> Clone for Intake<K> {
@@ -35,6 +40,8 @@ impl<K> Clone for Intake<K> {
         Self {
             secrets: Arc::clone(&self.secrets),
             max_body_bytes: self.max_body_bytes,
+            replays: self.replays.clone(),
+            replay_window: self.replay_window,
         }
     }
 }
@@ -52,6 +59,8 @@ impl<K: Secrets> Intake<K> {
         Self {
             secrets: Arc::new(secrets),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            replays: None,
+            replay_window: DEFAULT_REPLAY_WINDOW,
         }
     }
 
@@ -60,6 +69,33 @@ impl<K: Secrets> Intake<K> {
     /// `DefaultBodyLimit` for the routes that take a [`Verified`].
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Remembers every delivery it takes in `store`, by its [`ReplayKey`](super::ReplayKey),
+    /// so that a repeat is flagged or refused as `on_repeat` says. Without it, an intake
+    /// remembers nothing: each delivery is judged by its signature (and its timestamp, for
+    /// the senders that sign one) alone.
+    ///
+    /// ```
+    /// use faultline::webhooks::{Intake, OnRepeat, ReplayMemory, SecretSet, Sender};
+    ///
+    /// let memory = ReplayMemory::new();
+    /// let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)
+    ///     .replays(memory.clone(), OnRepeat::Refuse);
+    /// assert_eq!(memory.evicted(), 0);
+    /// # Ok::<(), faultline::webhooks::SecretError>(())
+    /// ```
+    pub fn replays(mut self, store: impl ReplayStore, on_repeat: OnRepeat) -> Self {
+        self.replays = Some(Replays::new(store, on_repeat));
+        self
+    }
+
+    /// How long a delivery taken is remembered, [`DEFAULT_REPLAY_WINDOW`] unless told; for
+    /// the senders that sign a timestamp, never less than until that timestamp is out of
+    /// tolerance.
+    pub fn replay_window(mut self, window: Duration) -> Self {
+        self.replay_window = window;
         self
     }
 
@@ -78,10 +114,16 @@ impl<K: Secrets> Intake<K> {
 /// the window), reads the body under the intake's bound, and checks the signature over it.
 /// The body is the one buffer the request arrived in, not a copy.
 ///
-/// `K` is where the keys come from: [`Keys`] for a fixed set, or a [`Secrets`] of yours.
-/// As it reads the body, it is the handler's last argument, as axum's `Bytes` is.
+/// When the intake remembers what it takes ([`Intake::replays`]), a repeat of a delivery it
+/// took is then flagged ([`is_duplicate`](Verified::is_duplicate)) or refused.
+///
+/// `K` is where the keys come from: [`Keys`] for a fixed set, a type of one sender
+/// ([`senders::GitHub`](super::senders::GitHub), …) to pick one intake of several in a
+/// state, or a [`Secrets`] of yours. As it reads the body, it is the handler's last
+/// argument, as axum's `Bytes` is.
 pub struct Verified<K = Keys> {
     delivery: Delivery,
+    duplicate: bool,
     keys: PhantomData<fn() -> K>,
 }
 
@@ -89,6 +131,13 @@ impl<K> Verified<K> {
     /// The verified delivery.
     pub fn into_delivery(self) -> Delivery {
         self.delivery
+    }
+
+    /// Whether the intake took this delivery before, within its replay window: a
+    /// sender's redelivery, or a replay. Answer it 2xx without keeping it again. Always
+    /// false for an intake that remembers nothing.
+    pub fn is_duplicate(&self) -> bool {
+        self.duplicate
     }
 }
 
@@ -122,8 +171,13 @@ where
         let pending = Pending::read(keys.sender(), &parts.headers, now)?;
         let body = read_body(body, &parts.headers, intake.max_body_bytes).await?;
         let delivery = pending.finish(body, keys.secrets(), now)?;
+        let duplicate = match &intake.replays {
+            Some(replays) => replays.check(&delivery, now, intake.replay_window).await?,
+            None => false,
+        };
         Ok(Self {
             delivery,
+            duplicate,
             keys: PhantomData,
         })
     }

@@ -48,20 +48,32 @@
 //! # }
 //! ```
 //!
-//! The guide, `docs/webhooks.md`, has the lines to copy for every sender, rotation, and
-//! what each refusal tells the sender.
+//! An app with one state of its own and several senders holds an intake per sender in it,
+//! each with keys of that sender's type: `Intake<senders::GitHub>`, picked by a handler's
+//! `Verified<senders::GitHub>` (see [`senders`](crate::webhooks::senders)). An intake told where to remember what it
+//! took ([`Intake::replays`](crate::webhooks::Intake::replays)) flags or refuses a repeat,
+//! recognised by what the sender signed ([`ReplayKey`](crate::webhooks::ReplayKey)).
+//!
+//! The guide, `docs/webhooks.md`, has the lines to copy for every sender, rotation, replays,
+//! and what each refusal tells the sender.
 
 mod delivery;
 mod intake;
 mod proof;
 mod refusal;
+mod replay;
 mod secret;
 mod sender;
+pub mod senders;
 
 pub use delivery::Delivery;
 pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
 pub use proof::{MAX_DELIVERY_ID_BYTES, MAX_SIGNATURES};
 pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
+pub use replay::{
+    OnRepeat, ReplayKey, ReplayMemory, ReplayStore, Seen, DEFAULT_REPLAY_CAPACITY,
+    DEFAULT_REPLAY_WINDOW,
+};
 pub use secret::{
     token_digest, Keys, LookupError, Secret, SecretError, SecretSet, Secrets, TOKEN_DIGEST_BYTES,
 };

@@ -125,30 +125,39 @@ impl<'h> Proof<'h> {
 
     /// Whether `body` is signed by a secret of `secrets` live at `now`. Every live secret is
     /// tried, and every tag against each, so the time taken does not say which matched.
+    ///
+    /// On a match, the tag computed under the first live secret (`None` for a token): the
+    /// same for every copy of the signed bytes, whichever tags the header lists, so it is
+    /// what a replay is recognised by.
     pub(crate) fn check(
         &self,
         body: &[u8],
         secrets: &SecretSet,
         now: SystemTime,
-    ) -> Result<(), Refusal> {
-        let matched = match &self.kind {
+    ) -> Result<Option<[u8; TAG_BYTES]>, Refusal> {
+        let (matched, first) = match &self.kind {
             // Digests on both sides: the comparison takes the same time whatever the token's
             // length, which a plain comparison would tell. A digest kept for later is checked
             // by this same call.
-            Kind::Token(token) => secrets.matches_token_digest(&token_digest(token), now),
+            Kind::Token(token) => (
+                secrets.matches_token_digest(&token_digest(token), now),
+                None,
+            ),
             Kind::Hmac { prefix, tags } => {
                 let mut matched = Choice::from(0);
+                let mut first = None;
                 for secret in secrets.live(now) {
                     let computed = hmac(secret.key(), prefix, body);
                     matched |= tags
                         .iter()
                         .fold(Choice::from(0), |any, tag| any | tag.ct_eq(&computed));
+                    first.get_or_insert(computed);
                 }
-                bool::from(matched)
+                (bool::from(matched), first)
             }
         };
         if matched {
-            Ok(())
+            Ok(first)
         } else {
             Err(Refusal::SignatureMismatch {
                 header: self.header,

@@ -31,6 +31,8 @@ pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
 /// | [`BodyUnreadable`](Refusal::BodyUnreadable) | 400 | `webhook-body-unreadable` |
 /// | [`UnknownInbox`](Refusal::UnknownInbox) | 404 | `webhook-unknown-inbox` |
 /// | [`SecretsUnavailable`](Refusal::SecretsUnavailable) | 503, `Retry-After` | `webhook-secrets-unavailable` |
+/// | [`Replayed`](Refusal::Replayed) | 409 | `webhook-replayed` |
+/// | [`ReplaysUnavailable`](Refusal::ReplaysUnavailable) | 503, `Retry-After` | `webhook-replays-unavailable` |
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Refusal {
@@ -82,6 +84,11 @@ pub enum Refusal {
     UnknownInbox,
     /// The secret lookup failed; the sender may retry.
     SecretsUnavailable(Box<dyn StdError + Send + Sync>),
+    /// The delivery was taken before, within the intake's replay window, and the intake
+    /// refuses repeats ([`OnRepeat::Refuse`](super::OnRepeat::Refuse)).
+    Replayed,
+    /// The store that remembers what was taken failed; the sender may retry.
+    ReplaysUnavailable(Box<dyn StdError + Send + Sync>),
 }
 
 impl fmt::Display for Refusal {
@@ -113,6 +120,10 @@ impl fmt::Display for Refusal {
             Refusal::BodyUnreadable => f.write_str("the body ended before its end"),
             Refusal::UnknownInbox => f.write_str("no inbox takes deliveries here"),
             Refusal::SecretsUnavailable(_) => f.write_str("the inbox's secrets could not be read"),
+            Refusal::Replayed => f.write_str("this delivery was taken already"),
+            Refusal::ReplaysUnavailable(_) => {
+                f.write_str("the inbox could not tell whether this delivery was taken already")
+            }
         }
     }
 }
@@ -120,7 +131,9 @@ impl fmt::Display for Refusal {
 impl StdError for Refusal {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
-            Refusal::SecretsUnavailable(source) => Some(&**source),
+            Refusal::SecretsUnavailable(source) | Refusal::ReplaysUnavailable(source) => {
+                Some(&**source)
+            }
             _ => None,
         }
     }
@@ -138,7 +151,10 @@ impl Fault for Refusal {
             | Refusal::BodyUnreadable => StatusCode::BAD_REQUEST,
             Refusal::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::UnknownInbox => StatusCode::NOT_FOUND,
-            Refusal::SecretsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::Replayed => StatusCode::CONFLICT,
+            Refusal::SecretsUnavailable(_) | Refusal::ReplaysUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -154,11 +170,16 @@ impl Fault for Refusal {
             Refusal::BodyUnreadable => "webhook-body-unreadable",
             Refusal::UnknownInbox => "webhook-unknown-inbox",
             Refusal::SecretsUnavailable(_) => "webhook-secrets-unavailable",
+            Refusal::Replayed => "webhook-replayed",
+            Refusal::ReplaysUnavailable(_) => "webhook-replays-unavailable",
         }
     }
 
     fn headers(&self, headers: &mut HeaderMap) {
-        if matches!(self, Refusal::SecretsUnavailable(_)) {
+        if matches!(
+            self,
+            Refusal::SecretsUnavailable(_) | Refusal::ReplaysUnavailable(_)
+        ) {
             headers.insert(
                 http::header::RETRY_AFTER,
                 HeaderValue::from(SECRETS_RETRY_AFTER_SECS),

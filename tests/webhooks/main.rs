@@ -10,6 +10,7 @@ mod classic;
 mod cost;
 mod keep_alive;
 mod load;
+mod replay;
 mod server;
 mod sign;
 mod vectors;
