@@ -104,9 +104,8 @@ async fn overload_from_load_shed_is_a_503() {
         }));
     let mut first = service.clone();
     let first = tokio::spawn(async move {
-        // As with axum's router, the request's body type is named for `ready`: the service
-        // takes any body.
-        ServiceExt::<Request<Body>>::ready(&mut first)
+        first
+            .ready()
             .await
             .unwrap()
             .call(get_request("/a"))

@@ -27,57 +27,54 @@ use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT};
 use http::{HeaderValue, Request, Response, Version};
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
-use tower::BoxError;
 
 use crate::config::Drain as Bounds;
 use crate::count::Ledger;
 use crate::panic::catch;
 
-/// Wraps `request`'s body for the inner service, tapped when it has a body on HTTP/1.x: the
-/// [`Tap`] is what the response future reads the unread rest from.
-pub(crate) fn tap<B>(request: Request<B>) -> (Request<RequestBody>, Option<Tap>)
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
+/// Taps `request`'s body in place when it has one on HTTP/1.x: the [`Tap`] is what the
+/// response future reads the unread rest from. A request without a body is left untouched.
+pub(crate) fn tap(request: &mut Request<RequestBody>) -> Option<Tap> {
     let http1 = matches!(request.version(), Version::HTTP_11 | Version::HTTP_10);
     if !http1 || request.body().is_end_stream() {
-        // `RequestBody::new` of a `RequestBody` is the body itself: no allocation.
-        return (request.map(RequestBody::new), None);
+        return None;
     }
     let headers = request.headers();
-    let tap = Tap {
-        left: Arc::new(Mutex::new(None)),
+    let tap = Tap(Arc::new(Shared {
         expects_continue: headers
             .get(EXPECT)
             .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue")),
         length: headers
             .get(CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok()?.parse().ok()),
-    };
-    let left = tap.left.clone();
-    let request = request.map(|body| {
-        RequestBody::new(TappedBody {
-            inner: Some(RequestBody::new(body)),
-            left,
-            read: 0,
-            polled: false,
-            ended: false,
-            broken: false,
-        })
+        left: Mutex::new(None),
+    }));
+    let body = std::mem::take(request.body_mut());
+    *request.body_mut() = RequestBody::new(TappedBody {
+        inner: Some(body),
+        shared: tap.0.clone(),
+        read: 0,
+        polled: false,
+        ended: false,
+        broken: false,
     });
-    (request, Some(tap))
+    Some(tap)
 }
 
-/// The response future's end of a tapped request body.
+/// The response future's end of a tapped request body: one pointer, so that the future of a
+/// request without a body grows by no more than that.
 #[derive(Debug)]
-pub(crate) struct Tap {
-    /// Filled when the tapped body is dropped.
-    left: Arc<Mutex<Option<Left>>>,
+pub(crate) struct Tap(Arc<Shared>);
+
+/// What the tapped body and the response future share.
+#[derive(Debug)]
+struct Shared {
     /// The client waits for `100 Continue` before it sends the body (RFC 9110, 10.1.1).
     expects_continue: bool,
     /// The body's declared length.
     length: Option<u64>,
+    /// Filled when the tapped body is dropped.
+    left: Mutex<Option<Left>>,
 }
 
 /// What a tapped body left when it was dropped.
@@ -107,7 +104,8 @@ impl Tap {
     /// Decides, from what the body left, whether the answer waits for a drain, says `close`,
     /// or goes as it is.
     pub(crate) fn plan(self, bounds: &Bounds) -> Plan {
-        let left = match self.left.lock() {
+        let shared = &*self.0;
+        let left = match shared.left.lock() {
             Ok(mut left) => left.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         };
@@ -123,8 +121,8 @@ impl Tap {
         };
         // An `Expect: 100-continue` client that hyper never asked for its body may send it or
         // not: the next bytes on the wire cannot be told apart. Go closes too.
-        let unasked = self.expects_continue && !polled;
-        let too_long = self
+        let unasked = shared.expects_continue && !polled;
+        let too_long = shared
             .length
             .is_some_and(|length| length.saturating_sub(read) > bounds.max_bytes);
         if broken || unasked || too_long || bounds.max_bytes == 0 {
@@ -212,7 +210,7 @@ impl Drain {
 struct TappedBody {
     /// `Some` until dropped.
     inner: Option<RequestBody>,
-    left: Arc<Mutex<Option<Left>>>,
+    shared: Arc<Shared>,
     read: u64,
     polled: bool,
     ended: bool,
@@ -265,7 +263,7 @@ impl Drop for TappedBody {
             broken: self.broken,
         };
         // Runs while a panicking handler unwinds too: a poisoned lock still takes the rest.
-        let mut slot = match self.left.lock() {
+        let mut slot = match self.shared.left.lock() {
             Ok(slot) => slot,
             Err(poisoned) => poisoned.into_inner(),
         };

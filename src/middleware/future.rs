@@ -67,8 +67,9 @@ pin_project! {
         Failed { summary: Option<Box<Summary>> },
         // A request an outer layer of the same ledger counts: passed through.
         Passing { #[pin] future: F, handle: Arc<StripeHandle> },
-        // The response is made; what it left of the request body is read first.
-        Draining { response: Option<Response<FaultBody<B>>>, drain: Drain, handle: Arc<StripeHandle> },
+        // The response is made; what it left of the request body is read first. Boxed: a
+        // rare state, which must not make every request's future larger.
+        Draining { draining: Box<Draining<B>> },
         Done,
     }
 }
@@ -234,6 +235,13 @@ where
     Poll::Ready(response)
 }
 
+/// A response waiting for what it left of its request body to be read.
+struct Draining<B> {
+    response: Option<Response<FaultBody<B>>>,
+    drain: Drain,
+    handle: Arc<StripeHandle>,
+}
+
 /// Lets `response` leave: at once, with `connection: close`, or once what it left of the
 /// request body is read.
 fn leave<F, B>(
@@ -251,9 +259,11 @@ fn leave<F, B>(
         }
         Plan::Drain(drain) => {
             state.set(State::Draining {
-                response: Some(response),
-                drain,
-                handle,
+                draining: Box::new(Draining {
+                    response: Some(response),
+                    drain,
+                    handle,
+                }),
             });
             poll_draining(state, cx)
         }
@@ -266,14 +276,14 @@ fn poll_draining<F, B>(
     mut state: Pin<&mut State<F, B>>,
     cx: &mut Context<'_>,
 ) -> Poll<Response<FaultBody<B>>> {
-    let StateProj::Draining {
+    let StateProj::Draining { draining } = state.as_mut().project() else {
+        unreachable!("polled while draining")
+    };
+    let Draining {
         response,
         drain,
         handle,
-    } = state.as_mut().project()
-    else {
-        unreachable!("polled while draining")
-    };
+    } = &mut **draining;
     let kept = ready!(drain.poll_drain(cx));
     let mut response = response.take().expect("taken once");
     if kept {

@@ -20,12 +20,14 @@ use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::request::interned_route;
 use crate::summary::Summary;
+use axum::body::Body as RequestBody;
 
 /// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.
 ///
-/// The inner service gets the request with an [`axum::body::Body`], as axum's router and
-/// `axum::serve` give every service: on HTTP/1.x the body is watched, so that what an answer
+/// It serves requests with an [`axum::body::Body`], the body axum's router and `axum::serve`
+/// give every service (a service fed by hyper directly maps its `Incoming` body with
+/// `Body::new` first). On HTTP/1.x a body is watched on its way in, so that what an answer
 /// leaves of it is read and discarded within bounds, or the answer says `connection: close`
 /// ([`FaultLayer::max_drain_bytes`](crate::FaultLayer::max_drain_bytes)).
 #[derive(Debug)]
@@ -52,12 +54,10 @@ impl<S: Clone> Clone for FaultService<S> {
     }
 }
 
-impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for FaultService<S>
+impl<S, ResBody> Service<Request<RequestBody>> for FaultService<S>
 where
-    S: Service<Request<axum::body::Body>, Response = Response<ResBody>>,
+    S: Service<Request<RequestBody>, Response = Response<ResBody>>,
     S::Error: Into<BoxError>,
-    ReqBody: Body<Data = Bytes> + Send + 'static,
-    ReqBody::Error: Into<BoxError>,
     ResBody: Body<Data = Bytes>,
     ResBody::Error: Into<BoxError>,
 {
@@ -88,14 +88,14 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+    fn call(&mut self, mut request: Request<RequestBody>) -> Self::Future {
         let ledger = self.handle.ledger.id();
         if counted_by(ledger) {
             return self.pass_through(request);
         }
         let mut guard = RequestGuard::start(self.handle.clone(), &request);
         // Tapped before anything can drop it: a request refused here leaves its body too.
-        let (request, tap) = tap(request);
+        let tap = tap(&mut request);
         if let Some(summary) = self.not_ready.take() {
             drop(request);
             return ResponseFuture::failed(summary, guard, tap);
@@ -153,23 +153,18 @@ impl<S> FaultService<S> {
     /// Calls the inner service for a request that a layer of the same ledger, outside this
     /// one, counts already: no guard, no catching (that layer's catch is around this call),
     /// and a failure of `poll_ready` goes out to it.
-    fn pass_through<ReqBody, ResBody>(
+    fn pass_through<ResBody>(
         &mut self,
-        request: Request<ReqBody>,
+        request: Request<RequestBody>,
     ) -> ResponseFuture<S::Future, ResBody>
     where
-        S: Service<Request<axum::body::Body>, Response = Response<ResBody>>,
-        ReqBody: Body<Data = Bytes> + Send + 'static,
-        ReqBody::Error: Into<BoxError>,
+        S: Service<Request<RequestBody>, Response = Response<ResBody>>,
     {
         passing_through(interned_route(&request));
         match self.not_ready.take() {
             Some(summary) => ResponseFuture::passing_failure(summary),
             // The counting layer outside tapped the body already.
-            None => ResponseFuture::passing(
-                self.inner.call(request.map(axum::body::Body::new)),
-                self.handle.clone(),
-            ),
+            None => ResponseFuture::passing(self.inner.call(request), self.handle.clone()),
         }
     }
 
