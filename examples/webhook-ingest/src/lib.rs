@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod error;
 pub mod manage;
+pub mod provider;
 pub mod receive;
 pub mod serve;
 pub mod spool;

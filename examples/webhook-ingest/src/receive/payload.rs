@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::error::IngestError;
+pub use crate::provider::Shape;
 
 /// One commit as stored; the optional parts are `None` when the payload did not carry them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,19 +25,6 @@ pub struct Commit {
     pub repository: String,
     /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
     pub branch: String,
-}
-
-/// The shape of a push payload, named by the provider's event header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// GitHub `push`: one ref, `commits[]` of `id`, `message`, `timestamp`, `author.name`.
-    Github,
-    /// GitLab `Push Hook` and `Tag Push Hook`: as GitHub, the repository in `project`.
-    Gitlab,
-    /// Bitbucket Cloud `repo:push`: `push.changes[]`, each with `new` and `commits[]`.
-    BitbucketCloud,
-    /// Bitbucket Data Center `repo:refs_changed`: `changes[]` naming each ref's new tip only.
-    BitbucketServer,
 }
 
 /// Git's name for "no commit": the `toHash` of a deleted ref.
