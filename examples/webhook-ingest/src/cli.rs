@@ -28,13 +28,13 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::Parser;
 
+use crate::app::{Config, DEFAULT_BODY_LIMIT};
 use crate::manage::rotation;
-use crate::receive::refusals;
+use crate::pipeline::refusals;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
 use crate::store;
 use crate::verify::refresh;
-use crate::{Config, DEFAULT_BODY_LIMIT};
 
 /// The address served when neither `--listen` nor `--port` is given: loopback only, so a
 /// service started by hand is not reachable from the network until someone says so.

@@ -6,8 +6,7 @@ use std::fmt;
 
 use axum::http::HeaderMap;
 use faultline::webhooks::Sender;
-
-use crate::error::IngestError;
+use faultline::Fault;
 
 /// The header whose presence makes a GitLab delivery one signed with Standard Webhooks.
 pub(crate) const STANDARD_SIGNATURE: &str = "webhook-signature";
@@ -118,15 +117,23 @@ pub enum Event {
 }
 
 /// The provider whose event header is present, and the event it names.
-pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
+pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), UnknownProvider> {
     for vcs in DETECTION_ORDER {
         if let Some(value) = headers.get(vcs.event_header()) {
             let name = value.to_str().unwrap_or("(not text)");
             return Ok((vcs, classify(vcs, name)));
         }
     }
-    Err(IngestError::UnknownProvider)
+    Err(UnknownProvider)
 }
+
+/// A delivery that names no provider we take: none of their event headers is there.
+#[derive(Debug, thiserror::Error, Fault)]
+#[error(
+    "no provider header: expected one of `X-GitHub-Event`, `X-Gitlab-Event`, `X-Event-Key`, `X-Gitea-Event`, `X-Forgejo-Event`"
+)]
+#[fault(status = 400, code = "unknown-provider")]
+pub struct UnknownProvider;
 
 /// What the event named `name` of `vcs` asks of us.
 pub fn classify(vcs: Vcs, name: &str) -> Event {

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::spool::{unverified, Spool, SpoolConfig, RECORD_HEADER_BYTES};
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::known;
-use webhook_ingest::verify::webhook::Vcs;
 
 /// The webhook body limit here: large enough for the flood's oversized bodies.
 const BODY_LIMIT: usize = 1 << 20;

@@ -19,8 +19,8 @@ use serde_json::json;
 
 use super::auth::{authorize_digest, inbox_secret};
 use crate::error::IngestError;
-use crate::verify::webhook::Vcs;
-use crate::AppState;
+use crate::provider::Vcs;
+use crate::state::AppState;
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
 /// day to change the provider's settings, which nobody does at the minute of the rotation.
@@ -34,24 +34,29 @@ pub(crate) async fn rotate_secret(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     // The inbox's provider says the secret's form; an inbox not found is the rotation's
     // own 404 below.
-    let known = state.store.inbox(row.id.clone(), inbox.clone()).await?;
+    let known = state
+        .pipeline
+        .store
+        .inbox(row.id.clone(), inbox.clone())
+        .await?;
     let secret = inbox_secret(known.map_or(Vcs::Github, |known| known.vcs));
     let rotated = state
+        .pipeline
         .store
         .rotate_secret(row.id, digest, inbox.clone(), secret.clone())
         .await?;
     if !rotated {
         return Err(IngestError::InboxNotFound(inbox));
     }
-    state.refreshes.want();
+    state.pipeline.refreshes.want();
     // The inbox, never either secret: logs are read by more people than the secret is for.
     tracing::info!(inbox = %inbox, "inbox secret rotated");
     Ok(Json(json!({
         "id": inbox,
         "secret": secret,
-        "previous_secret_valid_for_secs": state.secret_grace.as_secs(),
+        "previous_secret_valid_for_secs": state.pipeline.secret_grace.as_secs(),
     })))
 }

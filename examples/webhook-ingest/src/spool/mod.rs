@@ -27,10 +27,8 @@
 //! # }
 //! ```
 
-pub mod drain;
 mod reader;
 mod segment;
-pub mod spooled;
 #[cfg(test)]
 mod tests;
 pub mod unverified;

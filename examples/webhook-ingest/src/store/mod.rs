@@ -18,15 +18,13 @@ mod sqlite;
 mod wrapper;
 
 pub use rows::{
-    InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, Refusal, RefusalRow,
-    Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
+    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, Refusal,
+    RefusalRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
 };
 pub use wrapper::{Answer, StoreBackend};
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use crate::receive::payload::Commit;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]

@@ -26,7 +26,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
-use crate::receive::payload::Commit;
+use crate::store::Commit;
 
 /// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
 /// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.

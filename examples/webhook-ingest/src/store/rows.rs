@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use crate::receive::payload::Commit;
-use crate::verify::webhook::Vcs;
+use crate::provider::Vcs;
 
 /// An instance as stored: the API key only as its SHA-256.
 pub struct InstanceRow {
@@ -78,6 +77,22 @@ fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<Previo
         secret: secret?,
         age: Duration::from_millis(age_ms?.max(0) as u64),
     })
+}
+
+/// One commit as stored; the optional parts are `None` when the payload did not carry them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
+    pub sha: String,
+    pub message: Option<String>,
+    /// The author as the provider names them: a name, or Bitbucket's git author line.
+    pub author: Option<String>,
+    /// The author date exactly as the provider wrote it.
+    pub timestamp: Option<String>,
+    /// `owner/name` (Bitbucket Data Center: `PROJECT/slug`).
+    pub repository: String,
+    /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
+    pub branch: String,
 }
 
 /// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.

@@ -10,7 +10,7 @@
 //! ```
 //! use webhook_ingest::store::{InboxRow, KnownInbox};
 //! use webhook_ingest::verify::known;
-//! use webhook_ingest::verify::webhook::Vcs;
+//! use webhook_ingest::provider::Vcs;
 //!
 //! let dir = std::env::temp_dir().join(format!("known-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -35,8 +35,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::provider::Vcs;
 use crate::store::{InboxRow, KnownInbox, PreviousSecret};
-use crate::verify::webhook::Vcs;
 
 /// The file's name in the spool's directory.
 pub const KNOWN_INBOXES_FILE: &str = "known-inboxes.json";

@@ -11,9 +11,8 @@ use faultline::webhooks::{token_digest, Sender, TOKEN_DIGEST_BYTES};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::error::IngestError;
-use crate::provider::STANDARD_SIGNATURE;
-pub use crate::provider::{classify, detect, Event, Vcs};
+use super::VerifyError;
+use crate::provider::{Vcs, STANDARD_SIGNATURE};
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -142,14 +141,14 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
-pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
+pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, VerifyError> {
     sent_delivery_id(vcs, headers)
         .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
 }
 
 /// The delivery id in the provider's header, if one was sent; an error if it is not a usable
 /// id.
-pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, IngestError>> {
+pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, VerifyError>> {
     let header = vcs
         .delivery_headers()
         .iter()
@@ -165,7 +164,7 @@ pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, 
             Err(_) => "is not visible ASCII",
         }
     };
-    Some(Err(IngestError::BadDeliveryId {
+    Some(Err(VerifyError::BadDeliveryId {
         header: display_name(header),
         problem,
     }))

@@ -3,7 +3,7 @@
 
 use faultline::ledger::Snapshot;
 use serde_json::json;
-use webhook_ingest::verify::webhook::Vcs;
+use webhook_ingest::provider::Vcs;
 
 use super::{post_to, provider_headers, Fixture, Headers, Service};
 

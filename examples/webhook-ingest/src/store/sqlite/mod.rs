@@ -26,7 +26,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use super::{
     InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
 };
-use crate::receive::payload::Commit;
+use crate::store::Commit;
 use schema::migrate;
 use writer::{copied, Job, Reply};
 
