@@ -13,18 +13,47 @@
 //! ([`pipeline`]), which the webhook route ([`receive`]) and the drainers run; [`manage`] is
 //! the API that creates instances and inboxes, and [`app`] assembles the router.
 
-pub mod app;
-pub mod cli;
-pub mod error;
-pub mod manage;
-pub mod payload;
-pub mod pipeline;
+// The floors, ground first, each a blank line apart so that the order stays as written: a
+// module uses only those declared above it (tests/module_order.rs reads the uses and checks
+// it).
+
+/// The providers' words: `Vcs`, `Event`, `Shape`.
 pub mod provider;
-pub mod receive;
+
+/// Connections: limits, deadlines, HTTP/1 and HTTP/2.
 pub mod serve;
+
+/// The durable queue, storage only.
 pub mod spool;
-mod state;
+
+/// The rows and the databases that keep them.
 pub mod store;
+
+/// The commits of a push payload.
+pub mod payload;
+
+/// Signature checks, and the inboxes as last seen.
 pub mod verify;
+
+/// Every error a request can get.
+pub mod error;
+
+/// The one path of a delivery, and the drainer that runs it.
+pub mod pipeline;
+
+/// What every route shares.
+mod state;
+
+/// The webhook route.
+pub mod receive;
+
+/// The management API, and what operators read.
+pub mod manage;
+
+/// The router assembled.
+pub mod app;
+
+/// The command line.
+pub mod cli;
 
 pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL};

@@ -28,7 +28,8 @@ use super::{
 };
 use crate::store::Commit;
 use schema::migrate;
-use writer::{copied, Job, Reply};
+use syncer::Reply;
+use writer::{copied, Job};
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout
