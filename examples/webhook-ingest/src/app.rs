@@ -87,7 +87,12 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         store,
         secret_grace: config.secret_grace,
         secrets: secret_cache::SecretCache::default(),
-        refreshes: refresh::Refreshes::default(),
+        refreshes: refresh::Refreshes::new(
+            config
+                .spool
+                .as_ref()
+                .map(|spool| spool.dir().join(known::KNOWN_INBOXES_FILE)),
+        ),
         ignored: ignored::IgnoredEvents::default(),
         refusals: Arc::new(refusals::RefusalCounts::new(config.refusals_per_second)),
         spool: config.spool,
@@ -148,10 +153,6 @@ fn start_tasks(state: &AppState, inbox_refresh: std::time::Duration) -> Vec<Abor
     let refresher = refresh::Refresher {
         store: pipeline.store.clone(),
         secrets: pipeline.secrets.clone(),
-        file: pipeline
-            .spool
-            .as_ref()
-            .map(|spool| spool.dir().join(known::KNOWN_INBOXES_FILE)),
         every: inbox_refresh,
         refreshes: pipeline.refreshes.clone(),
     };

@@ -86,6 +86,12 @@ pub enum IngestError {
     #[error("the store is unavailable and the spool cannot be written")]
     #[fault(status = 503, code = "spool-unavailable", retry_after = 30)]
     SpoolUnavailable(#[source] SpoolError),
+    /// An inbox was made or rotated, and the file of known inboxes could not be written (a
+    /// disk error): its secret is not answered, since this node could not verify its
+    /// deliveries after a restart while the store is down. The spool's disk needs a look.
+    #[error("the file of known inboxes cannot be written")]
+    #[fault(status = 503, code = "known-inboxes-unwritable", retry_after = 30)]
+    KnownInboxesUnwritable(#[source] std::io::Error),
     /// The store failed outright; half a minute gives an operator time to look.
     #[error("the store is unavailable")]
     #[fault(status = 503, code = "store-unavailable", retry_after = 30)]

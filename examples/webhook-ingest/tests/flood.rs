@@ -309,3 +309,74 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
     assert_eq!(down["spool"]["inbox_refreshes"], 0, "{down}");
     assert_eq!(down["spool"]["depth"], 1, "{down}");
 }
+
+/// An inbox made here, and one rotated here, are in the file of known inboxes before their
+/// answer: the instance stopped right after it, and started again while the store is down,
+/// verifies their deliveries and keeps them in the main spool. No refresh can write the file
+/// (the store lists no inboxes), so only the write before the answer puts them there.
+#[tokio::test]
+async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_answer() {
+    let dir = SpoolDir::new("known-before-answer");
+    let db = temp_path("known-before-answer", "db");
+    let inner = Store::open(db.to_str().unwrap()).await.unwrap();
+    let config = webhook_ingest::Config {
+        spool: Some(dir.open(1 << 30)),
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let mut first = Service::serve_with(Store::wrapping(NoListing(inner)), Some(db), config).await;
+    let fixture = first.setup().await;
+    let path = format!(
+        "/api/{}/digests/{}/inboxes/{}/secret",
+        fixture.instance,
+        fixture.digest,
+        fixture.inbox(Vcs::Bitbucket).0
+    );
+    let rotated = first
+        .send(
+            first
+                .client
+                .post(first.url(&path))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    // Stopped at once, the store already down for the start that follows.
+    let (store, outage, db) = (first.store.clone(), first.outage.clone(), first.db.take());
+    first.task.abort();
+    let _ = (&mut first.task).await;
+    drop(first);
+    outage.begin();
+    let second = Service::serve_spooled(store, db, TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
+
+    let body = github_push(&["after-restart"]);
+    let made = delivery(&second, &fixture, Vcs::Github, "push", "gh-1", &body);
+    assert_eq!(second.send(made).await.str("status"), "queued");
+    let mut signed_anew = fixture.inboxes.clone();
+    for (vcs, _, secret) in &mut signed_anew {
+        if *vcs == Vcs::Bitbucket {
+            *secret = rotated.str("secret");
+        }
+    }
+    let signed_anew = Fixture {
+        inboxes: signed_anew,
+        ..fixture
+    };
+    let body = bitbucket_push();
+    let push = delivery(
+        &second,
+        &signed_anew,
+        Vcs::Bitbucket,
+        "repo:push",
+        "bb-1",
+        &body,
+    );
+    assert_eq!(second.send(push).await.str("status"), "queued");
+    second
+        .signed(&signed_anew, Vcs::Github, "push", &body)
+        .set("x-hub-signature-256", format!("sha256={}", "ab".repeat(32)))
+        .assert_problem(401, "bad-signature")
+        .await;
+    let down = health(&second).await;
+    assert_eq!(down["spool"]["depth"], 2, "{down}");
+    assert_eq!(down["spool"]["unverified"]["depth"], 0, "{down}");
+}

@@ -141,8 +141,8 @@ pub(crate) async fn create_inbox(
             secret: secret.clone(),
         })
         .await?;
-    // Known here at once, so that a delivery in the next instant of an outage is verified;
-    // the file follows with the refresh.
+    // Known here at once, in memory and in the file of known inboxes before the answer, so
+    // that a delivery in the next instant of an outage is verified, after a restart too.
     let known = store::InboxRow {
         id: id.clone(),
         digest_id: digest.clone(),
@@ -150,8 +150,11 @@ pub(crate) async fn create_inbox(
         secret: secret.clone(),
         previous: None,
     };
-    let _ = state.pipeline.secrets.remember(&row.id, &known);
-    state.pipeline.refreshes.want();
+    let pipeline = &state.pipeline;
+    let _ = pipeline.secrets.remember(&row.id, &known);
+    let written = pipeline.refreshes.write_now(&pipeline.secrets).await;
+    written.map_err(IngestError::KnownInboxesUnwritable)?;
+    pipeline.refreshes.want();
     // From the configured public URL: the request's Host is the client's to choose, and
     // behind TLS or a proxy it is not what the provider must call.
     let url = format!("{}/api/{}/inboxes/{id}/commits", state.public_url, row.id);

@@ -21,6 +21,7 @@ use super::auth::{authorize_digest, inbox_secret};
 use crate::error::IngestError;
 use crate::provider::Vcs;
 use crate::state::AppState;
+use crate::store::{InboxRow, PreviousSecret};
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
 /// day to change the provider's settings, which nobody does at the minute of the rotation.
@@ -42,16 +43,16 @@ pub(crate) async fn rotate_secret(
         .store
         .inbox(row.id.clone(), inbox.clone())
         .await?;
-    let secret = inbox_secret(known.map_or(Vcs::Github, |known| known.vcs));
+    let secret = inbox_secret(known.as_ref().map_or(Vcs::Github, |known| known.vcs));
     let rotated = state
         .pipeline
         .store
-        .rotate_secret(row.id, digest, inbox.clone(), secret.clone())
+        .rotate_secret(row.id.clone(), digest, inbox.clone(), secret.clone())
         .await?;
-    if !rotated {
+    let (true, Some(known)) = (rotated, known) else {
         return Err(IngestError::InboxNotFound(inbox));
-    }
-    state.pipeline.refreshes.want();
+    };
+    remember_rotated(&state, &row.id, known, &secret).await?;
     // The inbox, never either secret: logs are read by more people than the secret is for.
     tracing::info!(inbox = %inbox, "inbox secret rotated");
     Ok(Json(json!({
@@ -59,4 +60,29 @@ pub(crate) async fn rotate_secret(
         "secret": secret,
         "previous_secret_valid_for_secs": state.pipeline.secret_grace.as_secs(),
     })))
+}
+
+/// The rotated inbox known here at once, in memory and in the file of known inboxes before
+/// the answer: its new secret, and the one it replaced as the previous secret from now, as
+/// the store keeps them.
+async fn remember_rotated(
+    state: &AppState,
+    instance: &str,
+    before: InboxRow,
+    secret: &str,
+) -> Result<(), IngestError> {
+    let rotated = InboxRow {
+        secret: secret.to_owned(),
+        previous: Some(PreviousSecret {
+            secret: before.secret.clone(),
+            age: Duration::ZERO,
+        }),
+        ..before
+    };
+    let pipeline = &state.pipeline;
+    let _ = pipeline.secrets.remember(instance, &rotated);
+    let written = pipeline.refreshes.write_now(&pipeline.secrets).await;
+    written.map_err(IngestError::KnownInboxesUnwritable)?;
+    pipeline.refreshes.want();
+    Ok(())
 }

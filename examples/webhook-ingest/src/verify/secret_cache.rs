@@ -74,6 +74,25 @@ impl SecretCache {
         self.len() == 0
     }
 
+    /// Every inbox remembered, each previous secret's age brought up to now: what the file
+    /// of known inboxes is written from when an inbox is made or rotated here.
+    pub fn known(&self) -> Vec<KnownInbox> {
+        let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known: Vec<KnownInbox> = inboxes
+            .iter()
+            .map(|((instance, _), (row, seen))| {
+                let mut inbox = row.clone();
+                if let Some(previous) = &mut inbox.previous {
+                    previous.age += seen.elapsed();
+                }
+                let instance = instance.clone();
+                KnownInbox { instance, inbox }
+            })
+            .collect();
+        known.sort_by(|a, b| (&a.instance, &a.inbox.id).cmp(&(&b.instance, &b.inbox.id)));
+        known
+    }
+
     /// The inbox as last seen, if it was, with its previous secret's age brought up to now.
     pub fn get(&self, instance: &str, inbox: &str) -> Option<InboxRow> {
         let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
