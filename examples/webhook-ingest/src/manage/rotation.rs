@@ -6,7 +6,7 @@
 //! moment someone pastes the new secret into the provider's settings. The previous secret
 //! passes for `--secret-grace` after the rotation (one day by default: time to update the
 //! hook in the provider's settings, on a working day). The age of a rotation is measured by
-//! the database's clock and read with the inbox, so every instance of a fleet decides the
+//! the database's clock and read with the inbox, so every node of a fleet decides the
 //! same. An inbox keeps one previous secret: rotating again within the grace ends the older
 //! one's grace at once.
 

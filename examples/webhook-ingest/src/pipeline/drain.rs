@@ -20,7 +20,7 @@ use super::{Arrival, Delivery, Fate, Pipeline};
 use crate::error::IngestError;
 use crate::provider;
 use crate::spool::{Entry, Spool};
-use crate::store::{Ingested, Refusal};
+use crate::store::{Ingested, RefusedDelivery};
 
 /// The first wait after the store failed a drain, doubled up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -167,7 +167,7 @@ pub(crate) async fn refuse_at_drain(
             status,
             "a spooled delivery is refused at drain time and dropped"
             );
-            let refusal = Refusal {
+            let refusal = RefusedDelivery {
                 delivery: Some(delivery.delivery.clone()),
                 status,
                 code: code.to_owned(),

@@ -25,7 +25,7 @@ use faultline::Fault;
 use super::Pipeline;
 use crate::error::IngestError;
 use crate::provider;
-use crate::store::{Refusal, Store};
+use crate::store::{RefusedDelivery, Store};
 use crate::verify::webhook;
 
 /// Refusals kept per second at most, by default. A sender with a wrong secret sends at its
@@ -143,7 +143,7 @@ pub async fn record_refusal(
     counts: &RefusalCounts,
     instance: &str,
     inbox: &str,
-    refusal: Refusal,
+    refusal: RefusedDelivery,
 ) {
     if !counts.rate.take_now() {
         counts.skipped.fetch_add(1, Ordering::Relaxed);
@@ -213,7 +213,7 @@ pub(crate) async fn note_error(
     let delivery = provider::detect(headers)
         .ok()
         .and_then(|(vcs, _)| webhook::delivery_id(vcs, headers, body).ok());
-    let refusal = Refusal {
+    let refusal = RefusedDelivery {
         delivery,
         status: error.status().as_u16(),
         code: error.code().to_owned(),
@@ -233,7 +233,7 @@ pub(crate) async fn note_body_refused(
     if status != StatusCode::PAYLOAD_TOO_LARGE || !may_exist(state, instance, inbox).await {
         return;
     }
-    let refusal = Refusal {
+    let refusal = RefusedDelivery {
         delivery: sent_delivery(headers),
         status: status.as_u16(),
         code: "payload-too-large".to_owned(),

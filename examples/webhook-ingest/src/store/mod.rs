@@ -1,10 +1,10 @@
 //! Where deliveries and commits are kept: an embedded SQLite file (the default), or a
-//! PostgreSQL database that several instances of the service share.
+//! PostgreSQL database that several nodes (running copies of the service) share.
 //!
 //! Both keep the same promises, which is what lets the handlers not care which one runs:
 //! one transaction per delivery; a delivery id stored once per inbox, decided by the
 //! database's unique key inside that transaction (never by a look-up before it), so copies of
-//! one delivery that reach different instances at the same instant still store it once; and
+//! one delivery that reach different nodes at the same instant still store it once; and
 //! no database work on the async runtime's threads (SQLite's runs on threads of its own,
 //! PostgreSQL's is network I/O the runtime waits on).
 
@@ -18,8 +18,8 @@ mod sqlite;
 mod wrapper;
 
 pub use rows::{
-    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, Refusal,
-    RefusalRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
+    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, RefusedDelivery,
+    RefusedDeliveryRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
 };
 pub use wrapper::{Answer, StoreBackend};
 
@@ -43,7 +43,7 @@ pub enum StoreError {
     Stopped,
     /// The failure of a transaction that held several writes, each of which failed with it.
     #[error("the transaction that held this write failed")]
-    Shared(#[source] Arc<StoreError>),
+    BatchFailed(#[source] Arc<StoreError>),
     #[error("the store's settings are wrong")]
     Misconfigured(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("opening the store failed")]
@@ -79,7 +79,7 @@ impl StoreError {
             StoreError::Sqlite(e) => sqlite::is_busy(e),
             StoreError::Postgres(e) => postgres::is_busy(e),
             StoreError::Pool(e) => postgres::pool_is_busy(e),
-            StoreError::Shared(e) => e.is_busy(),
+            StoreError::BatchFailed(e) => e.is_busy(),
             _ => false,
         }
     }
@@ -294,7 +294,7 @@ impl Store {
         &self,
         instance: String,
         inbox: String,
-        refusal: Refusal,
+        refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         dispatch!(self.record_refusal(instance, inbox, refusal))
     }
@@ -305,7 +305,7 @@ impl Store {
         instance: String,
         inbox: String,
         limit: u32,
-    ) -> Result<Vec<RefusalRow>, StoreError> {
+    ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         dispatch!(self.refusals(instance, inbox, limit))
     }
 
@@ -324,7 +324,7 @@ impl Store {
         dispatch!(self.stats(instance))
     }
 
-    /// Up to `limit` inboxes of every instance, ordered by instance and id: what an instance
+    /// Up to `limit` inboxes of every instance, ordered by instance and id: what a node
     /// writes to its file of known inboxes.
     pub async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
         dispatch!(self.inboxes(limit))

@@ -35,7 +35,7 @@ pub struct KnownInbox {
 #[derive(Clone)]
 pub struct PreviousSecret {
     pub secret: String,
-    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
+    /// Time since the rotation, by the database's clock: every node of a fleet reads the
     /// same age, whatever its own clock says.
     pub age: Duration,
 }
@@ -111,7 +111,7 @@ pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
 /// A delivery refused for something the sender must fix, as kept for the operator: never the
 /// body, never a secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct RefusedDelivery {
     /// The provider's delivery id, when it sent a usable one.
     pub delivery: Option<String>,
     pub status: u16,
@@ -120,8 +120,8 @@ pub struct Refusal {
 
 /// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusalRow {
-    pub refusal: Refusal,
+pub struct RefusedDeliveryRow {
+    pub refusal: RefusedDelivery,
     pub refused_at: String,
 }
 

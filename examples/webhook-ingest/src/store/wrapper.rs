@@ -47,8 +47,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{
-    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, Refusal, RefusalRow, Stats,
-    Store, StoreError, StoredCommit,
+    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, RefusedDelivery,
+    RefusedDeliveryRow, Stats, Store, StoreError, StoredCommit,
 };
 
 /// What a wrapped operation answers: a boxed future, since a trait object cannot name its
@@ -157,7 +157,7 @@ pub trait StoreBackend: Send + Sync + 'static {
         &self,
         instance: String,
         inbox: String,
-        refusal: Refusal,
+        refusal: RefusedDelivery,
     ) -> Answer<'_, bool> {
         pass_on!(
             self,
@@ -167,7 +167,12 @@ pub trait StoreBackend: Send + Sync + 'static {
     }
 
     /// [`Store::refusals`].
-    fn refusals(&self, instance: String, inbox: String, limit: u32) -> Answer<'_, Vec<RefusalRow>> {
+    fn refusals(
+        &self,
+        instance: String,
+        inbox: String,
+        limit: u32,
+    ) -> Answer<'_, Vec<RefusedDeliveryRow>> {
         pass_on!(self, "refusals", refusals(instance, inbox, limit))
     }
 

@@ -1,4 +1,4 @@
-//! The file of known inboxes: what this instance last read of every inbox, kept beside its
+//! The file of known inboxes: what this node last read of every inbox, kept beside its
 //! spool so that a restart while the store is down still verifies their deliveries.
 //!
 //! It holds each inbox's id, instance, digest, provider, secret and the previous secret of
@@ -48,7 +48,7 @@ const VERSION: u32 = 1;
 struct File {
     version: u32,
     /// When it was written, by this machine's clock: a previous secret's age keeps growing
-    /// from here while the instance is down.
+    /// from here while the node is down.
     written_at_ms: u64,
     inboxes: Vec<Entry>,
 }

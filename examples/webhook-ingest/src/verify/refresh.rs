@@ -20,7 +20,7 @@ use super::secret_cache::{SecretCache, MAX_CACHED_INBOXES};
 use crate::store::Store;
 
 /// How often the inboxes are read again unless `--inbox-refresh` says otherwise: an inbox
-/// made on another instance of a fleet is verified here during an outage once a minute has
+/// made on another node of a fleet is verified here during an outage once a minute has
 /// passed, at the cost of one read of the inboxes table a minute.
 pub const DEFAULT_INBOX_REFRESH: Duration = Duration::from_secs(60);
 /// The wait before trying again after a refresh failed, unless the period is shorter: a
@@ -63,7 +63,7 @@ impl Refreshes {
             .map_err(io::Error::other)?
     }
 
-    /// Asks for a refresh after a change made through this instance. One asked during a
+    /// Asks for a refresh after a change made through this node. One asked during a
     /// refresh runs again once that one is done.
     pub fn want(&self) {
         self.wanted.notify_one();

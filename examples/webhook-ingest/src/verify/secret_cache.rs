@@ -10,7 +10,7 @@
 //!
 //! Beside what a delivery's look-up remembers, the whole cache is replaced by every inbox the
 //! store lists (see `refresh`), and filled at start from the file of known inboxes (see
-//! `known`), so that an instance restarted while the store is down knows every inbox that
+//! `known`), so that a node restarted while the store is down knows every inbox that
 //! existed at its last refresh.
 
 use std::collections::HashMap;

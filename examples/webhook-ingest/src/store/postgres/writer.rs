@@ -151,7 +151,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
         Err(error) => {
             let error = Arc::new(error);
             jobs.iter()
-                .map(|_| Err(StoreError::Shared(error.clone())))
+                .map(|_| Err(StoreError::BatchFailed(error.clone())))
                 .collect()
         }
     }

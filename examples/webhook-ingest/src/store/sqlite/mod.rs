@@ -66,10 +66,10 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
 /// A handle on the SQLite store; cheap to clone.
 #[derive(Clone)]
 pub(super) struct SqliteStore {
-    shared: Arc<Shared>,
+    shared: Arc<SqliteHandles>,
 }
 
-struct Shared {
+struct SqliteHandles {
     queue: SyncSender<Job>,
     writer: Arc<writer::Writer>,
     /// Why a commit may return before it is durable, or `None` when it waits for the disk.
@@ -120,7 +120,7 @@ impl SqliteStore {
             .spawn(move || writer::run(thread, jobs))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(SqliteHandles {
                 queue,
                 writer,
                 not_durable: not_durable(in_memory, sync),
