@@ -270,20 +270,11 @@ async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
     assert_eq!(known::load(&file).unwrap().len(), Vcs::ALL.len());
 }
 
-/// A store whose inboxes cannot be listed, so that no refresh ever succeeds.
-struct NoListing(Store);
-
-impl webhook_ingest::store::StoreBackend for NoListing {
-    fn inner(&self) -> &Store {
-        &self.0
-    }
-
-    fn before(&self, operation: &'static str) -> Result<(), webhook_ingest::store::StoreError> {
-        match operation {
-            "inboxes" => Err(webhook_ingest::store::StoreError::Connecting),
-            _ => Ok(()),
-        }
-    }
+/// `store`, its inboxes never listed, so that no refresh ever succeeds.
+fn no_listing(store: Store) -> Store {
+    let (store, faults) = store.with_faults();
+    faults.fail("inboxes");
+    store
 }
 
 #[tokio::test]
@@ -294,7 +285,7 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
         spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
         ..Service::config(TEST_BODY_LIMIT)
     };
-    let service = Service::serve_with(Store::wrapping(NoListing(inner)), None, config).await;
+    let service = Service::serve_with(no_listing(inner), None, config).await;
     let fixture = service.setup().await;
     service.outage.begin();
     let body = gitlab_push();
@@ -323,7 +314,7 @@ async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_
         spool: Some(dir.open(1 << 30)),
         ..Service::config(TEST_BODY_LIMIT)
     };
-    let mut first = Service::serve_with(Store::wrapping(NoListing(inner)), Some(db), config).await;
+    let mut first = Service::serve_with(no_listing(inner), Some(db), config).await;
     let fixture = first.setup().await;
     let path = format!(
         "/api/{}/digests/{}/inboxes/{}/secret",

@@ -13,15 +13,17 @@ mod postgres;
 
 pub use options::{OpenOptions, SqliteSync};
 pub use postgres::tls::SslMode;
+#[cfg(feature = "faults")]
+mod faults;
 mod rows;
 mod sqlite;
-mod wrapper;
 
+#[cfg(feature = "faults")]
+pub use faults::Faults;
 pub use rows::{
     Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, RefusedDelivery,
     RefusedDeliveryRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
 };
-pub use wrapper::{Answer, StoreBackend};
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -92,6 +94,9 @@ pub struct Store {
     /// [`Store::open_in_background`].
     backend: Arc<OnceLock<Backend>>,
     kind: &'static str,
+    /// What the tests make fail (see `faults.rs`); absent from the service itself.
+    #[cfg(feature = "faults")]
+    faults: faults::Chain,
 }
 
 /// The first wait between two attempts to open a store that is not reachable, doubled after
@@ -105,18 +110,16 @@ const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 enum Backend {
     Sqlite(sqlite::SqliteStore),
     Postgres(postgres::PgStore),
-    /// A backend of the caller's: SQLite and PostgreSQL stay unboxed, and only a wrapper pays
-    /// for its boxed futures.
-    Wrapped(Arc<dyn StoreBackend>),
 }
 
 /// Runs the same call on whichever backend this store is.
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        #[cfg(feature = "faults")]
+        faults::check(&$self.faults, stringify!($method))?;
         match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
-            Backend::Wrapped(store) => store.$method($($arg),*).await,
         }
     }};
 }
@@ -178,18 +181,9 @@ impl Store {
             } else {
                 "sqlite"
             },
+            #[cfg(feature = "faults")]
+            faults: Vec::new(),
         }
-    }
-
-    /// A store whose every operation `backend` answers: most often a wrapper that holds
-    /// another [`Store`] and decides, per call, whether to pass it on (see [`StoreBackend`]).
-    pub fn wrapping(backend: impl StoreBackend) -> Store {
-        let store = Store {
-            backend: Arc::new(OnceLock::new()),
-            kind: backend.kind(),
-        };
-        let _ = store.backend.set(Backend::Wrapped(Arc::new(backend)));
-        store
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
@@ -197,14 +191,9 @@ impl Store {
         self.kind
     }
 
-    /// Whether the store has been opened (it may still fail, as any database may); a wrapper
-    /// is as open as the store it holds.
+    /// Whether the store has been opened (it may still fail, as any database may).
     pub fn is_open(&self) -> bool {
-        match self.backend.get() {
-            None => false,
-            Some(Backend::Wrapped(store)) => store.inner().is_open(),
-            Some(_) => true,
-        }
+        self.backend.get().is_some()
     }
 
     /// Why an answer that says stored may not survive a power cut or a crash of the database
@@ -214,7 +203,6 @@ impl Store {
         match self.backend.get()? {
             Backend::Sqlite(store) => store.not_durable(),
             Backend::Postgres(store) => store.not_durable(),
-            Backend::Wrapped(store) => store.inner().not_durable(),
         }
     }
 
