@@ -1,6 +1,6 @@
 //! An unauthenticated flood during an outage, over real TCP: the store down, made-up
 //! deliveries to inboxes that never existed fill only the unverified bound and are answered
-//! 503 past it; the instance restarts while the store is still down; the real senders'
+//! 503 past it; the node restarts while the store is still down; the real senders'
 //! deliveries to known inboxes are still verified and acknowledged.
 
 mod common;
@@ -302,7 +302,7 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
 }
 
 /// An inbox made here, and one rotated here, are in the file of known inboxes before their
-/// answer: the instance stopped right after it, and started again while the store is down,
+/// answer: the node stopped right after it, and started again while the store is down,
 /// verifies their deliveries and keeps them in the main spool. No refresh can write the file
 /// (the store lists no inboxes), so only the write before the answer puts them there.
 #[tokio::test]
