@@ -139,12 +139,6 @@ impl Pipeline {
             body,
             ..
         } = delivery;
-        if found.row.vcs != vcs {
-            return Err(IngestError::WrongProvider {
-                inbox: found.row.vcs,
-                sent: vcs,
-            });
-        }
         let now = SystemTime::now();
         self.verify(&found, vcs, &body, &arrival, now)?;
         let shape = match event {
@@ -220,7 +214,8 @@ impl Pipeline {
         }
     }
 
-    /// Whether the delivery is signed with a secret of its inbox, judged as of its arrival.
+    /// Whether the delivery comes from its inbox's provider and is signed with a secret of
+    /// the inbox, judged as of its arrival.
     fn verify(
         &self,
         found: &Found,
@@ -229,6 +224,12 @@ impl Pipeline {
         arrival: &Arrival<'_>,
         now: SystemTime,
     ) -> Result<(), IngestError> {
+        if found.row.vcs != vcs {
+            return Err(IngestError::WrongProvider {
+                inbox: found.row.vcs,
+                sent: vcs,
+            });
+        }
         let grace = self.secret_grace;
         match (arrival, &found.keys) {
             (Arrival::Request(parts), Some(keys)) => {
