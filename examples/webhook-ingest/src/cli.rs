@@ -28,13 +28,13 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::Parser;
 
+use crate::app::{Config, DEFAULT_BODY_LIMIT};
 use crate::manage::rotation;
-use crate::receive::refusals;
+use crate::pipeline::refusals;
 use crate::serve::{self, Deadlines, Limits};
 use crate::spool::{self, SpoolConfig};
 use crate::store;
 use crate::verify::refresh;
-use crate::{Config, DEFAULT_BODY_LIMIT};
 
 /// The address served when neither `--listen` nor `--port` is given: loopback only, so a
 /// service started by hand is not reachable from the network until someone says so.
@@ -107,7 +107,7 @@ pub struct Cli {
     #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_SECRET_GRACE", default_value_t = Span(rotation::DEFAULT_SECRET_GRACE))]
     pub secret_grace: Span,
 
-    /// Where deliveries the store cannot take are kept until drained into it; each instance
+    /// Where deliveries the store cannot take are kept until drained into it; each node
     /// needs its own
     #[arg(long, value_name = "DIR", env = "WEBHOOK_INGEST_SPOOL", default_value = spool::DEFAULT_SPOOL_DIR)]
     pub spool: std::path::PathBuf,
@@ -131,7 +131,7 @@ pub struct Cli {
     pub refusals_per_second: u32,
 
     /// How often the known inboxes are read again from the store, for the changes made
-    /// through other instances
+    /// through other nodes
     #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_INBOX_REFRESH", default_value_t = Span(refresh::DEFAULT_INBOX_REFRESH))]
     pub inbox_refresh: Span,
 

@@ -1,5 +1,9 @@
 //! Every way a request to the service can fail, with the status and stable code it answers.
 //!
+//! The floors below answer small errors of their own ([`UnknownProvider`], [`Malformed`],
+//! [`VerifyError`], [`StoreError`], [`SpoolError`]); this one wraps them, and the floors above
+//! (the pipeline, the routes) answer it.
+//!
 //! Messages are public for 4xx, so they name what the client must fix and never carry an API
 //! key, a webhook secret or a signature: header names yes, header values no.
 
@@ -7,8 +11,11 @@ use std::borrow::Cow;
 
 use faultline::Fault;
 
+use crate::payload::Malformed;
+use crate::provider::{UnknownProvider, Vcs};
+use crate::spool::SpoolError;
 use crate::store::StoreError;
-use crate::verify::webhook::Vcs;
+use crate::verify::VerifyError;
 
 /// The errors of the service's handlers.
 ///
@@ -45,29 +52,19 @@ pub enum IngestError {
     #[error("the content type must be `application/json`")]
     #[fault(status = 415, code = "unsupported-media-type")]
     UnsupportedMediaType,
-    #[error(
-        "no provider header: expected one of `X-GitHub-Event`, `X-Gitlab-Event`, `X-Event-Key`, `X-Gitea-Event`, `X-Forgejo-Event`"
-    )]
-    #[fault(code = "unknown-provider")]
-    UnknownProvider,
+    #[error(transparent)]
+    #[fault(transparent)]
+    UnknownProvider(#[from] UnknownProvider),
     #[error("this inbox receives {inbox} webhooks, not {sent}")]
     #[fault(code = "wrong-provider")]
     WrongProvider { inbox: Vcs, sent: Vcs },
-    #[error("the `{header}` header {problem}")]
-    #[fault(status = 401, code = "bad-signature")]
-    BadSignature {
-        header: &'static str,
-        problem: &'static str,
-    },
-    #[error("the `{header}` header {problem}")]
-    #[fault(code = "bad-delivery-id")]
-    BadDeliveryId {
-        header: &'static str,
-        problem: &'static str,
-    },
-    #[error("the push payload {0}")]
-    #[fault(code = "malformed-payload")]
-    Malformed(String),
+    /// A signature or a delivery id refused: `bad-signature` (401) or `bad-delivery-id`.
+    #[error(transparent)]
+    #[fault(transparent)]
+    Unverified(#[from] VerifyError),
+    #[error(transparent)]
+    #[fault(transparent)]
+    Malformed(#[from] Malformed),
     /// The writer's queue is full; it drains in milliseconds, so a retry a second later
     /// finds room.
     #[error("the store is busy")]
@@ -88,7 +85,13 @@ pub enum IngestError {
     /// The store cannot take the delivery and writing it to the spool failed (a disk error).
     #[error("the store is unavailable and the spool cannot be written")]
     #[fault(status = 503, code = "spool-unavailable", retry_after = 30)]
-    SpoolUnavailable(#[source] crate::spool::SpoolError),
+    SpoolUnavailable(#[source] SpoolError),
+    /// An inbox was made or rotated, and the file of known inboxes could not be written (a
+    /// disk error): its secret is not answered, since this node could not verify its
+    /// deliveries after a restart while the store is down. The spool's disk needs a look.
+    #[error("the file of known inboxes cannot be written")]
+    #[fault(status = 503, code = "known-inboxes-unwritable", retry_after = 30)]
+    KnownInboxesUnwritable(#[source] std::io::Error),
     /// The store failed outright; half a minute gives an operator time to look.
     #[error("the store is unavailable")]
     #[fault(status = 503, code = "store-unavailable", retry_after = 30)]
@@ -96,9 +99,10 @@ pub enum IngestError {
 }
 
 impl IngestError {
-    /// A push payload that lacks `field` or holds the wrong type there.
-    pub fn missing(field: impl std::fmt::Display) -> Self {
-        Self::Malformed(format!("lacks `{field}` or it has the wrong type"))
+    /// Whether the store could not answer: a drained delivery waits for it rather than being
+    /// refused.
+    pub fn is_store_trouble(&self) -> bool {
+        matches!(self, Self::StoreBusy(_) | Self::StoreUnavailable(_))
     }
 }
 
@@ -108,6 +112,15 @@ impl From<StoreError> for IngestError {
             Self::StoreBusy(error)
         } else {
             Self::StoreUnavailable(error)
+        }
+    }
+}
+
+impl From<SpoolError> for IngestError {
+    fn from(error: SpoolError) -> Self {
+        match error {
+            SpoolError::Full => Self::SpoolFull,
+            error => Self::SpoolUnavailable(error),
         }
     }
 }

@@ -5,206 +5,55 @@
 //! digest has inboxes; each inbox receives push webhooks from one provider and stores their
 //! commits.
 //!
-//! The folders follow a delivery: [`receive`] takes it, [`verify`] checks it, [`store`] keeps
-//! it, or [`spool`] holds it while the store is down and drains it later; [`manage`] is the
-//! API that creates instances and inboxes, [`serve`] the connections under all of it.
+//! The modules are floors, declared here ground first, and each uses only those declared
+//! before it (`tests/module_order.rs` holds it): the providers' words ([`provider`]), the
+//! connections ([`serve`]), the durable queue ([`spool`]), the rows and their databases
+//! ([`store`]), a push's commits ([`payload`]), the signature checks and the inboxes as last
+//! seen ([`verify`]), the errors ([`error`]), then the one path of a delivery
+//! ([`pipeline`]), which the webhook route ([`receive`]) and the drainers run; [`manage`] is
+//! the API that creates instances and inboxes, and [`app`] assembles the router.
 
-pub mod cli;
-pub mod error;
-pub mod manage;
-pub mod receive;
+// The floors, ground first, each a blank line apart so that the order stays as written: a
+// module uses only those declared above it (tests/module_order.rs reads the uses and checks
+// it).
+
+/// The providers' words: `Vcs`, `Event`, `Shape`.
+pub mod provider;
+
+/// Connections: limits, deadlines, HTTP/1 and HTTP/2.
 pub mod serve;
+
+/// The durable queue, storage only.
 pub mod spool;
+
+/// The rows and the databases that keep them.
 pub mod store;
+
+/// The commits of a push payload.
+pub mod payload;
+
+/// Signature checks, and the inboxes as last seen.
 pub mod verify;
 
-use std::sync::Arc;
+/// Every error a request can get.
+pub mod error;
 
-use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
-use axum::Router;
-use faultline::{FaultLayer, Ledger};
+/// The one path of a delivery, and the drainer that runs it.
+pub mod pipeline;
 
-use crate::manage::{home, observe, rotation};
-use crate::receive::{ignored, refusals};
-use crate::spool::drain;
-use crate::store::Store;
-use crate::verify::{known, refresh, secret_cache};
+/// What every route shares.
+mod state;
 
-/// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
-pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
+/// The webhook route.
+pub mod receive;
 
-/// What the service can be configured with.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The largest webhook body accepted; larger ones get 413.
-    pub body_limit: usize,
-    /// The bearer token `/errors` asks for. The error groups hold internal text (5xx messages,
-    /// chains, panic text) that no webhook sender may read; without a token `/errors` is not
-    /// served at all.
-    pub admin_token: Option<String>,
-    /// How long a request's body and its answer may take, once its head has arrived.
-    pub deadlines: serve::Deadlines,
-    /// The connection counts served at `/metrics` beside the ledger's; the serve loop keeps
-    /// them.
-    pub connections: serve::Connections,
-    /// How long an inbox's previous secret still passes after a rotation.
-    pub secret_grace: std::time::Duration,
-    /// Where verified deliveries go when the store cannot take them, answered 202 queued and
-    /// drained into the store once it answers. Without one, store trouble answers 503. Its
-    /// directory also keeps the file of known inboxes.
-    pub spool: Option<spool::Spool>,
-    /// Where deliveries to inboxes unknown here go while the store is down, verified when
-    /// drained (see [`spool::unverified`]). Without one they are answered 503.
-    pub unverified: Option<spool::Spool>,
-    /// The largest body the unverified spool takes.
-    pub unverified_max_body: usize,
-    /// How often the known inboxes are read again from the store.
-    pub inbox_refresh: std::time::Duration,
-    /// The base URL providers and people reach the service by (`https://hooks.example.com`):
-    /// an inbox's callback URL and the first page are built from it, never from a request's
-    /// `Host` header, which the client chooses. Without one, [`DEFAULT_PUBLIC_URL`].
-    pub public_url: Option<String>,
-    /// Refusals kept for the inboxes' failure lists per second at most, over every inbox;
-    /// past it a refusal is only counted.
-    pub refusals_per_second: u32,
-}
+/// The management API, and what operators read.
+pub mod manage;
 
-/// The base URL when none is configured: the default listen address.
-pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:3000";
+/// The router assembled.
+pub mod app;
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            body_limit: DEFAULT_BODY_LIMIT,
-            admin_token: None,
-            deadlines: serve::Deadlines::default(),
-            connections: serve::Connections::default(),
-            secret_grace: rotation::DEFAULT_SECRET_GRACE,
-            spool: None,
-            unverified: None,
-            unverified_max_body: spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY,
-            inbox_refresh: refresh::DEFAULT_INBOX_REFRESH,
-            refusals_per_second: refusals::DEFAULT_REFUSALS_PER_SECOND,
-            public_url: None,
-        }
-    }
-}
+/// The command line.
+pub mod cli;
 
-#[derive(Clone)]
-pub(crate) struct AppState {
-    store: Store,
-    secret_grace: std::time::Duration,
-    refusals: Arc<refusals::RefusalCounts>,
-    ignored: ignored::IgnoredEvents,
-    secrets: secret_cache::SecretCache,
-    spool: Option<spool::Spool>,
-    unverified: Option<spool::Spool>,
-    unverified_max_body: usize,
-    unverified_refused: spool::unverified::BoundRefusals,
-    spool_refused: drain::Refusals,
-    refreshes: refresh::Refreshes,
-    /// [`Config::public_url`], without a trailing slash.
-    public_url: Arc<str>,
-    /// Stops the drainers and the refresher when the last router holding this state is
-    /// dropped.
-    _tasks: Arc<Vec<AbortOnDrop>>,
-}
-
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// The service's router, every route behind one fault layer whose ledger is returned with it.
-/// It also starts, on the current tokio runtime, the refresher of the known inboxes and a
-/// drainer for each spool configured, which run until the router is dropped.
-pub fn app(store: Store, config: Config) -> (Router, Ledger) {
-    let (layer, ledger) = FaultLayer::pair();
-    let mut state = AppState {
-        store,
-        secret_grace: config.secret_grace,
-        refusals: Arc::new(refusals::RefusalCounts::new(config.refusals_per_second)),
-        ignored: ignored::IgnoredEvents::default(),
-        secrets: secret_cache::SecretCache::default(),
-        spool: config.spool,
-        unverified: config.unverified,
-        unverified_max_body: config.unverified_max_body,
-        unverified_refused: spool::unverified::BoundRefusals::default(),
-        spool_refused: drain::Refusals::default(),
-        refreshes: refresh::Refreshes::default(),
-        public_url: config
-            .public_url
-            .as_deref()
-            .unwrap_or(DEFAULT_PUBLIC_URL)
-            .trim_end_matches('/')
-            .into(),
-        _tasks: Arc::default(),
-    };
-    state._tasks = Arc::new(start_tasks(&state, config.inbox_refresh));
-    let hooks = Router::new().route(
-        "/api/{instance}/inboxes/{inbox}/commits",
-        post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
-    );
-    let metrics = get(observe::metrics(
-        ledger.clone(),
-        config.connections,
-        state.clone(),
-    ));
-    let mut router = manage::routes()
-        .merge(hooks)
-        .route("/", get(home::home))
-        .route("/health", get(observe::health))
-        .with_state(state)
-        .route("/metrics", metrics);
-    if let Some(admin_token) = config.admin_token {
-        // The error groups hold internal text: the JSON and the inbox page alike answer only
-        // the admin token.
-        router = router
-            .route(
-                "/errors",
-                observe::admin_only(admin_token.clone(), ledger.errors_handler()),
-            )
-            .route(
-                "/errors/inbox",
-                observe::admin_only(admin_token, ledger.inbox_handler()),
-            );
-    }
-    let deadlines =
-        axum::middleware::from_fn_with_state(config.deadlines, serve::deadline::enforce);
-    (router.layer(deadlines).layer(layer), ledger)
-}
-
-/// The refresher of the known inboxes, then a drainer for each spool, on the current tokio
-/// runtime. The file of known inboxes is read before this returns, so the first request
-/// already finds what it holds.
-fn start_tasks(state: &AppState, inbox_refresh: std::time::Duration) -> Vec<AbortOnDrop> {
-    let refresher = refresh::Refresher {
-        store: state.store.clone(),
-        secrets: state.secrets.clone(),
-        file: state
-            .spool
-            .as_ref()
-            .map(|spool| spool.dir().join(known::KNOWN_INBOXES_FILE)),
-        every: inbox_refresh,
-        refreshes: state.refreshes.clone(),
-    };
-    refresher.load_file();
-    let mut tasks = vec![AbortOnDrop(tokio::spawn(refresher.run()).abort_handle())];
-    for spool in state.spool.iter().chain(&state.unverified) {
-        let drainer = drain::Drainer {
-            store: state.store.clone(),
-            spool: spool.clone(),
-            secrets: state.secrets.clone(),
-            ignored: state.ignored.clone(),
-            refused: state.spool_refused.clone(),
-            listed: state.refusals.clone(),
-            secret_grace: state.secret_grace,
-        };
-        tasks.push(AbortOnDrop(tokio::spawn(drainer.run()).abort_handle()));
-    }
-    tasks
-}
+pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL};

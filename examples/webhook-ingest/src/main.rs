@@ -11,7 +11,7 @@
 //! picks a free port) and prints `listening on ADDR` as its first line on stdout; logs go to
 //! stderr. `GET /` says what the service is and how to start; the URLs it and every inbox
 //! answer with start with `--public-url`, else `http://ADDR`, never the request's `Host`. `--db :memory:` keeps nothing; `--db postgres://USER:PASSWORD@HOST:PORT/DB` uses
-//! that PostgreSQL database (its migrations run at start-up), so several instances can share
+//! that PostgreSQL database (its migrations run at start-up), so several nodes can share
 //! one store. The password is never logged. Its `sslmode` (`disable`, `prefer` by default,
 //! `require`, `verify-full`) means what it means to libpq; `verify-full` trusts the system's
 //! roots and those in `--db-ca FILE`, and a certificate that does not verify stops the service
@@ -19,10 +19,10 @@
 //! (and migrated) in the background, with backoff.
 //!
 //! A delivery the store cannot take is appended to the spool (`--spool DIR`, default
-//! `webhook-ingest-spool`, one per instance), flushed to disk, answered 202 queued, and
+//! `webhook-ingest-spool`, one per node), flushed to disk, answered 202 queued, and
 //! drained into the store once it answers; past `--spool-max-bytes` (default 1 GiB) such a
 //! delivery gets 503 with `Retry-After`. See `webhook_ingest::spool`. A delivery to an inbox
-//! this instance does not know (from its file of known inboxes beside the spool, refreshed
+//! this node does not know (from its file of known inboxes beside the spool, refreshed
 //! every `--inbox-refresh`) is spooled unverified only within `--unverified-max-bytes`
 //! (64 MiB) and `--unverified-max-body` (1 MiB), else 503; see
 //! `webhook_ingest::spool::unverified`.

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::verify::webhook::{self, Vcs};
+use webhook_ingest::provider::Vcs;
+use webhook_ingest::verify::webhook;
 
 /// A service on a SQLite file with a spool, and the spool's directory, removed when done;
 /// with a peer on the same file, another instance of the fleet, through which inboxes are

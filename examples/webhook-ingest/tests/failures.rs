@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
-use webhook_ingest::verify::webhook::Vcs;
 
 impl Service {
     async fn failures(&self, fixture: &Fixture, inbox: &str, key: &str, query: &str) -> Answer {

@@ -1,6 +1,6 @@
 //! An unauthenticated flood during an outage, over real TCP: the store down, made-up
 //! deliveries to inboxes that never existed fill only the unverified bound and are answered
-//! 503 past it; the instance restarts while the store is still down; the real senders'
+//! 503 past it; the node restarts while the store is still down; the real senders'
 //! deliveries to known inboxes are still verified and acknowledged.
 
 mod common;
@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::spool::{unverified, Spool, SpoolConfig, RECORD_HEADER_BYTES};
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::known;
-use webhook_ingest::verify::webhook::Vcs;
 
 /// The webhook body limit here: large enough for the flood's oversized bodies.
 const BODY_LIMIT: usize = 1 << 20;
@@ -270,20 +270,11 @@ async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
     assert_eq!(known::load(&file).unwrap().len(), Vcs::ALL.len());
 }
 
-/// A store whose inboxes cannot be listed, so that no refresh ever succeeds.
-struct NoListing(Store);
-
-impl webhook_ingest::store::StoreBackend for NoListing {
-    fn inner(&self) -> &Store {
-        &self.0
-    }
-
-    fn before(&self, operation: &'static str) -> Result<(), webhook_ingest::store::StoreError> {
-        match operation {
-            "inboxes" => Err(webhook_ingest::store::StoreError::Connecting),
-            _ => Ok(()),
-        }
-    }
+/// `store`, its inboxes never listed, so that no refresh ever succeeds.
+fn no_listing(store: Store) -> Store {
+    let (store, faults) = store.with_faults();
+    faults.fail("inboxes");
+    store
 }
 
 #[tokio::test]
@@ -294,7 +285,7 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
         spool: Some(Spool::open(SpoolConfig::new(&dir.0)).unwrap()),
         ..Service::config(TEST_BODY_LIMIT)
     };
-    let service = Service::serve_with(Store::wrapping(NoListing(inner)), None, config).await;
+    let service = Service::serve_with(no_listing(inner), None, config).await;
     let fixture = service.setup().await;
     service.outage.begin();
     let body = gitlab_push();
@@ -308,4 +299,75 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
     let down = health(&service).await;
     assert_eq!(down["spool"]["inbox_refreshes"], 0, "{down}");
     assert_eq!(down["spool"]["depth"], 1, "{down}");
+}
+
+/// An inbox made here, and one rotated here, are in the file of known inboxes before their
+/// answer: the node stopped right after it, and started again while the store is down,
+/// verifies their deliveries and keeps them in the main spool. No refresh can write the file
+/// (the store lists no inboxes), so only the write before the answer puts them there.
+#[tokio::test]
+async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_answer() {
+    let dir = SpoolDir::new("known-before-answer");
+    let db = temp_path("known-before-answer", "db");
+    let inner = Store::open(db.to_str().unwrap()).await.unwrap();
+    let config = webhook_ingest::Config {
+        spool: Some(dir.open(1 << 30)),
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let mut first = Service::serve_with(no_listing(inner), Some(db), config).await;
+    let fixture = first.setup().await;
+    let path = format!(
+        "/api/{}/digests/{}/inboxes/{}/secret",
+        fixture.instance,
+        fixture.digest,
+        fixture.inbox(Vcs::Bitbucket).0
+    );
+    let rotated = first
+        .send(
+            first
+                .client
+                .post(first.url(&path))
+                .bearer_auth(&fixture.key),
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    // Stopped at once, the store already down for the start that follows.
+    let (store, outage, db) = (first.store.clone(), first.outage.clone(), first.db.take());
+    first.task.abort();
+    let _ = (&mut first.task).await;
+    drop(first);
+    outage.begin();
+    let second = Service::serve_spooled(store, db, TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
+
+    let body = github_push(&["after-restart"]);
+    let made = delivery(&second, &fixture, Vcs::Github, "push", "gh-1", &body);
+    assert_eq!(second.send(made).await.str("status"), "queued");
+    let mut signed_anew = fixture.inboxes.clone();
+    for (vcs, _, secret) in &mut signed_anew {
+        if *vcs == Vcs::Bitbucket {
+            *secret = rotated.str("secret");
+        }
+    }
+    let signed_anew = Fixture {
+        inboxes: signed_anew,
+        ..fixture
+    };
+    let body = bitbucket_push();
+    let push = delivery(
+        &second,
+        &signed_anew,
+        Vcs::Bitbucket,
+        "repo:push",
+        "bb-1",
+        &body,
+    );
+    assert_eq!(second.send(push).await.str("status"), "queued");
+    second
+        .signed(&signed_anew, Vcs::Github, "push", &body)
+        .set("x-hub-signature-256", format!("sha256={}", "ab".repeat(32)))
+        .assert_problem(401, "bad-signature")
+        .await;
+    let down = health(&second).await;
+    assert_eq!(down["spool"]["depth"], 2, "{down}");
+    assert_eq!(down["spool"]["unverified"]["depth"], 0, "{down}");
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::verify::webhook::Vcs;
+use webhook_ingest::provider::Vcs;
 
 #[tokio::test]
 async fn copies_of_one_delivery_at_two_instances_at_once_store_it_once() {

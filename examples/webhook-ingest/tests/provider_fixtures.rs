@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::store::StoredCommit;
-use webhook_ingest::verify::webhook::Vcs;
 
 /// Past the most commits any fixture holds, so one page shows everything new.
 const PAGE: u32 = 200;

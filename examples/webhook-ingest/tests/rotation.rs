@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::json;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::store::Store;
-use webhook_ingest::verify::webhook::Vcs;
 
 /// Short enough to wait out in a test, long enough that the checks made within it finish
 /// first on a loaded machine.

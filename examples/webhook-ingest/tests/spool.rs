@@ -5,10 +5,11 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::spool::spooled::SpooledDelivery;
+use webhook_ingest::pipeline::record::SpooledDelivery;
+use webhook_ingest::provider::Vcs;
 use webhook_ingest::spool::RECORD_HEADER_BYTES;
 use webhook_ingest::store::Store;
-use webhook_ingest::verify::webhook::{self, Vcs};
+use webhook_ingest::verify::webhook;
 
 async fn spooled_service(name: &str, dir: &SpoolDir, max_bytes: u64) -> Service {
     let db = temp_path(name, "db");

@@ -6,8 +6,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
+use crate::provider::Vcs;
 use crate::store::{InstanceRow, Store};
-use crate::verify::webhook::{self, Vcs};
+use crate::verify::webhook;
 use base64::Engine;
 
 /// Random bytes in an id: at 64 bits a collision among one service's ids is vanishingly

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::auth::authorize_digest;
 use crate::error::IngestError;
-use crate::AppState;
+use crate::state::AppState;
 
 /// Commits per page when the client names no page size.
 const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -30,12 +30,16 @@ pub(crate) async fn list_commits(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     let size = page
         .page_size
         .unwrap_or(DEFAULT_PAGE_SIZE)
         .clamp(1, MAX_PAGE_SIZE);
-    let commits = state.store.commits(digest, page.before, size).await?;
+    let commits = state
+        .pipeline
+        .store
+        .commits(digest, page.before, size)
+        .await?;
     let next_before = match commits.last() {
         Some(last) if commits.len() == size as usize => Some(last.seq),
         _ => None,

@@ -1,5 +1,5 @@
 //! The deliveries an inbox refused, listed for the operator who fixed their cause and now
-//! picks the ones to redeliver (see `receive::refusals` for what is kept).
+//! picks the ones to redeliver (see `pipeline::refusals` for what is kept).
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Uri};
@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::auth::authorize;
 use crate::error::IngestError;
+use crate::state::AppState;
 use crate::store::REFUSALS_KEPT_PER_INBOX;
-use crate::AppState;
 
 /// Refusals listed when the client names no limit.
 const DEFAULT_LISTED: u32 = 100;
@@ -28,8 +28,9 @@ pub(crate) async fn list_failures(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
     if state
+        .pipeline
         .store
         .inbox(row.id.clone(), inbox.clone())
         .await?
@@ -41,7 +42,7 @@ pub(crate) async fn list_failures(
         .limit
         .unwrap_or(DEFAULT_LISTED)
         .clamp(1, REFUSALS_KEPT_PER_INBOX as u32);
-    let rows = state.store.refusals(row.id, inbox, limit).await?;
+    let rows = state.pipeline.store.refusals(row.id, inbox, limit).await?;
     let failures: Vec<_> = rows
         .into_iter()
         .map(|row| {

@@ -11,7 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Where the guide lives, as the repository names it.
 pub const GUIDE: &str = "docs/reference-service.md";

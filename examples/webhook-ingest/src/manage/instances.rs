@@ -10,9 +10,9 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{authorize, authorize_digest, inbox_secret, token, ID_BYTES, SECRET_BYTES};
 use crate::error::IngestError;
+use crate::provider::Vcs;
+use crate::state::AppState;
 use crate::store;
-use crate::verify::webhook::Vcs;
-use crate::AppState;
 
 /// Longest digest description and inbox name accepted, in bytes.
 const MAX_TEXT_BYTES: usize = 500;
@@ -25,7 +25,11 @@ pub(crate) async fn create_instance(
     let id = token("in_", ID_BYTES);
     let key = token("key_", SECRET_BYTES);
     let key_hash = Sha256::digest(key.as_bytes()).to_vec();
-    state.store.create_instance(id.clone(), key_hash).await?;
+    state
+        .pipeline
+        .store
+        .create_instance(id.clone(), key_hash)
+        .await?;
     tracing::info!(instance = %id, "instance created");
     Ok((
         StatusCode::CREATED,
@@ -41,8 +45,8 @@ pub(crate) async fn get_instance(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    let stats = state.store.stats(row.id.clone()).await?;
+    let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
+    let stats = state.pipeline.store.stats(row.id.clone()).await?;
     Ok(Json(json!({
         "id": row.id,
         "created_at": row.created_at,
@@ -58,8 +62,8 @@ pub(crate) async fn stats(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<store::Stats>, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
-    Ok(Json(state.store.stats(row.id).await?))
+    let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
+    Ok(Json(state.pipeline.store.stats(row.id).await?))
 }
 
 #[derive(serde::Deserialize)]
@@ -87,10 +91,11 @@ pub(crate) async fn create_digest(
     uri: Uri,
     Json(body): Json<NewDigest>,
 ) -> Result<Response, IngestError> {
-    let row = authorize(&state.store, &instance, &headers, &uri).await?;
+    let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
     bounded_text("description", &body.description)?;
     let id = token("dg_", ID_BYTES);
     state
+        .pipeline
         .store
         .create_digest(row.id, id.clone(), body.description.clone())
         .await?;
@@ -116,7 +121,7 @@ pub(crate) async fn create_inbox(
     uri: Uri,
     Json(body): Json<NewInbox>,
 ) -> Result<Response, IngestError> {
-    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
         field: "vcs",
         problem: "must be `github`, `gitlab`, `bitbucket`, `gitea` or `forgejo`".into(),
@@ -125,6 +130,7 @@ pub(crate) async fn create_inbox(
     let id = token("ib_", ID_BYTES);
     let secret = inbox_secret(vcs);
     state
+        .pipeline
         .store
         .create_inbox(store::NewInbox {
             instance: row.id.clone(),
@@ -135,8 +141,8 @@ pub(crate) async fn create_inbox(
             secret: secret.clone(),
         })
         .await?;
-    // Known here at once, so that a delivery in the next instant of an outage is verified;
-    // the file follows with the refresh.
+    // Known here at once, in memory and in the file of known inboxes before the answer, so
+    // that a delivery in the next instant of an outage is verified, after a restart too.
     let known = store::InboxRow {
         id: id.clone(),
         digest_id: digest.clone(),
@@ -144,8 +150,11 @@ pub(crate) async fn create_inbox(
         secret: secret.clone(),
         previous: None,
     };
-    let _ = state.secrets.remember(&row.id, &known);
-    state.refreshes.want();
+    let pipeline = &state.pipeline;
+    let _ = pipeline.secrets.remember(&row.id, &known);
+    let written = pipeline.refreshes.write_now(&pipeline.secrets).await;
+    written.map_err(IngestError::KnownInboxesUnwritable)?;
+    pipeline.refreshes.want();
     // From the configured public URL: the request's Host is the client's to choose, and
     // behind TLS or a proxy it is not what the provider must call.
     let url = format!("{}/api/{}/inboxes/{id}/commits", state.public_url, row.id);

@@ -17,7 +17,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// The management routes take small JSON documents only.
 const API_BODY_LIMIT: usize = 64 * 1024;

@@ -13,7 +13,8 @@ use subtle::ConstantTimeEq;
 
 use super::auth::bearer;
 use crate::error::IngestError;
-use crate::{serve, AppState};
+use crate::serve;
+use crate::state::AppState;
 
 /// `GET` of `handler` for requests that send `Authorization: Bearer ADMIN_TOKEN`; a 401
 /// for others.
@@ -42,16 +43,19 @@ pub(crate) fn metrics(
     move || {
         let mut body = ledger.snapshot().to_prometheus();
         connections.render_prometheus(&mut body);
-        state.refusals.render_prometheus(&mut body);
-        state.ignored.render_prometheus(&mut body);
-        if let Some(spool) = &state.spool {
+        state.pipeline.refusals.render_prometheus(&mut body);
+        state.pipeline.ignored.render_prometheus(&mut body);
+        if let Some(spool) = &state.pipeline.spool {
             spool.stats().render_prometheus(&mut body);
-            state.spool_refused.render_prometheus(&mut body);
+            state.pipeline.drain_refused.render_prometheus(&mut body);
         }
-        if let Some(unverified) = &state.unverified {
+        if let Some(unverified) = &state.pipeline.unverified {
             let stats = unverified.stats();
             stats.render_prometheus_as("webhook_ingest_spool_unverified", &mut body);
-            state.unverified_refused.render_prometheus(&mut body);
+            state
+                .pipeline
+                .unverified_refused
+                .render_prometheus(&mut body);
         }
         std::future::ready(
             (
@@ -70,25 +74,25 @@ pub(crate) fn metrics(
 pub(crate) async fn health(
     State(state): State<AppState>,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let store = state.store.health().await;
-    let mut body = match &state.spool {
+    let store = state.pipeline.store.health().await;
+    let mut body = match &state.pipeline.spool {
         None => {
             store?;
             json!({ "status": "ok", "store": "up" })
         }
         Some(spool) => {
             let mut spool_json = serde_json::to_value(spool.stats()).unwrap_or_default();
-            spool_json["refused"] = state.spool_refused.count().into();
-            if let Some(unverified) = &state.unverified {
+            spool_json["refused"] = state.pipeline.drain_refused.count().into();
+            if let Some(unverified) = &state.pipeline.unverified {
                 let mut unverified_json =
                     serde_json::to_value(unverified.stats()).unwrap_or_default();
-                let (full, too_large) = state.unverified_refused.counts();
+                let (full, too_large) = state.pipeline.unverified_refused.counts();
                 unverified_json["refused_full"] = full.into();
                 unverified_json["refused_too_large"] = too_large.into();
                 spool_json["unverified"] = unverified_json;
             }
-            spool_json["known_inboxes"] = state.secrets.len().into();
-            spool_json["inbox_refreshes"] = state.refreshes.done().into();
+            spool_json["known_inboxes"] = state.pipeline.secrets.len().into();
+            spool_json["inbox_refreshes"] = state.pipeline.refreshes.done().into();
             json!({
                 "status": if store.is_ok() { "ok" } else { "degraded" },
                 "store": if store.is_ok() { "up" } else { "down" },
@@ -99,10 +103,10 @@ pub(crate) async fn health(
     // Whether an answer that says stored survives a power cut: false, with the reason, when
     // the store's settings let a commit return first; not known (null) until the store is
     // open, since they are read then. The spool's 202 is fsynced either way.
-    if !state.store.is_open() {
+    if !state.pipeline.store.is_open() {
         body["durable"] = serde_json::Value::Null;
         body["not_durable"] = "not known until the store is open".into();
-    } else if let Some(why) = state.store.not_durable() {
+    } else if let Some(why) = state.pipeline.store.not_durable() {
         body["durable"] = false.into();
         body["not_durable"] = why.into();
     } else {

@@ -6,7 +6,7 @@
 //! moment someone pastes the new secret into the provider's settings. The previous secret
 //! passes for `--secret-grace` after the rotation (one day by default: time to update the
 //! hook in the provider's settings, on a working day). The age of a rotation is measured by
-//! the database's clock and read with the inbox, so every instance of a fleet decides the
+//! the database's clock and read with the inbox, so every node of a fleet decides the
 //! same. An inbox keeps one previous secret: rotating again within the grace ends the older
 //! one's grace at once.
 
@@ -19,8 +19,9 @@ use serde_json::json;
 
 use super::auth::{authorize_digest, inbox_secret};
 use crate::error::IngestError;
-use crate::verify::webhook::Vcs;
-use crate::AppState;
+use crate::provider::Vcs;
+use crate::state::AppState;
+use crate::store::{InboxRow, PreviousSecret};
 
 /// How long a replaced secret still passes, unless `--secret-grace` says otherwise: a working
 /// day to change the provider's settings, which nobody does at the minute of the rotation.
@@ -34,24 +35,54 @@ pub(crate) async fn rotate_secret(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize_digest(&state.store, &instance, &digest, &headers, &uri).await?;
+    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     // The inbox's provider says the secret's form; an inbox not found is the rotation's
     // own 404 below.
-    let known = state.store.inbox(row.id.clone(), inbox.clone()).await?;
-    let secret = inbox_secret(known.map_or(Vcs::Github, |known| known.vcs));
-    let rotated = state
+    let known = state
+        .pipeline
         .store
-        .rotate_secret(row.id, digest, inbox.clone(), secret.clone())
+        .inbox(row.id.clone(), inbox.clone())
         .await?;
-    if !rotated {
+    let secret = inbox_secret(known.as_ref().map_or(Vcs::Github, |known| known.vcs));
+    let rotated = state
+        .pipeline
+        .store
+        .rotate_secret(row.id.clone(), digest, inbox.clone(), secret.clone())
+        .await?;
+    let (true, Some(known)) = (rotated, known) else {
         return Err(IngestError::InboxNotFound(inbox));
-    }
-    state.refreshes.want();
+    };
+    remember_rotated(&state, &row.id, known, &secret).await?;
     // The inbox, never either secret: logs are read by more people than the secret is for.
     tracing::info!(inbox = %inbox, "inbox secret rotated");
     Ok(Json(json!({
         "id": inbox,
         "secret": secret,
-        "previous_secret_valid_for_secs": state.secret_grace.as_secs(),
+        "previous_secret_valid_for_secs": state.pipeline.secret_grace.as_secs(),
     })))
+}
+
+/// The rotated inbox known here at once, in memory and in the file of known inboxes before
+/// the answer: its new secret, and the one it replaced as the previous secret from now, as
+/// the store keeps them.
+async fn remember_rotated(
+    state: &AppState,
+    instance: &str,
+    before: InboxRow,
+    secret: &str,
+) -> Result<(), IngestError> {
+    let rotated = InboxRow {
+        secret: secret.to_owned(),
+        previous: Some(PreviousSecret {
+            secret: before.secret.clone(),
+            age: Duration::ZERO,
+        }),
+        ..before
+    };
+    let pipeline = &state.pipeline;
+    let _ = pipeline.secrets.remember(instance, &rotated);
+    let written = pipeline.refreshes.write_now(&pipeline.secrets).await;
+    written.map_err(IngestError::KnownInboxesUnwritable)?;
+    pipeline.refreshes.want();
+    Ok(())
 }

@@ -1,5 +1,5 @@
-//! The webhook endpoint: authenticity on the raw bytes first, then the event, then the store,
-//! and the spool when the store cannot take a delivery.
+//! The webhook endpoint: a request's bytes and headers handed to the pipeline
+//! ([`Pipeline::ingest`](crate::pipeline)), and what became of the delivery answered.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -8,23 +8,13 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use faultline::webhooks::{LookupError, Secrets};
 use serde_json::json;
-use std::time::SystemTime;
-
-pub mod ignored;
-mod inboxes;
-pub mod payload;
-pub mod refusals;
 
 use crate::error::IngestError;
-use crate::spool::spooled::SpooledDelivery;
-use crate::spool::{Spool, SpoolError};
-use crate::store::{Ingested, StoreError};
-use crate::verify::keys;
-use crate::verify::webhook::{self, Event, Proof, Vcs};
-use crate::AppState;
-use inboxes::Found;
+use crate::pipeline::{refusals, Arrival, Delivery, Fate, Pipeline};
+use crate::provider;
+use crate::state::AppState;
+use crate::store::Ingested;
 
 /// Whether the request says its body is JSON (parameters such as `charset` allowed).
 fn is_json(headers: &HeaderMap) -> bool {
@@ -43,26 +33,27 @@ pub(crate) async fn receive(
     mut parts: Parts,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, IngestError> {
+    let pipeline = &state.pipeline;
     let headers = &parts.headers;
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
             let status = rejection.status();
-            refusals::note_body_refused(&state, &instance, &inbox, headers, status).await;
+            refusals::note_body_refused(pipeline, &instance, &inbox, headers, status).await;
             return Ok(rejection.into_response());
         }
     };
-    let answer = accept(&state, &instance, &inbox, &mut parts, body.clone()).await;
+    let answer = accept(pipeline, &instance, &inbox, &mut parts, body.clone()).await;
     if let Err(error) = &answer {
-        refusals::note_error(&state, &instance, &inbox, &parts.headers, &body, error).await;
+        refusals::note_error(pipeline, &instance, &inbox, &parts.headers, &body, error).await;
     }
     answer
 }
 
-/// A delivery: authenticity on the raw bytes first, then the event, then the store, else the
-/// spool.
+/// A request's delivery through the pipeline: JSON, from a provider we know, then
+/// [`Pipeline::ingest`] judged now.
 async fn accept(
-    state: &AppState,
+    pipeline: &Pipeline,
     instance: &str,
     inbox: &str,
     parts: &mut Parts,
@@ -71,84 +62,26 @@ async fn accept(
     if !is_json(&parts.headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (sent, event) = webhook::detect(&parts.headers)?;
-    let (instance, inbox) = (instance.to_owned(), inbox.to_owned());
-    let looked_up = state.keys(parts).await;
-    let headers = &parts.headers;
-    let found = parts.extensions.get::<Found>().cloned();
-    let (keys, row, from_store) = match (looked_up, found) {
-        (Ok(keys), Some(Found::Stored(row))) => (keys, row, true),
-        (Ok(keys), Some(Found::Remembered(row))) => (keys, row, false),
-        (Err(LookupError::Unavailable(error)), _) if state.spool.is_some() => {
-            tracing::debug!(%error, "the inbox's secrets are not at hand");
-            let unverified = Unverified {
-                instance,
-                inbox,
-                vcs: sent,
-            };
-            return unverified.spool(state, event, headers, body).await;
-        }
-        (Err(error @ LookupError::Unavailable(_)), _) => {
-            let error = inboxes::store_error(error).unwrap_or(StoreError::Connecting);
-            return Err(error.into());
-        }
-        _ => return Err(IngestError::InboxNotFound(inbox)),
+    let (vcs, event) = provider::detect(&parts.headers)?;
+    let delivery = Delivery {
+        instance: instance.to_owned(),
+        inbox: inbox.to_owned(),
+        vcs,
+        event,
+        event_name: vcs.event_name(&parts.headers),
+        body,
     };
-    if row.vcs != sent {
-        return Err(IngestError::WrongProvider {
-            inbox: row.vcs,
-            sent,
-        });
-    }
-    let now = SystemTime::now();
-    keys::verify_with(&keys, headers, &body, now)?;
-    let shape = match event {
-        Event::Ping => return Ok(StatusCode::NO_CONTENT.into_response()),
-        Event::Ignored(event) => return Ok(ignored(state, sent, event)),
-        Event::Push(shape) => shape,
-    };
-    let delivery = webhook::delivery_id(sent, headers, &body)?;
-    let commits = payload::parse_push(shape, &body)?;
-    let inbox_id = row.id.clone();
-    if from_store {
-        match state
-            .store
-            .ingest(instance.clone(), row, delivery.clone(), commits)
-            .await
-        {
-            Ok(ingested) => return Ok(answer(ingested, &inbox_id, delivery)),
-            Err(error) if state.spool.is_some() => {
-                tracing::debug!(%error, "the store cannot take the delivery");
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
-    let spooled = SpooledDelivery {
-        instance,
-        inbox: inbox_id,
-        vcs: sent,
-        event: sent.event_name(headers),
-        delivery,
-        proof: None,
-        received: Some(now),
-        body: body.to_vec(),
-    };
-    spool(state, spooled).await
+    let fate = pipeline.ingest(delivery, Arrival::Request(parts)).await?;
+    Ok(answer(fate, inbox))
 }
 
-/// 202 ignored, counted.
-pub(crate) fn ignored(state: &AppState, vcs: Vcs, event: String) -> Response {
-    state.ignored.count(vcs, &event);
-    (
-        StatusCode::ACCEPTED,
-        Json(json!({ "status": "ignored", "event": event })),
-    )
-        .into_response()
-}
-
-fn answer(ingested: Ingested, inbox: &str, delivery: String) -> Response {
-    match ingested {
-        Ingested::Stored(stored) => {
+/// What the sender is answered for what became of its delivery.
+fn answer(fate: Fate, inbox: &str) -> Response {
+    match fate {
+        Fate::Stored {
+            ingested: Ingested::Stored(stored),
+            delivery,
+        } => {
             tracing::debug!(inbox, delivery = %delivery, stored, "push stored");
             (
                 StatusCode::CREATED,
@@ -156,90 +89,24 @@ fn answer(ingested: Ingested, inbox: &str, delivery: String) -> Response {
             )
                 .into_response()
         }
-        Ingested::Duplicate => (
+        Fate::Stored {
+            ingested: Ingested::Duplicate,
+            delivery,
+        } => (
             StatusCode::OK,
             Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
         )
             .into_response(),
-    }
-}
-
-/// A delivery to an inbox whose secret is not at hand.
-struct Unverified {
-    instance: String,
-    inbox: String,
-    vcs: Vcs,
-}
-
-impl Unverified {
-    /// Everything that can be checked without the secret is checked now (a proof that is
-    /// there and well formed, a delivery id, a push that parses); the signature itself when
-    /// drained. A ping stores nothing, so it is answered as always. What anyone could send
-    /// goes to the small unverified spool, and past its bound or its per-body cap is 503.
-    async fn spool(
-        self,
-        state: &AppState,
-        event: Event,
-        headers: &HeaderMap,
-        body: Bytes,
-    ) -> Result<Response, IngestError> {
-        let received = SystemTime::now();
-        keys::check_headers(self.vcs, headers, received)?;
-        let proof = Proof::read(self.vcs, headers);
-        if let Event::Ping = event {
-            return Ok(StatusCode::NO_CONTENT.into_response());
-        }
-        // The cap before the parse: a flood of large bodies costs no parsing.
-        let Some(unverified) = &state.unverified else {
-            return Err(IngestError::UnverifiedBound);
-        };
-        if body.len() > state.unverified_max_body {
-            state.unverified_refused.too_large();
-            return Err(IngestError::UnverifiedBound);
-        }
-        let delivery = webhook::delivery_id(self.vcs, headers, &body)?;
-        if let Event::Push(shape) = event {
-            payload::parse_push(shape, &body)?;
-        }
-        let spooled = SpooledDelivery {
-            instance: self.instance,
-            inbox: self.inbox,
-            vcs: self.vcs,
-            event: self.vcs.event_name(headers),
-            delivery,
-            proof: Some(proof),
-            received: Some(received),
-            body: body.to_vec(),
-        };
-        match append(unverified, spooled).await {
-            Err(IngestError::SpoolFull) => {
-                state.unverified_refused.full();
-                Err(IngestError::UnverifiedBound)
-            }
-            answer => answer,
-        }
-    }
-}
-
-/// Appends the verified delivery to the spool and answers 202 queued once it is on disk.
-async fn spool(state: &AppState, delivery: SpooledDelivery) -> Result<Response, IngestError> {
-    let spool = state
-        .spool
-        .as_ref()
-        .ok_or(IngestError::StoreUnavailable(StoreError::Connecting))?;
-    append(spool, delivery).await
-}
-
-/// Appends the delivery to `spool` and answers 202 queued once it is on disk.
-async fn append(spool: &Spool, delivery: SpooledDelivery) -> Result<Response, IngestError> {
-    let id = delivery.delivery.clone();
-    match spool.append(delivery.encode()).await {
-        Ok(()) => Ok((
+        Fate::Queued { delivery } => (
             StatusCode::ACCEPTED,
-            Json(json!({ "status": "queued", "delivery": id })),
+            Json(json!({ "status": "queued", "delivery": delivery })),
         )
-            .into_response()),
-        Err(SpoolError::Full) => Err(IngestError::SpoolFull),
-        Err(error) => Err(IngestError::SpoolUnavailable(error)),
+            .into_response(),
+        Fate::Ignored { event } => (
+            StatusCode::ACCEPTED,
+            Json(json!({ "status": "ignored", "event": event })),
+        )
+            .into_response(),
+        Fate::Ping => StatusCode::NO_CONTENT.into_response(),
     }
 }

@@ -115,7 +115,7 @@ enum Phase {
 
 /// What every connection task shares.
 #[derive(Clone)]
-struct Shared {
+struct ConnectionKit {
     builder: Arc<Builder<Executor>>,
     router: Router,
     limits: Limits,
@@ -164,7 +164,7 @@ pub async fn serve(
         phase: phase_seen,
         alive,
     };
-    let shared = Shared {
+    let shared = ConnectionKit {
         builder: Arc::new(builder(&limits, executor.clone())),
         router,
         limits,
@@ -267,7 +267,7 @@ fn builder(limits: &Limits, executor: Executor) -> Builder<Executor> {
     builder
 }
 
-impl Shared {
+impl ConnectionKit {
     /// Serves one connection until it ends, is idle too long, or the server shuts down.
     async fn serve_connection(self, stream: TcpStream) {
         let activity = Arc::new(Activity::new());

@@ -27,10 +27,8 @@
 //! # }
 //! ```
 
-pub mod drain;
 mod reader;
 mod segment;
-pub mod spooled;
 #[cfg(test)]
 mod tests;
 pub mod unverified;
@@ -60,7 +58,7 @@ const APPEND_QUEUE: usize = 4096;
 /// Where a spool lives and how large it may grow.
 #[derive(Debug, Clone)]
 pub struct SpoolConfig {
-    /// Its directory, created (mode 0700) when missing. Each instance needs its own.
+    /// Its directory, created (mode 0700) when missing. Each node (running copy of the service) needs its own.
     pub dir: PathBuf,
     /// Appends that would take the records not yet drained past this many bytes are refused.
     pub max_bytes: u64,
@@ -138,7 +136,7 @@ struct Counts {
 }
 
 /// What the writer, the reader and the handles share.
-struct Shared {
+struct SpoolState {
     config: SpoolConfig,
     /// The end of what is on disk and flushed: the reader reads up to here.
     durable: Mutex<Position>,
@@ -147,7 +145,7 @@ struct Shared {
     readable: Notify,
 }
 
-impl Shared {
+impl SpoolState {
     fn durable(&self) -> MutexGuard<'_, Position> {
         self.durable.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -168,7 +166,7 @@ impl Shared {
 /// is dropped, after answering every append it took.
 #[derive(Clone)]
 pub struct Spool {
-    shared: Arc<Shared>,
+    shared: Arc<SpoolState>,
     appends: mpsc::Sender<Append>,
     reader: Arc<Mutex<reader::Reader>>,
 }

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, Notify};
 use super::reader::Reader;
 use super::segment::{self, Position};
 use super::writer::Writer;
-use super::{Counts, Shared, Spool, SpoolConfig, APPEND_QUEUE};
+use super::{Counts, Spool, SpoolConfig, SpoolState, APPEND_QUEUE};
 
 pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
     create_private_dir(&config.dir)?;
@@ -55,7 +55,7 @@ pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
             "the spool holds records from before this start; they will be drained"
         );
     }
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(SpoolState {
         config,
         durable: Mutex::new(at),
         counts: Mutex::new(counts),

@@ -6,10 +6,10 @@ use std::io;
 use std::sync::Arc;
 
 use super::segment::{self, Position};
-use super::{Entry, Shared};
+use super::{Entry, SpoolState};
 
 pub(super) struct Reader {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<SpoolState>,
     /// The next record to hand out (everything before it is acknowledged).
     pub(super) cursor: Position,
     pub(super) ack_file: File,

@@ -1,5 +1,5 @@
-//! The spool of deliveries nobody could verify yet: to an inbox this instance did not know at
-//! its last refresh (made on another instance since), while the store is down.
+//! The spool of deliveries nobody could verify yet: to an inbox this node did not know at
+//! its last refresh (made on another node since), while the store is down.
 //!
 //! Anyone can send such a delivery, with any signature, so it gets a small spool of its own
 //! (a directory inside the main one) with a small bound and a per-body cap: a flood of

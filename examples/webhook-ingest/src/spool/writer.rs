@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::segment::{self, Position};
-use super::{Shared, SpoolError};
+use super::{SpoolError, SpoolState};
 
 /// Most records written under one flush: bounds one batch's memory (and the wait of its
 /// first handler) while leaving room for hundreds of concurrent handlers.
@@ -28,7 +28,7 @@ pub(super) struct Append {
 
 /// The writer's own state: the segment it appends to.
 pub(super) struct Writer {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<SpoolState>,
     pub(super) file: File,
     pub(super) at: Position,
     /// Set after a failed write that could not be undone: the segment's end is unknown, so

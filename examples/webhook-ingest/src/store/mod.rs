@@ -1,10 +1,10 @@
 //! Where deliveries and commits are kept: an embedded SQLite file (the default), or a
-//! PostgreSQL database that several instances of the service share.
+//! PostgreSQL database that several nodes (running copies of the service) share.
 //!
 //! Both keep the same promises, which is what lets the handlers not care which one runs:
 //! one transaction per delivery; a delivery id stored once per inbox, decided by the
 //! database's unique key inside that transaction (never by a look-up before it), so copies of
-//! one delivery that reach different instances at the same instant still store it once; and
+//! one delivery that reach different nodes at the same instant still store it once; and
 //! no database work on the async runtime's threads (SQLite's runs on threads of its own,
 //! PostgreSQL's is network I/O the runtime waits on).
 
@@ -13,20 +13,20 @@ mod postgres;
 
 pub use options::{OpenOptions, SqliteSync};
 pub use postgres::tls::SslMode;
+#[cfg(feature = "faults")]
+mod faults;
 mod rows;
 mod sqlite;
-mod wrapper;
 
+#[cfg(feature = "faults")]
+pub use faults::Faults;
 pub use rows::{
-    InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, Refusal, RefusalRow,
-    Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
+    Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, RefusedDelivery,
+    RefusedDeliveryRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
 };
-pub use wrapper::{Answer, StoreBackend};
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use crate::receive::payload::Commit;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +45,7 @@ pub enum StoreError {
     Stopped,
     /// The failure of a transaction that held several writes, each of which failed with it.
     #[error("the transaction that held this write failed")]
-    Shared(#[source] Arc<StoreError>),
+    BatchFailed(#[source] Arc<StoreError>),
     #[error("the store's settings are wrong")]
     Misconfigured(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("opening the store failed")]
@@ -81,7 +81,7 @@ impl StoreError {
             StoreError::Sqlite(e) => sqlite::is_busy(e),
             StoreError::Postgres(e) => postgres::is_busy(e),
             StoreError::Pool(e) => postgres::pool_is_busy(e),
-            StoreError::Shared(e) => e.is_busy(),
+            StoreError::BatchFailed(e) => e.is_busy(),
             _ => false,
         }
     }
@@ -94,6 +94,9 @@ pub struct Store {
     /// [`Store::open_in_background`].
     backend: Arc<OnceLock<Backend>>,
     kind: &'static str,
+    /// What the tests make fail (see `faults.rs`); absent from the service itself.
+    #[cfg(feature = "faults")]
+    faults: faults::Chain,
 }
 
 /// The first wait between two attempts to open a store that is not reachable, doubled after
@@ -107,18 +110,16 @@ const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 enum Backend {
     Sqlite(sqlite::SqliteStore),
     Postgres(postgres::PgStore),
-    /// A backend of the caller's: SQLite and PostgreSQL stay unboxed, and only a wrapper pays
-    /// for its boxed futures.
-    Wrapped(Arc<dyn StoreBackend>),
 }
 
 /// Runs the same call on whichever backend this store is.
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        #[cfg(feature = "faults")]
+        faults::check(&$self.faults, stringify!($method))?;
         match $self.backend.get().ok_or(StoreError::Connecting)? {
             Backend::Sqlite(store) => store.$method($($arg),*).await,
             Backend::Postgres(store) => store.$method($($arg),*).await,
-            Backend::Wrapped(store) => store.$method($($arg),*).await,
         }
     }};
 }
@@ -180,18 +181,9 @@ impl Store {
             } else {
                 "sqlite"
             },
+            #[cfg(feature = "faults")]
+            faults: Vec::new(),
         }
-    }
-
-    /// A store whose every operation `backend` answers: most often a wrapper that holds
-    /// another [`Store`] and decides, per call, whether to pass it on (see [`StoreBackend`]).
-    pub fn wrapping(backend: impl StoreBackend) -> Store {
-        let store = Store {
-            backend: Arc::new(OnceLock::new()),
-            kind: backend.kind(),
-        };
-        let _ = store.backend.set(Backend::Wrapped(Arc::new(backend)));
-        store
     }
 
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
@@ -199,14 +191,9 @@ impl Store {
         self.kind
     }
 
-    /// Whether the store has been opened (it may still fail, as any database may); a wrapper
-    /// is as open as the store it holds.
+    /// Whether the store has been opened (it may still fail, as any database may).
     pub fn is_open(&self) -> bool {
-        match self.backend.get() {
-            None => false,
-            Some(Backend::Wrapped(store)) => store.inner().is_open(),
-            Some(_) => true,
-        }
+        self.backend.get().is_some()
     }
 
     /// Why an answer that says stored may not survive a power cut or a crash of the database
@@ -216,7 +203,6 @@ impl Store {
         match self.backend.get()? {
             Backend::Sqlite(store) => store.not_durable(),
             Backend::Postgres(store) => store.not_durable(),
-            Backend::Wrapped(store) => store.inner().not_durable(),
         }
     }
 
@@ -296,7 +282,7 @@ impl Store {
         &self,
         instance: String,
         inbox: String,
-        refusal: Refusal,
+        refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         dispatch!(self.record_refusal(instance, inbox, refusal))
     }
@@ -307,7 +293,7 @@ impl Store {
         instance: String,
         inbox: String,
         limit: u32,
-    ) -> Result<Vec<RefusalRow>, StoreError> {
+    ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         dispatch!(self.refusals(instance, inbox, limit))
     }
 
@@ -326,7 +312,7 @@ impl Store {
         dispatch!(self.stats(instance))
     }
 
-    /// Up to `limit` inboxes of every instance, ordered by instance and id: what an instance
+    /// Up to `limit` inboxes of every instance, ordered by instance and id: what a node
     /// writes to its file of known inboxes.
     pub async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
         dispatch!(self.inboxes(limit))

@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use crate::receive::payload::Commit;
-use crate::verify::webhook::Vcs;
+use crate::provider::Vcs;
 
 /// An instance as stored: the API key only as its SHA-256.
 pub struct InstanceRow {
@@ -36,7 +35,7 @@ pub struct KnownInbox {
 #[derive(Clone)]
 pub struct PreviousSecret {
     pub secret: String,
-    /// Time since the rotation, by the database's clock: every instance of a fleet reads the
+    /// Time since the rotation, by the database's clock: every node of a fleet reads the
     /// same age, whatever its own clock says.
     pub age: Duration,
 }
@@ -80,6 +79,22 @@ fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<Previo
     })
 }
 
+/// One commit as stored; the optional parts are `None` when the payload did not carry them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
+    pub sha: String,
+    pub message: Option<String>,
+    /// The author as the provider names them: a name, or Bitbucket's git author line.
+    pub author: Option<String>,
+    /// The author date exactly as the provider wrote it.
+    pub timestamp: Option<String>,
+    /// `owner/name` (Bitbucket Data Center: `PROJECT/slug`).
+    pub repository: String,
+    /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
+    pub branch: String,
+}
+
 /// A commit as listed: its place in the digest's order (`seq`, newest highest) and inbox.
 pub struct StoredCommit {
     pub seq: i64,
@@ -96,7 +111,7 @@ pub const REFUSALS_KEPT_PER_INBOX: i64 = 500;
 /// A delivery refused for something the sender must fix, as kept for the operator: never the
 /// body, never a secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct RefusedDelivery {
     /// The provider's delivery id, when it sent a usable one.
     pub delivery: Option<String>,
     pub status: u16,
@@ -105,8 +120,8 @@ pub struct Refusal {
 
 /// A kept refusal and when it happened (RFC 3339, UTC, by the database's clock).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefusalRow {
-    pub refusal: Refusal,
+pub struct RefusedDeliveryRow {
+    pub refusal: RefusedDelivery,
     pub refused_at: String,
 }
 

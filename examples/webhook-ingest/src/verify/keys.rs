@@ -9,9 +9,10 @@ use axum::body::Bytes;
 use axum::http::HeaderMap;
 use faultline::webhooks::{Delivery, Keys, Refusal, Secret, SecretSet, Sender};
 
-use crate::error::IngestError;
+use super::webhook::{display_name, Proof};
+use super::VerifyError;
+use crate::provider::Vcs;
 use crate::store::InboxRow;
-use crate::verify::webhook::{display_name, Proof, Vcs};
 
 /// The keys a delivery to `row` is verified with as `sender` would sign it, judged at `at`.
 /// The previous secret expires when the grace left to it now (`row` measured its age just
@@ -26,7 +27,7 @@ pub fn inbox_keys(
     sender: Sender,
     grace: Duration,
     at: SystemTime,
-) -> Result<Keys, IngestError> {
+) -> Result<Keys, VerifyError> {
     let secret = |text: &str| {
         Secret::for_sender(sender, text)
             .or_else(|_| Secret::new(text))
@@ -38,7 +39,7 @@ pub fn inbox_keys(
         Some(secret(&previous.secret)?.expires_at(ends))
     });
     let secrets = SecretSet::new(current.into_iter().chain(previous)).map_err(|_| {
-        IngestError::BadSignature {
+        VerifyError::BadSignature {
             header: "webhook-signature",
             problem: "cannot be checked: the inbox has no secret",
         }
@@ -55,7 +56,7 @@ pub fn verify(
     body: &Bytes,
     grace: Duration,
     now: SystemTime,
-) -> Result<(), IngestError> {
+) -> Result<(), VerifyError> {
     let keys = inbox_keys(row, vcs.sender(headers), grace, now)?;
     verify_with(&keys, headers, body, now)
 }
@@ -67,7 +68,7 @@ pub fn verify_with(
     headers: &HeaderMap,
     body: &Bytes,
     now: SystemTime,
-) -> Result<(), IngestError> {
+) -> Result<(), VerifyError> {
     Delivery::verify(keys, headers, body.clone(), now)
         .map(drop)
         .map_err(refused)
@@ -75,7 +76,7 @@ pub fn verify_with(
 
 /// Refuses now what no secret can make right, for a delivery spooled before its secret is
 /// known: only a delivery that can still pass is kept.
-pub fn check_headers(vcs: Vcs, headers: &HeaderMap, now: SystemTime) -> Result<(), IngestError> {
+pub fn check_headers(vcs: Vcs, headers: &HeaderMap, now: SystemTime) -> Result<(), VerifyError> {
     Delivery::check_headers(vcs.sender(headers), headers, now).map_err(refused)
 }
 
@@ -89,7 +90,7 @@ pub fn check_spooled(
     body: &[u8],
     grace: Duration,
     received: SystemTime,
-) -> Result<(), IngestError> {
+) -> Result<(), VerifyError> {
     match proof {
         Proof::Token { digest } => {
             let keys = inbox_keys(row, Sender::GitLab, grace, received)?;
@@ -115,8 +116,8 @@ pub fn check_spooled(
 /// The service's answer to a refusal of the verifier: `bad-signature` (401) for whatever is
 /// wrong with the proof, as before the verifier was shared, and `bad-delivery-id` (400) for
 /// a delivery id no store could key on.
-fn refused(refusal: Refusal) -> IngestError {
-    let signature = |header, problem| IngestError::BadSignature {
+fn refused(refusal: Refusal) -> VerifyError {
+    let signature = |header, problem| VerifyError::BadSignature {
         header: display_name(header),
         problem,
     };
@@ -135,7 +136,7 @@ fn refused(refusal: Refusal) -> IngestError {
             signature(header, "is further ahead than the sender's tolerance")
         }
         Refusal::HeaderMalformed { header, problem } if is_delivery_id(header) => {
-            IngestError::BadDeliveryId {
+            VerifyError::BadDeliveryId {
                 header: display_name(header),
                 problem,
             }

@@ -1,4 +1,4 @@
-//! The file of known inboxes: what this instance last read of every inbox, kept beside its
+//! The file of known inboxes: what this node last read of every inbox, kept beside its
 //! spool so that a restart while the store is down still verifies their deliveries.
 //!
 //! It holds each inbox's id, instance, digest, provider, secret and the previous secret of
@@ -10,7 +10,7 @@
 //! ```
 //! use webhook_ingest::store::{InboxRow, KnownInbox};
 //! use webhook_ingest::verify::known;
-//! use webhook_ingest::verify::webhook::Vcs;
+//! use webhook_ingest::provider::Vcs;
 //!
 //! let dir = std::env::temp_dir().join(format!("known-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -35,8 +35,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::provider::Vcs;
 use crate::store::{InboxRow, KnownInbox, PreviousSecret};
-use crate::verify::webhook::Vcs;
 
 /// The file's name in the spool's directory.
 pub const KNOWN_INBOXES_FILE: &str = "known-inboxes.json";
@@ -48,7 +48,7 @@ const VERSION: u32 = 1;
 struct File {
     version: u32,
     /// When it was written, by this machine's clock: a previous secret's age keeps growing
-    /// from here while the instance is down.
+    /// from here while the node is down.
     written_at_ms: u64,
     inboxes: Vec<Entry>,
 }

@@ -7,3 +7,24 @@ pub mod known;
 pub mod refresh;
 pub mod secret_cache;
 pub mod webhook;
+
+use faultline::Fault;
+
+/// Why a delivery's proof, or its delivery id, is refused: what only its sender can fix.
+#[derive(Debug, thiserror::Error, Fault)]
+pub enum VerifyError {
+    /// The signature or token is missing, malformed, out of its time window or wrong.
+    #[error("the `{header}` header {problem}")]
+    #[fault(status = 401, code = "bad-signature")]
+    BadSignature {
+        header: &'static str,
+        problem: &'static str,
+    },
+    /// A delivery id no store could key on.
+    #[error("the `{header}` header {problem}")]
+    #[fault(status = 400, code = "bad-delivery-id")]
+    BadDeliveryId {
+        header: &'static str,
+        problem: &'static str,
+    },
+}

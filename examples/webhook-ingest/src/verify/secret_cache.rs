@@ -10,7 +10,7 @@
 //!
 //! Beside what a delivery's look-up remembers, the whole cache is replaced by every inbox the
 //! store lists (see `refresh`), and filled at start from the file of known inboxes (see
-//! `known`), so that an instance restarted while the store is down knows every inbox that
+//! `known`), so that a node restarted while the store is down knows every inbox that
 //! existed at its last refresh.
 
 use std::collections::HashMap;
@@ -72,6 +72,25 @@ impl SecretCache {
     /// Whether no inbox is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every inbox remembered, each previous secret's age brought up to now: what the file
+    /// of known inboxes is written from when an inbox is made or rotated here.
+    pub fn known(&self) -> Vec<KnownInbox> {
+        let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known: Vec<KnownInbox> = inboxes
+            .iter()
+            .map(|((instance, _), (row, seen))| {
+                let mut inbox = row.clone();
+                if let Some(previous) = &mut inbox.previous {
+                    previous.age += seen.elapsed();
+                }
+                let instance = instance.clone();
+                KnownInbox { instance, inbox }
+            })
+            .collect();
+        known.sort_by(|a, b| (&a.instance, &a.inbox.id).cmp(&(&b.instance, &b.inbox.id)));
+        known
     }
 
     /// The inbox as last seen, if it was, with its previous secret's age brought up to now.

@@ -6,154 +6,18 @@
 //! Everything here works on headers and raw bytes and touches no store, so it is tested
 //! without a server.
 
-use std::fmt;
-
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use faultline::webhooks::{token_digest, Sender, TOKEN_DIGEST_BYTES};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::error::IngestError;
-use crate::receive::payload::Shape;
+use super::VerifyError;
+use crate::provider::{Vcs, STANDARD_SIGNATURE};
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
 /// Longest delivery id kept: providers send UUIDs (36 bytes); anything far longer is not one.
 pub const MAX_DELIVERY_ID_BYTES: usize = 128;
-
-/// The header whose presence makes a GitLab delivery one signed with Standard Webhooks.
-const STANDARD_SIGNATURE: &str = "webhook-signature";
-
-/// The order providers are recognized in: Forgejo also sends Gitea's and GitHub's event
-/// headers, and Gitea GitHub's, so each is looked for before those it imitates.
-const DETECTION_ORDER: [Vcs; 5] = [
-    Vcs::Forgejo,
-    Vcs::Gitea,
-    Vcs::Github,
-    Vcs::Gitlab,
-    Vcs::Bitbucket,
-];
-
-/// A version control provider, and the kind of an inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Vcs {
-    Github,
-    Gitlab,
-    Bitbucket,
-    /// Gitea: a GitHub-shaped push, `X-Gitea-Signature`.
-    Gitea,
-    /// Forgejo: as Gitea, under its own header names.
-    Forgejo,
-}
-
-impl Vcs {
-    pub const ALL: [Vcs; 5] = [
-        Vcs::Github,
-        Vcs::Gitlab,
-        Vcs::Bitbucket,
-        Vcs::Gitea,
-        Vcs::Forgejo,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Vcs::Github => "github",
-            Vcs::Gitlab => "gitlab",
-            Vcs::Bitbucket => "bitbucket",
-            Vcs::Gitea => "gitea",
-            Vcs::Forgejo => "forgejo",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Vcs> {
-        Vcs::ALL.into_iter().find(|vcs| vcs.as_str() == name)
-    }
-
-    /// The sender whose headers this provider's deliveries carry: its token's for GitLab,
-    /// whose Standard Webhooks deliveries name their event and id in the same headers.
-    fn headers_sender(self) -> Sender {
-        match self {
-            Vcs::Github => Sender::GitHub,
-            Vcs::Gitlab => Sender::GitLab,
-            Vcs::Bitbucket => Sender::Bitbucket,
-            Vcs::Gitea => Sender::Gitea,
-            Vcs::Forgejo => Sender::Forgejo,
-        }
-    }
-
-    /// The header that names the event.
-    fn event_header(self) -> &'static str {
-        self.headers_sender()
-            .event_header()
-            .expect("every provider names its event in a header")
-    }
-
-    /// The event header's value, as sent.
-    pub fn event_name(self, headers: &HeaderMap) -> String {
-        headers
-            .get(self.event_header())
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    }
-
-    /// The sender that `faultline::webhooks` verifies a delivery of this provider as: a
-    /// GitLab delivery that carries Standard Webhooks headers is checked as one (GitLab's
-    /// signing token), any other by its token.
-    pub fn sender(self, headers: &HeaderMap) -> Sender {
-        match self {
-            Vcs::Gitlab if headers.contains_key(STANDARD_SIGNATURE) => Sender::GitLabSigned,
-            vcs => vcs.headers_sender(),
-        }
-    }
-
-    /// The headers that carry the delivery id, preferred first.
-    pub(crate) fn delivery_headers(self) -> &'static [&'static str] {
-        self.headers_sender().id_headers()
-    }
-}
-
-impl fmt::Display for Vcs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a delivery asks of us.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Event {
-    /// A push, its payload of this shape.
-    Push(Shape),
-    Ping,
-    /// An event the service acknowledges and does not store (202), by its name.
-    Ignored(String),
-}
-
-/// The provider whose event header is present, and the event it names.
-pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), IngestError> {
-    for vcs in DETECTION_ORDER {
-        if let Some(value) = headers.get(vcs.event_header()) {
-            let name = value.to_str().unwrap_or("(not text)");
-            return Ok((vcs, classify(vcs, name)));
-        }
-    }
-    Err(IngestError::UnknownProvider)
-}
-
-/// What the event named `name` of `vcs` asks of us.
-pub fn classify(vcs: Vcs, name: &str) -> Event {
-    match (vcs, name) {
-        // Gitea's and Forgejo's push payload is GitHub's, fields and names.
-        (Vcs::Github | Vcs::Gitea | Vcs::Forgejo, "push") => Event::Push(Shape::Github),
-        (Vcs::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
-        (Vcs::Bitbucket, "repo:push") => Event::Push(Shape::BitbucketCloud),
-        // Bitbucket Data Center's push; its inboxes are Bitbucket inboxes too.
-        (Vcs::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
-        // GitHub's hook-created event and Bitbucket Server's "test connection".
-        (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
-        _ => Event::Ignored(name.to_owned()),
-    }
-}
 
 /// What a delivery carries to prove that its sender holds the inbox's secret, read from its
 /// headers before the secret is known, so that a delivery can be spooled and checked later by
@@ -277,14 +141,14 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
-pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, IngestError> {
+pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, VerifyError> {
     sent_delivery_id(vcs, headers)
         .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
 }
 
 /// The delivery id in the provider's header, if one was sent; an error if it is not a usable
 /// id.
-pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, IngestError>> {
+pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, VerifyError>> {
     let header = vcs
         .delivery_headers()
         .iter()
@@ -300,7 +164,7 @@ pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, 
             Err(_) => "is not visible ASCII",
         }
     };
-    Some(Err(IngestError::BadDeliveryId {
+    Some(Err(VerifyError::BadDeliveryId {
         header: display_name(header),
         problem,
     }))

@@ -2,28 +2,29 @@
 //! the pushes each provider sends.
 
 use serde_json::{json, Value};
+use webhook_ingest::provider;
 use webhook_ingest::verify::webhook;
 
 use super::Service;
 
 /// The requests [`Service::setup`] sends, every one ok: the instance, the digest and an inbox
 /// per provider.
-pub const SETUP_REQUESTS: u64 = 2 + webhook::Vcs::ALL.len() as u64;
+pub const SETUP_REQUESTS: u64 = 2 + provider::Vcs::ALL.len() as u64;
 
 pub struct Fixture {
     pub instance: String,
     pub key: String,
     pub digest: String,
-    pub inboxes: Vec<(webhook::Vcs, String, String)>,
+    pub inboxes: Vec<(provider::Vcs, String, String)>,
 }
 
 impl Fixture {
-    pub fn inbox(&self, vcs: webhook::Vcs) -> (&str, &str) {
+    pub fn inbox(&self, vcs: provider::Vcs) -> (&str, &str) {
         let (_, id, secret) = self.inboxes.iter().find(|(v, _, _)| *v == vcs).unwrap();
         (id, secret)
     }
 
-    pub fn hook_path(&self, vcs: webhook::Vcs) -> String {
+    pub fn hook_path(&self, vcs: provider::Vcs) -> String {
         format!(
             "/api/{}/inboxes/{}/commits",
             self.instance,
@@ -58,7 +59,7 @@ impl Service {
         assert_eq!(digest.status, 201, "{}", digest.text);
         let digest = digest.str("id");
         let mut inboxes = Vec::new();
-        for vcs in webhook::Vcs::ALL {
+        for vcs in provider::Vcs::ALL {
             let inbox = self
                 .post_json(
                     &format!("/api/{instance}/digests/{digest}/inboxes"),

@@ -3,7 +3,7 @@
 
 use faultline::ledger::Snapshot;
 use serde_json::json;
-use webhook_ingest::verify::webhook::Vcs;
+use webhook_ingest::provider::Vcs;
 
 use super::{post_to, provider_headers, Fixture, Headers, Service};
 
@@ -12,7 +12,7 @@ const REFUSED_DELIVERY_ID: &str = "d-1";
 
 /// A delivery that must be refused with `status` and `code`, its problem's detail
 /// containing `detail_has`.
-pub struct Refusal<'a> {
+pub struct RefusalCase<'a> {
     name: &'a str,
     request: reqwest::RequestBuilder,
     status: u16,
@@ -85,8 +85,8 @@ impl<'a> Draft<'a> {
         status: u16,
         code: &'a str,
         detail_has: &'a str,
-    ) -> Refusal<'a> {
-        Refusal {
+    ) -> RefusalCase<'a> {
+        RefusalCase {
             name,
             request: post_to(self.service, &self.path, self.headers, &self.body),
             status,
@@ -102,7 +102,7 @@ impl<'a> Draft<'a> {
 pub async fn assert_refused(
     service: &Service,
     fixture: &Fixture,
-    cases: Vec<Refusal<'_>>,
+    cases: Vec<RefusalCase<'_>>,
     rejected: u64,
 ) -> Snapshot {
     let count = cases.len() as u64;

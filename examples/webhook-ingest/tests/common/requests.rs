@@ -1,6 +1,7 @@
 //! Deliveries signed as each provider signs them, and what the ledger counted of them.
 
 use faultline::ledger::Snapshot;
+use webhook_ingest::provider;
 use webhook_ingest::verify::webhook;
 
 use super::{Fixture, Service};
@@ -8,7 +9,7 @@ use super::{Fixture, Service};
 /// The headers a provider sends with a delivery, signed with the inbox's secret.
 pub fn provider_headers(
     fixture: &Fixture,
-    vcs: webhook::Vcs,
+    vcs: provider::Vcs,
     event: &str,
     id: &str,
     body: &[u8],
@@ -16,28 +17,28 @@ pub fn provider_headers(
     let (_, secret) = fixture.inbox(vcs);
     let signature = format!("sha256={}", webhook::sign(secret.as_bytes(), body));
     let own = match vcs {
-        webhook::Vcs::Github => [
+        provider::Vcs::Github => [
             ("x-github-event", event.to_owned()),
             ("x-github-delivery", id.to_owned()),
             ("x-hub-signature-256", signature),
         ],
-        webhook::Vcs::Gitlab => [
+        provider::Vcs::Gitlab => [
             ("x-gitlab-event", event.to_owned()),
             ("idempotency-key", id.to_owned()),
             ("x-gitlab-token", secret.to_owned()),
         ],
-        webhook::Vcs::Bitbucket => [
+        provider::Vcs::Bitbucket => [
             ("x-event-key", event.to_owned()),
             ("x-request-uuid", id.to_owned()),
             ("x-hub-signature", signature),
         ],
         // Gitea's formula: the hex HMAC-SHA256 of the body, no prefix.
-        webhook::Vcs::Gitea => [
+        provider::Vcs::Gitea => [
             ("x-gitea-event", event.to_owned()),
             ("x-gitea-delivery", id.to_owned()),
             ("x-gitea-signature", webhook::sign(secret.as_bytes(), body)),
         ],
-        webhook::Vcs::Forgejo => [
+        provider::Vcs::Forgejo => [
             ("x-forgejo-event", event.to_owned()),
             ("x-forgejo-delivery", id.to_owned()),
             (
@@ -84,7 +85,7 @@ pub fn post_to(
 pub fn delivery(
     service: &Service,
     fixture: &Fixture,
-    vcs: webhook::Vcs,
+    vcs: provider::Vcs,
     event: &str,
     id: &str,
     body: &[u8],
@@ -144,9 +145,9 @@ pub fn unix_now(offset: i64) -> u64 {
 
 /// The headers of a GitLab delivery signed with Standard Webhooks instead of its token.
 pub fn gitlab_signed_headers(fixture: &Fixture, id: &str, timestamp: u64, body: &[u8]) -> Headers {
-    let (_, secret) = fixture.inbox(webhook::Vcs::Gitlab);
+    let (_, secret) = fixture.inbox(provider::Vcs::Gitlab);
     let signed = standard_webhooks(secret, id, timestamp, body);
-    let mut headers = provider_headers(fixture, webhook::Vcs::Gitlab, "Push Hook", id, body)
+    let mut headers = provider_headers(fixture, provider::Vcs::Gitlab, "Push Hook", id, body)
         .without("x-gitlab-token");
     for (name, value) in signed {
         headers = headers.set(name, value);

@@ -16,7 +16,7 @@ use super::{temp_path, Outage, ADMIN_TOKEN, TEST_BODY_LIMIT};
 pub struct Service {
     pub addr: SocketAddr,
     pub ledger: Ledger,
-    /// The store the service runs on, behind [`Outage`]'s wrapper.
+    /// The store the service runs on, switched by [`Outage`].
     pub store: Store,
     /// Takes the service's store down and up again.
     pub outage: Outage,

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 use std::time::SystemTime;
+use webhook_ingest::provider;
 use webhook_ingest::verify::{keys, webhook};
 
 use crate::common::*;
@@ -21,7 +22,7 @@ fn githubs_published_signature_test_vector() {
     let inbox = webhook_ingest::store::InboxRow {
         id: "ib_1".into(),
         digest_id: "dg_1".into(),
-        vcs: webhook::Vcs::Github,
+        vcs: provider::Vcs::Github,
         secret: secret.into(),
         previous: None,
     };
@@ -39,15 +40,15 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
     let fixture = service.setup().await;
     let cases = [
         (
-            webhook::Vcs::Github,
+            provider::Vcs::Github,
             "push",
             github_push(&["gh1", "gh2", "gh3"]),
             3,
         ),
-        (webhook::Vcs::Gitlab, "Push Hook", gitlab_push(), 1),
-        (webhook::Vcs::Bitbucket, "repo:push", bitbucket_push(), 2),
-        (webhook::Vcs::Gitea, "push", github_push(&["gt1"]), 1),
-        (webhook::Vcs::Forgejo, "push", github_push(&["fj1"]), 1),
+        (provider::Vcs::Gitlab, "Push Hook", gitlab_push(), 1),
+        (provider::Vcs::Bitbucket, "repo:push", bitbucket_push(), 2),
+        (provider::Vcs::Gitea, "push", github_push(&["gt1"]), 1),
+        (provider::Vcs::Forgejo, "push", github_push(&["fj1"]), 1),
     ];
     for (vcs, event, body, stored) in &cases {
         let answer = service
@@ -63,12 +64,12 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         assert_eq!(answer.status, 201, "{vcs}: {}", answer.text);
         assert_eq!(answer.body["stored"], *stored, "{vcs}");
     }
-    for vcs in webhook::Vcs::ALL {
+    for vcs in provider::Vcs::ALL {
         let event = match vcs {
-            webhook::Vcs::Github => "ping",
-            webhook::Vcs::Bitbucket => "diagnostics:ping",
+            provider::Vcs::Github => "ping",
+            provider::Vcs::Bitbucket => "diagnostics:ping",
             // GitLab, Gitea and Forgejo send no ping of their own.
-            webhook::Vcs::Gitlab | webhook::Vcs::Gitea | webhook::Vcs::Forgejo => continue,
+            provider::Vcs::Gitlab | provider::Vcs::Gitea | provider::Vcs::Forgejo => continue,
         };
         let ping = service
             .send(delivery(&service, &fixture, vcs, event, "ping-1", b"{}"))
@@ -99,7 +100,7 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         json!({
             "sha": "gl1", "message": "first", "author": "Grace",
             "timestamp": "2026-11-29T10:00:00+01:00", "repository": "acme/gadgets",
-            "branch": "develop", "inbox": fixture.inbox(webhook::Vcs::Gitlab).0,
+            "branch": "develop", "inbox": fixture.inbox(provider::Vcs::Gitlab).0,
         })
     );
     assert_eq!(all.body["commits"][2]["branch"], "feature");
@@ -150,7 +151,7 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
 
 #[tokio::test]
 async fn events_not_stored_are_acknowledged_202_and_counted_per_provider_and_event() {
-    use webhook::Vcs::{Bitbucket, Github, Gitlab};
+    use provider::Vcs::{Bitbucket, Github, Gitlab};
 
     let service = Service::start().await;
     let fixture = service.setup().await;

@@ -1,7 +1,8 @@
 //! Gitea and Forgejo inboxes, and GitLab inboxes signed with Standard Webhooks: stored when
 //! signed with the inbox secret, refused and counted otherwise, through the shared verifier.
 
-use webhook_ingest::verify::webhook::{self, Vcs};
+use webhook_ingest::provider::Vcs;
+use webhook_ingest::verify::webhook;
 
 use crate::common::*;
 

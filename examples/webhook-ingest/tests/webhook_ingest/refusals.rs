@@ -1,7 +1,8 @@
 //! Deliveries refused, one test per failure family: each case is a correctly signed delivery
 //! with one thing changed, and none of them stores anything or leaks a secret.
 
-use webhook_ingest::verify::webhook::{self, Vcs};
+use webhook_ingest::provider::Vcs;
+use webhook_ingest::verify::webhook;
 
 use crate::common::*;
 

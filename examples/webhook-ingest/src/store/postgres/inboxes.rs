@@ -1,4 +1,4 @@
-//! Inbox rows read from PostgreSQL: one by its id, and every inbox for each instance's file
+//! Inbox rows read from PostgreSQL: one by its id, and every inbox for each node's file
 //! of known inboxes. Both select the same leading columns and read them with `inbox_row`.
 
 use tokio_postgres::Row;
@@ -7,7 +7,7 @@ use super::PgStore;
 use crate::store::{InboxRow, KnownInbox, StoreError};
 
 /// The columns `inbox_row` reads, in its order; the age of the last rotation is taken by the
-/// database's clock, so that every instance of a fleet agrees on it.
+/// database's clock, so that every node of a fleet agrees on it.
 macro_rules! select_inbox {
     ($rest:literal) => {
         concat!(

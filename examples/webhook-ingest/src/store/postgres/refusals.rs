@@ -1,14 +1,14 @@
 //! Refused deliveries in PostgreSQL: kept per inbox, pruned to the newest, listed newest first.
 
 use super::PgStore;
-use crate::store::{Refusal, RefusalRow, StoreError, REFUSALS_KEPT_PER_INBOX};
+use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
 
 impl PgStore {
     pub(in crate::store) async fn record_refusal(
         &self,
         instance: String,
         inbox: String,
-        refusal: Refusal,
+        refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await?;
         // Only for an inbox of this instance: a refusal of anything else is not kept.
@@ -47,7 +47,7 @@ impl PgStore {
         instance: String,
         inbox: String,
         limit: u32,
-    ) -> Result<Vec<RefusalRow>, StoreError> {
+    ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(
@@ -60,8 +60,8 @@ impl PgStore {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|row| RefusalRow {
-                refusal: Refusal {
+            .map(|row| RefusedDeliveryRow {
+                refusal: RefusedDelivery {
                     delivery: row.get(0),
                     status: u16::try_from(row.get::<_, i32>(1)).unwrap_or(0),
                     code: row.get(2),

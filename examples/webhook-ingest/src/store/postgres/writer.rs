@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
-use crate::receive::payload::Commit;
+use crate::store::Commit;
 use crate::store::{InboxRow, Ingested, StoreError};
 
 /// Writer tasks, each with a batch in flight on a connection of its own: while some wait for
@@ -151,7 +151,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
         Err(error) => {
             let error = Arc::new(error);
             jobs.iter()
-                .map(|_| Err(StoreError::Shared(error.clone())))
+                .map(|_| Err(StoreError::BatchFailed(error.clone())))
                 .collect()
         }
     }
@@ -277,10 +277,10 @@ mod tests {
     use std::time::Duration;
 
     use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
-    use crate::receive::payload::Commit;
+    use crate::provider::Vcs;
     use crate::store::postgres::PgStore;
+    use crate::store::Commit;
     use crate::store::{InboxRow, Ingested, NewInbox, StoreError};
-    use crate::verify::webhook::Vcs;
 
     /// A delivery whose id starts so makes its batch panic inside its open transaction.
     const PANICS: &str = "panics-in-its-batch";

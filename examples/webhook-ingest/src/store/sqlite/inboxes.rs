@@ -1,4 +1,4 @@
-//! Inbox rows read from SQLite: one by its id, and every inbox for the instance's file of
+//! Inbox rows read from SQLite: one by its id, and every inbox for the node's file of
 //! known inboxes. Both select the same leading columns and read them with `inbox_row`.
 
 use rusqlite::OptionalExtension;

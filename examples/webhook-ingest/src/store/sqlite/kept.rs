@@ -86,7 +86,7 @@ impl KeptInboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::webhook::Vcs;
+    use crate::provider::Vcs;
 
     fn row(secret: &str) -> InboxRow {
         InboxRow {

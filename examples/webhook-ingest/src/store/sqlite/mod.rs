@@ -26,9 +26,10 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use super::{
     InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
 };
-use crate::receive::payload::Commit;
+use crate::store::Commit;
 use schema::migrate;
-use writer::{copied, Job, Reply};
+use syncer::Reply;
+use writer::{copied, Job};
 
 /// Writes waiting for the writer past this many are refused as busy: a few seconds of work at
 /// the writer's pace, so a queued request still finishes well inside a provider's timeout
@@ -65,10 +66,10 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
 /// A handle on the SQLite store; cheap to clone.
 #[derive(Clone)]
 pub(super) struct SqliteStore {
-    shared: Arc<Shared>,
+    shared: Arc<SqliteHandles>,
 }
 
-struct Shared {
+struct SqliteHandles {
     queue: SyncSender<Job>,
     writer: Arc<writer::Writer>,
     /// Why a commit may return before it is durable, or `None` when it waits for the disk.
@@ -119,7 +120,7 @@ impl SqliteStore {
             .spawn(move || writer::run(thread, jobs))
             .map_err(StoreError::Spawn)?;
         Ok(SqliteStore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(SqliteHandles {
                 queue,
                 writer,
                 not_durable: not_durable(in_memory, sync),

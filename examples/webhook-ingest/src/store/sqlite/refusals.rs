@@ -3,14 +3,14 @@
 use rusqlite::params;
 
 use super::SqliteStore;
-use crate::store::{Refusal, RefusalRow, StoreError, REFUSALS_KEPT_PER_INBOX};
+use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
 
 impl SqliteStore {
     pub(in crate::store) async fn record_refusal(
         &self,
         instance: String,
         inbox: String,
-        refusal: Refusal,
+        refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         self.write(move |tx| {
             // Only for an inbox of this instance: a refusal of anything else is not kept.
@@ -44,15 +44,15 @@ impl SqliteStore {
         instance: String,
         inbox: String,
         limit: u32,
-    ) -> Result<Vec<RefusalRow>, StoreError> {
+    ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         self.read(move |c| {
             let mut query = c.prepare_cached(
                 "SELECT delivery_id, status, code, refused_at FROM refusals
                  WHERE inbox_id = ?1 AND instance_id = ?2 ORDER BY seq DESC LIMIT ?3",
             )?;
             let rows = query.query_map(params![inbox, instance, limit], |row| {
-                Ok(RefusalRow {
-                    refusal: Refusal {
+                Ok(RefusedDeliveryRow {
+                    refusal: RefusedDelivery {
                         delivery: row.get(0)?,
                         status: row.get(1)?,
                         code: row.get(2)?,

@@ -14,7 +14,9 @@ use std::sync::mpsc::Receiver;
 
 use rusqlite::ffi;
 
-use super::writer::Reply;
+/// What a job leaves for after the commit: it sends the job's answer, given how the commit
+/// ended, so that a success is never answered before it is durable.
+pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 
 /// A batch the writer committed (or failed to), waiting for its answers.
 pub(super) struct Committed {

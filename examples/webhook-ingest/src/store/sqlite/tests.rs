@@ -2,7 +2,7 @@
 
 use super::schema::SCHEMA_V1;
 use super::*;
-use crate::verify::webhook::Vcs;
+use crate::provider::Vcs;
 
 /// A database made before migrations were versioned keeps its rows, and takes commits
 /// without the optional fields afterwards.

@@ -21,17 +21,13 @@ use rusqlite::hooks::Wal;
 use rusqlite::{ffi, Connection};
 use tokio::runtime::RuntimeFlavor;
 
-use super::syncer::{self, Committed};
+use super::syncer::{self, Committed, Reply};
 
 /// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
 /// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
 /// whole queue's worth of others before its commit, and one fsync still acknowledges hundreds
 /// of deliveries under load.
 pub(super) const MAX_BATCH: usize = 256;
-
-/// What a job leaves for after the commit: it sends the job's answer, given how the commit
-/// ended, so that a success is never answered before it is durable.
-pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 
 /// A job: runs on the writer's connection inside the batch's transaction, and says whether
 /// its changes are kept (false rolls its savepoint back) and how to answer.

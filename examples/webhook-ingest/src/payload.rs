@@ -8,44 +8,31 @@
 
 use serde_json::Value;
 
-use crate::error::IngestError;
+use faultline::Fault;
 
-/// One commit as stored; the optional parts are `None` when the payload did not carry them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Commit {
-    /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
-    pub sha: String,
-    pub message: Option<String>,
-    /// The author as the provider names them: a name, or Bitbucket's git author line.
-    pub author: Option<String>,
-    /// The author date exactly as the provider wrote it.
-    pub timestamp: Option<String>,
-    /// `owner/name` (Bitbucket Data Center: `PROJECT/slug`).
-    pub repository: String,
-    /// The branch, or the full ref when it is not a branch (`refs/tags/v1`).
-    pub branch: String,
-}
+use crate::provider::Shape;
+use crate::store::Commit;
 
-/// The shape of a push payload, named by the provider's event header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// GitHub `push`: one ref, `commits[]` of `id`, `message`, `timestamp`, `author.name`.
-    Github,
-    /// GitLab `Push Hook` and `Tag Push Hook`: as GitHub, the repository in `project`.
-    Gitlab,
-    /// Bitbucket Cloud `repo:push`: `push.changes[]`, each with `new` and `commits[]`.
-    BitbucketCloud,
-    /// Bitbucket Data Center `repo:refs_changed`: `changes[]` naming each ref's new tip only.
-    BitbucketServer,
+/// A push payload that cannot be understood: what it lacks or what is wrong with it.
+#[derive(Debug, thiserror::Error, Fault)]
+#[error("the push payload {0}")]
+#[fault(status = 400, code = "malformed-payload")]
+pub struct Malformed(String);
+
+impl Malformed {
+    /// A push payload that lacks `field` or holds the wrong type there.
+    pub fn missing(field: impl std::fmt::Display) -> Self {
+        Self(format!("lacks `{field}` or it has the wrong type"))
+    }
 }
 
 /// Git's name for "no commit": the `toHash` of a deleted ref.
 const NULL_SHA: &str = "0000000000000000000000000000000000000000";
 
 /// The commits of a push payload of `shape`.
-pub fn parse_push(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, IngestError> {
-    let payload: Value = serde_json::from_slice(body)
-        .map_err(|e| IngestError::Malformed(format!("is not valid JSON: {e}")))?;
+pub fn parse_push(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, Malformed> {
+    let payload: Value =
+        serde_json::from_slice(body).map_err(|e| Malformed(format!("is not valid JSON: {e}")))?;
     match shape {
         Shape::Github => parse_flat(&payload, github_repository(&payload)?),
         Shape::Gitlab => parse_flat(
@@ -59,12 +46,12 @@ pub fn parse_push(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, IngestError>
 
 /// GitHub names the repository `full_name`; payloads from before that field (still sent by
 /// some GitHub Enterprise hooks) carry only `owner.name` and `name`.
-fn github_repository(payload: &Value) -> Result<String, IngestError> {
+fn github_repository(payload: &Value) -> Result<String, Malformed> {
     if let Ok(full_name) = text_at(payload, &["repository", "full_name"], "") {
         return Ok(full_name.to_owned());
     }
     let name = text_at(payload, &["repository", "name"], "")
-        .map_err(|_| IngestError::missing("repository.full_name"))?;
+        .map_err(|_| Malformed::missing("repository.full_name"))?;
     Ok(match optional(payload, &["repository", "owner", "name"]) {
         Some(owner) => format!("{owner}/{name}"),
         None => name.to_owned(),
@@ -73,7 +60,7 @@ fn github_repository(payload: &Value) -> Result<String, IngestError> {
 
 /// GitHub and GitLab: one ref and a `commits` array; a push that deletes a ref or pushes a
 /// tag may carry none.
-fn parse_flat(payload: &Value, repository: impl Into<String>) -> Result<Vec<Commit>, IngestError> {
+fn parse_flat(payload: &Value, repository: impl Into<String>) -> Result<Vec<Commit>, Malformed> {
     let repository = repository.into();
     let git_ref = text_at(payload, &["ref"], "")?;
     let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
@@ -96,11 +83,11 @@ fn parse_flat(payload: &Value, repository: impl Into<String>) -> Result<Vec<Comm
 
 /// Bitbucket Cloud: a change whose `new` is null deleted a ref and brings no commits; a tag
 /// push comes without a `commits` key at all.
-fn parse_bitbucket_cloud(payload: &Value) -> Result<Vec<Commit>, IngestError> {
+fn parse_bitbucket_cloud(payload: &Value) -> Result<Vec<Commit>, Malformed> {
     let repository = text_at(payload, &["repository", "full_name"], "")?;
     let push = payload
         .get("push")
-        .ok_or_else(|| IngestError::missing("push"))?;
+        .ok_or_else(|| Malformed::missing("push"))?;
     let changes = array_at(push, "changes", "push.")?;
     let mut stored = Vec::new();
     for (c, change) in changes.iter().enumerate() {
@@ -135,7 +122,7 @@ fn bitbucket_author(commit: &Value) -> Option<String> {
 /// Bitbucket Data Center names no commits, only each ref's new tip (`toHash`): that tip is
 /// stored as the one commit of the change, its message, author and date absent. A deleted
 /// ref stores nothing.
-fn parse_bitbucket_server(payload: &Value) -> Result<Vec<Commit>, IngestError> {
+fn parse_bitbucket_server(payload: &Value) -> Result<Vec<Commit>, Malformed> {
     let project = text_at(payload, &["repository", "project", "key"], "")?;
     let slug = text_at(payload, &["repository", "slug"], "")?;
     let repository = format!("{project}/{slug}");
@@ -161,11 +148,11 @@ fn parse_bitbucket_server(payload: &Value) -> Result<Vec<Commit>, IngestError> {
 }
 
 /// The string at `path` below `value`; `prefix` is where `value` sits, for the error.
-fn text_at<'a>(value: &'a Value, path: &[&str], prefix: &str) -> Result<&'a str, IngestError> {
+fn text_at<'a>(value: &'a Value, path: &[&str], prefix: &str) -> Result<&'a str, Malformed> {
     path.iter()
         .try_fold(value, |v, key| v.get(key))
         .and_then(Value::as_str)
-        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{}", path.join("."))))
+        .ok_or_else(|| Malformed::missing(format_args!("{prefix}{}", path.join("."))))
 }
 
 /// The string at `path`, or `None` when it is absent, null or not a string: an optional
@@ -177,21 +164,17 @@ fn optional(value: &Value, path: &[&str]) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn array_at<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], IngestError> {
+fn array_at<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], Malformed> {
     value
         .get(key)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .ok_or_else(|| IngestError::missing(format_args!("{prefix}{key}")))
+        .ok_or_else(|| Malformed::missing(format_args!("{prefix}{key}")))
 }
 
 /// The array at `key`; absent or null is an empty list, anything else but an array is
 /// malformed (a sender that writes `"commits": 3` is not one we understand).
-fn optional_array<'a>(
-    value: &'a Value,
-    key: &str,
-    prefix: &str,
-) -> Result<&'a [Value], IngestError> {
+fn optional_array<'a>(value: &'a Value, key: &str, prefix: &str) -> Result<&'a [Value], Malformed> {
     match value.get(key) {
         None | Some(Value::Null) => Ok(&[]),
         Some(_) => array_at(value, key, prefix),

@@ -22,10 +22,11 @@ use std::time::Instant;
 use axum::http::{HeaderMap, StatusCode};
 use faultline::Fault;
 
+use super::Pipeline;
 use crate::error::IngestError;
-use crate::store::{Refusal, Store};
+use crate::provider;
+use crate::store::{RefusedDelivery, Store};
 use crate::verify::webhook;
-use crate::AppState;
 
 /// Refusals kept per second at most, by default. A sender with a wrong secret sends at its
 /// usual pace, a few per second per repository, so that a misconfiguration is listed whole;
@@ -142,7 +143,7 @@ pub async fn record_refusal(
     counts: &RefusalCounts,
     instance: &str,
     inbox: &str,
-    refusal: Refusal,
+    refusal: RefusedDelivery,
 ) {
     if !counts.rate.take_now() {
         counts.skipped.fetch_add(1, Ordering::Relaxed);
@@ -169,11 +170,10 @@ pub async fn record_refusal(
 fn is_refusal(error: &IngestError) -> bool {
     matches!(
         error,
-        IngestError::BadSignature { .. }
-            | IngestError::BadDeliveryId { .. }
+        IngestError::Unverified(_)
             | IngestError::Malformed(_)
             | IngestError::WrongProvider { .. }
-            | IngestError::UnknownProvider
+            | IngestError::UnknownProvider(_)
             | IngestError::UnsupportedMediaType
     )
 }
@@ -181,14 +181,14 @@ fn is_refusal(error: &IngestError) -> bool {
 /// The delivery id the sender put in its headers, if usable (a body the service did not read
 /// in full gives no derived id).
 fn sent_delivery(headers: &HeaderMap) -> Option<String> {
-    let (vcs, _) = webhook::detect(headers).ok()?;
+    let (vcs, _) = provider::detect(headers).ok()?;
     webhook::sent_delivery_id(vcs, headers)?.ok()
 }
 
 /// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
 /// beside the writer, so junk sent to inboxes that do not exist never queues for the store's
 /// writer. A failed read says maybe: the write then fails too, and is counted.
-async fn may_exist(state: &AppState, instance: &str, inbox: &str) -> bool {
+async fn may_exist(state: &Pipeline, instance: &str, inbox: &str) -> bool {
     !matches!(
         state
             .store
@@ -200,7 +200,7 @@ async fn may_exist(state: &AppState, instance: &str, inbox: &str) -> bool {
 
 /// Keeps the refusal the webhook route answered with `error`, if it is one worth keeping.
 pub(crate) async fn note_error(
-    state: &AppState,
+    state: &Pipeline,
     instance: &str,
     inbox: &str,
     headers: &HeaderMap,
@@ -210,10 +210,10 @@ pub(crate) async fn note_error(
     if !is_refusal(error) || !may_exist(state, instance, inbox).await {
         return;
     }
-    let delivery = webhook::detect(headers)
+    let delivery = provider::detect(headers)
         .ok()
         .and_then(|(vcs, _)| webhook::delivery_id(vcs, headers, body).ok());
-    let refusal = Refusal {
+    let refusal = RefusedDelivery {
         delivery,
         status: error.status().as_u16(),
         code: error.code().to_owned(),
@@ -223,7 +223,7 @@ pub(crate) async fn note_error(
 
 /// Keeps the refusal of a body the service would not read: too large.
 pub(crate) async fn note_body_refused(
-    state: &AppState,
+    state: &Pipeline,
     instance: &str,
     inbox: &str,
     headers: &HeaderMap,
@@ -233,7 +233,7 @@ pub(crate) async fn note_body_refused(
     if status != StatusCode::PAYLOAD_TOO_LARGE || !may_exist(state, instance, inbox).await {
         return;
     }
-    let refusal = Refusal {
+    let refusal = RefusedDelivery {
         delivery: sent_delivery(headers),
         status: status.as_u16(),
         code: "payload-too-large".to_owned(),

@@ -10,8 +10,8 @@
 //! count goes to the one label [`OTHER_EVENT`].
 //!
 //! ```
-//! use webhook_ingest::receive::ignored::IgnoredEvents;
-//! use webhook_ingest::verify::webhook::Vcs;
+//! use webhook_ingest::pipeline::ignored::IgnoredEvents;
+//! use webhook_ingest::provider::Vcs;
 //!
 //! let ignored = IgnoredEvents::default();
 //! ignored.count(Vcs::Gitlab, "Merge Request Hook");
@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
-use crate::verify::webhook::Vcs;
+use crate::provider::Vcs;
 
 /// Distinct (provider, event) labels kept: GitHub has about 70 event kinds, GitLab and
 /// Bitbucket a dozen or two each, so every real name fits and a forger's inventions do not.

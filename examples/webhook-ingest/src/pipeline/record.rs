@@ -14,7 +14,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::verify::webhook::{Proof, Vcs};
+use crate::provider::Vcs;
+use crate::verify::webhook::Proof;
 
 const VERSION: u8 = 2;
 /// Records written before the arrival time was kept.

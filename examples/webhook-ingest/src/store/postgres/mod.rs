@@ -1,4 +1,4 @@
-//! The PostgreSQL store, for a fleet of instances behind a load balancer.
+//! The PostgreSQL store, for a fleet of nodes behind a load balancer.
 //!
 //! tokio-postgres speaks the protocol on the async runtime without blocking a thread, and
 //! deadpool-postgres keeps a bounded pool of its connections: a request waits for one at most
@@ -6,7 +6,7 @@
 //! Deliveries go through a group commit ([`writer`]): those waiting share one transaction,
 //! each under a savepoint of its own. Whether a delivery is new is decided by the
 //! `deliveries` primary key in that transaction (`INSERT … ON CONFLICT`), so twenty copies
-//! arriving at twenty instances at once store it once: the database makes the later ones
+//! arriving at twenty nodes at once store it once: the database makes the later ones
 //! wait on the first's row and then see it.
 
 mod durability;
@@ -26,7 +26,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
-use crate::receive::payload::Commit;
+use crate::store::Commit;
 
 /// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
 /// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.
@@ -37,7 +37,7 @@ const POOL_WAIT: Duration = Duration::from_secs(5);
 /// both sides) may take: a database that does not answer by then is reported unreachable
 /// (503) rather than holding the request until the provider gives up (GitHub waits 10 s).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Fixed key of the advisory lock that makes instances starting together migrate one at a
+/// Fixed key of the advisory lock that makes nodes starting together migrate one at a
 /// time (any constant works; this one spells "webhook" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
@@ -96,7 +96,7 @@ CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 CREATE INDEX commits_by_instance ON commits (instance_id);
 ",
     // Secret rotation keeps the replaced secret, and when it was replaced (Unix milliseconds
-    // by the database's clock, which every instance of a fleet shares).
+    // by the database's clock, which every node of a fleet shares).
     "
 ALTER TABLE inboxes ADD COLUMN previous_secret TEXT, ADD COLUMN secret_rotated_ms BIGINT;
 ",
@@ -193,7 +193,7 @@ impl PgStore {
     }
 
     /// Applies the missing migrations in one transaction, under an advisory lock, so that
-    /// instances starting at the same moment neither race nor apply one twice.
+    /// nodes starting at the same moment neither race nor apply one twice.
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;

@@ -3,10 +3,10 @@
 //! they verify.
 //!
 //! A lookup answers the keys to verify with, and leaves the inbox it found in the request's
-//! extensions ([`Found`]) for the handler, which stores the delivery in it. The library's
+//! extensions ([`Looked`]) for the pipeline, which stores the delivery in it. The library's
 //! two refusals mean here: `UnknownInbox`, the store knows no such inbox (404); and
 //! `Unavailable`, the store did not answer and the inbox was not seen here, which the
-//! handler answers by spooling the delivery unverified when it can.
+//! pipeline answers by queueing the delivery unverified when it can.
 
 use std::time::SystemTime;
 
@@ -14,20 +14,31 @@ use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use faultline::webhooks::{Keys, LookupError, Secrets};
 
+use super::Pipeline;
+use crate::error::IngestError;
 use crate::store::{InboxRow, StoreError};
 use crate::verify::keys::inbox_keys;
-use crate::AppState;
 
 /// The inbox a lookup found, and where from.
 #[derive(Clone)]
-pub(crate) enum Found {
+pub(super) enum Looked {
     /// The store answered: it can take the delivery too.
     Stored(InboxRow),
     /// The store did not answer; the inbox as seen before.
     Remembered(InboxRow),
 }
 
-impl Secrets for AppState {
+impl Looked {
+    /// The inbox, and whether the store answered for it.
+    pub(super) fn into_row(self) -> (InboxRow, bool) {
+        match self {
+            Looked::Stored(row) => (row, true),
+            Looked::Remembered(row) => (row, false),
+        }
+    }
+}
+
+impl Secrets for Pipeline {
     async fn keys(&self, request: &mut Parts) -> Result<Keys, LookupError> {
         let Ok(Path((instance, inbox))) =
             Path::<(String, String)>::from_request_parts(request, &()).await
@@ -35,7 +46,7 @@ impl Secrets for AppState {
             return Err(LookupError::UnknownInbox);
         };
         let found = look_up(self, &instance, &inbox).await?;
-        let (Found::Stored(row) | Found::Remembered(row)) = &found;
+        let (Looked::Stored(row) | Looked::Remembered(row)) = &found;
         let sender = row.vcs.sender(&request.headers);
         let keys = inbox_keys(row, sender, self.secret_grace, SystemTime::now());
         request.extensions.insert(found);
@@ -43,27 +54,32 @@ impl Secrets for AppState {
     }
 }
 
+/// Remembers what the store answered for `row`; an inbox new here (made on another node
+/// since the last refresh) is written to the file of known inboxes now rather than at the
+/// next period. Only inboxes that exist get here, so no sender can make refreshes by the
+/// request.
+pub(super) fn remember(pipeline: &Pipeline, instance: &str, row: &InboxRow) {
+    if pipeline.secrets.remember(instance, row) {
+        pipeline.refreshes.want();
+    }
+}
+
 /// The inbox from the store, else, when there is a spool to fall back on, as remembered.
-async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Found, LookupError> {
+async fn look_up(state: &Pipeline, instance: &str, inbox: &str) -> Result<Looked, LookupError> {
     match state
         .store
         .inbox(instance.to_owned(), inbox.to_owned())
         .await
     {
         Ok(Some(row)) => {
-            // An inbox new here (made on another instance since the last refresh) is written
-            // to the file of known inboxes now rather than at the next period. Only inboxes
-            // that exist get here, so no sender can make refreshes by the request.
-            if state.secrets.remember(instance, &row) {
-                state.refreshes.want();
-            }
-            Ok(Found::Stored(row))
+            remember(state, instance, &row);
+            Ok(Looked::Stored(row))
         }
         Ok(None) => Err(LookupError::UnknownInbox),
         Err(error) if state.spool.is_some() => {
             tracing::debug!(%error, "the store cannot look the inbox up");
             match state.secrets.get(instance, inbox) {
-                Some(row) => Ok(Found::Remembered(row)),
+                Some(row) => Ok(Looked::Remembered(row)),
                 None => Err(LookupError::unavailable(error)),
             }
         }
@@ -71,10 +87,24 @@ async fn look_up(state: &AppState, instance: &str, inbox: &str) -> Result<Found,
     }
 }
 
-/// The store's error behind an `Unavailable` lookup, for the answer it gives.
-pub(crate) fn store_error(error: LookupError) -> Option<StoreError> {
+/// What a failed lookup of `inbox` means: `Ok` when the store did not answer and a spool can
+/// keep the delivery unverified; the store's trouble when none can; else no such inbox.
+pub(super) fn unavailable(
+    pipeline: &Pipeline,
+    error: LookupError,
+    inbox: &str,
+) -> Result<(), IngestError> {
     match error {
-        LookupError::Unavailable(source) => source.downcast::<StoreError>().ok().map(|e| *e),
-        _ => None,
+        LookupError::Unavailable(error) if pipeline.spool.is_some() => {
+            tracing::debug!(%error, "the inbox's secrets are not at hand");
+            Ok(())
+        }
+        LookupError::Unavailable(source) => {
+            let error = source
+                .downcast::<StoreError>()
+                .map_or(StoreError::Connecting, |e| *e);
+            Err(error.into())
+        }
+        _ => Err(IngestError::InboxNotFound(inbox.to_owned())),
     }
 }

@@ -14,16 +14,13 @@ use std::time::{Duration, SystemTime};
 
 use faultline::Fault;
 
+use super::record::SpooledDelivery;
+use super::refusals::record_refusal;
+use super::{Arrival, Delivery, Fate, Pipeline};
 use crate::error::IngestError;
-use crate::receive::ignored::IgnoredEvents;
-use crate::receive::payload;
-use crate::receive::refusals::{record_refusal, RefusalCounts};
-use crate::spool::spooled::SpooledDelivery;
+use crate::provider;
 use crate::spool::{Entry, Spool};
-use crate::store::{Ingested, Refusal, Store, StoreError};
-use crate::verify::keys;
-use crate::verify::secret_cache::SecretCache;
-use crate::verify::webhook::{self, Event};
+use crate::store::{Ingested, RefusedDelivery};
 
 /// The first wait after the store failed a drain, doubled up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -32,11 +29,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// Deliveries refused at drain time, counted; cheap to clone.
 #[derive(Debug, Clone, Default)]
-pub struct Refusals {
+pub struct DrainRefusals {
     count: Arc<AtomicU64>,
 }
 
-impl Refusals {
+impl DrainRefusals {
     /// How many were refused since start.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
@@ -62,18 +59,10 @@ enum Drained {
     Refused,
 }
 
-/// Everything the drainer works with.
+/// A drainer of one spool: it runs each record through the pipeline.
 pub(crate) struct Drainer {
-    pub(crate) store: Store,
+    pub(crate) pipeline: Pipeline,
     pub(crate) spool: Spool,
-    pub(crate) secrets: SecretCache,
-    pub(crate) ignored: IgnoredEvents,
-    /// The drain-time refusals, counted.
-    pub(crate) refused: Refusals,
-    /// The counts of the refusals list, which drain-time refusals join.
-    pub(crate) listed: Arc<RefusalCounts>,
-    /// How long an inbox's previous secret still passes after a rotation.
-    pub(crate) secret_grace: Duration,
 }
 
 impl Drainer {
@@ -124,57 +113,36 @@ impl Drainer {
         }
     }
 
-    /// One attempt at one entry; `Err` only for store trouble, which a later attempt outlives.
-    async fn deliver(&self, entry: &Entry) -> Result<Drained, StoreError> {
-        let Some(delivery) = SpooledDelivery::decode(&entry.payload) else {
-            refuse_at_drain(self, None, "unreadable-record", 500).await;
+    /// One attempt at one entry through the pipeline, judged as of its arrival; `Err` only
+    /// for store trouble, which a later attempt outlives.
+    async fn deliver(&self, entry: &Entry) -> Result<Drained, IngestError> {
+        let Some(mut record) = SpooledDelivery::decode(&entry.payload) else {
+            refuse_at_drain(&self.pipeline, None, "unreadable-record", 500).await;
             return Ok(Drained::Refused);
         };
-        let inbox = self
-            .store
-            .inbox(delivery.instance.clone(), delivery.inbox.clone())
-            .await?;
-        let Some(inbox) = inbox else {
-            let error = IngestError::InboxNotFound(delivery.inbox.clone());
-            return Ok(self.refuse(&delivery, &error).await);
+        let delivery = Delivery {
+            instance: record.instance.clone(),
+            inbox: record.inbox.clone(),
+            vcs: record.vcs,
+            event: provider::classify(record.vcs, &record.event),
+            event_name: record.event.clone(),
+            body: std::mem::take(&mut record.body).into(),
         };
-        let _ = self.secrets.remember(&delivery.instance, &inbox);
-        if let Some(proof) = &delivery.proof {
-            if inbox.vcs != delivery.vcs {
-                let error = IngestError::WrongProvider {
-                    inbox: inbox.vcs,
-                    sent: delivery.vcs,
-                };
-                return Ok(self.refuse(&delivery, &error).await);
-            }
-            let at = delivery.received.unwrap_or_else(SystemTime::now);
-            let (vcs, body, grace) = (delivery.vcs, &delivery.body, self.secret_grace);
-            if let Err(error) = keys::check_spooled(proof, &inbox, vcs, body, grace, at) {
-                return Ok(self.refuse(&delivery, &error).await);
+        let arrival = Arrival::Spooled {
+            delivery: record.delivery.clone(),
+            proof: record.proof.take(),
+            received: record.received.unwrap_or_else(SystemTime::now),
+        };
+        match self.pipeline.ingest(delivery, arrival).await {
+            Ok(Fate::Stored { ingested, .. }) => Ok(Drained::Ingested(ingested)),
+            Ok(Fate::Ignored { .. } | Fate::Ping | Fate::Queued { .. }) => Ok(Drained::Ignored),
+            Err(error) if error.is_store_trouble() => Err(error),
+            Err(error) => {
+                let status = error.status().as_u16();
+                refuse_at_drain(&self.pipeline, Some(&record), error.code(), status).await;
+                Ok(Drained::Refused)
             }
         }
-        let shape = match webhook::classify(delivery.vcs, &delivery.event) {
-            Event::Push(shape) => shape,
-            Event::Ignored(event) => {
-                self.ignored.count(delivery.vcs, &event);
-                return Ok(Drained::Ignored);
-            }
-            Event::Ping => return Ok(Drained::Ignored),
-        };
-        let commits = match payload::parse_push(shape, &delivery.body) {
-            Ok(commits) => commits,
-            Err(error) => return Ok(self.refuse(&delivery, &error).await),
-        };
-        let ingested = self
-            .store
-            .ingest(delivery.instance, inbox, delivery.delivery, commits)
-            .await?;
-        Ok(Drained::Ingested(ingested))
-    }
-
-    async fn refuse(&self, delivery: &SpooledDelivery, error: &IngestError) -> Drained {
-        refuse_at_drain(self, Some(delivery), error.code(), error.status().as_u16()).await;
-        Drained::Refused
     }
 }
 
@@ -183,12 +151,12 @@ impl Drainer {
 /// counted, and kept in its inbox's refused deliveries (`GET …/failures`) as a refusal at
 /// receive time would be; it is never stored.
 pub(crate) async fn refuse_at_drain(
-    drainer: &Drainer,
+    pipeline: &Pipeline,
     delivery: Option<&SpooledDelivery>,
     code: &'static str,
     status: u16,
 ) {
-    drainer.refused.count.fetch_add(1, Ordering::Relaxed);
+    pipeline.drain_refused.count.fetch_add(1, Ordering::Relaxed);
     match delivery {
         Some(delivery) => {
             tracing::warn!(
@@ -199,12 +167,12 @@ pub(crate) async fn refuse_at_drain(
             status,
             "a spooled delivery is refused at drain time and dropped"
             );
-            let refusal = Refusal {
+            let refusal = RefusedDelivery {
                 delivery: Some(delivery.delivery.clone()),
                 status,
                 code: code.to_owned(),
             };
-            let (store, listed) = (&drainer.store, &drainer.listed);
+            let (store, listed) = (&pipeline.store, &pipeline.refusals);
             record_refusal(store, listed, &delivery.instance, &delivery.inbox, refusal).await;
         }
         None => tracing::error!(code, status, "a spool record is not a delivery; dropped"),
