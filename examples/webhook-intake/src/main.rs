@@ -88,5 +88,8 @@ fn inbox(text: &str) -> Option<(&str, Keys)> {
     let (sender, secret) = rest.split_once(':')?;
     let sender = Sender::from_name(sender)?;
     let secret = Secret::for_sender(sender, secret).ok()?;
-    Some((name, Keys::new(sender, SecretSet::new([secret]).ok()?)))
+    Some((
+        name,
+        Keys::new(sender, SecretSet::new([secret]).ok()?).ok()?,
+    ))
 }
