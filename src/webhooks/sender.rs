@@ -118,7 +118,9 @@ pub(crate) enum Scheme {
 }
 
 impl Sender {
-    /// Every sender, for tests and for services that name them in configuration.
+    /// Every sender, for tests and for services that name them in configuration: ten
+    /// entries for nine senders, as the README counts them, since GitLab proves a delivery
+    /// in two ways (a token, or a signing token) and each is a `Sender` of its own.
     pub const ALL: [Sender; 10] = [
         Sender::GitHub,
         Sender::GitLab,

@@ -93,3 +93,27 @@ fn the_verifier_and_delivery_id_parse_refuse_the_same_ids() {
         }
     }
 }
+
+/// The README counts senders as `Sender::ALL` does once GitLab's two ways are one sender,
+/// and says why the two counts differ.
+#[test]
+fn the_readme_counts_the_senders_as_sender_all_does() {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ];
+    let mut senders: Vec<&str> = Sender::ALL
+        .iter()
+        .map(|sender| sender.name().trim_end_matches("-signed"))
+        .collect();
+    senders.dedup();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let senders = format!("one extractor for {} senders", WORDS[senders.len()]);
+    let entries = format!("({} `Sender`s", WORDS[Sender::ALL.len()]);
+    assert!(readme.contains(&senders), "the README lacks {senders:?}");
+    assert!(readme.contains(&entries), "the README lacks {entries:?}");
+}
