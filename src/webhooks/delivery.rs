@@ -291,3 +291,23 @@ fn visible<'h>(header: &'static str, value: &'h HeaderValue) -> Result<&'h Heade
         }),
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::webhooks::id::DeliveryId;
+    use crate::webhooks::sign::Signer;
+
+    #[test]
+    fn the_body_is_read_for_its_event_on_the_first_ask_only() {
+        let keys = Keys::new(Sender::Stripe, SecretSet::one("whsec_stripe").unwrap()).unwrap();
+        let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe").unwrap();
+        let body = br#"{"type":"invoice.paid"}"#;
+        let now = SystemTime::now();
+        let headers = signer.sign(&DeliveryId::parse("evt_1").unwrap(), now, body);
+        let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now).unwrap();
+        assert!(delivery.body_event.get().is_none(), "read before it was asked");
+        assert_eq!(delivery.event(), Some("invoice.paid"));
+        assert_eq!(delivery.body_event.get(), Some(&Some(9..21)));
+    }
+}
