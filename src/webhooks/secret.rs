@@ -146,8 +146,8 @@ impl Secret {
     /// ```
     pub fn standard_webhooks(text: &str) -> Result<Self, SecretError> {
         let encoded = match text.strip_prefix(STANDARD_WEBHOOKS_PREFIX) {
+            // Nothing at all is empty, as `whsec_` alone is once decoded.
             _ if text.is_empty() => return Err(SecretError::Empty),
-            Some("") => return Err(SecretError::Empty),
             Some(encoded) => encoded,
             None => return Err(SecretError::NotStandardWebhooks),
         };
