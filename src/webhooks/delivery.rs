@@ -306,7 +306,10 @@ mod tests {
         let now = SystemTime::now();
         let headers = signer.sign(&DeliveryId::parse("evt_1").unwrap(), now, body);
         let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now).unwrap();
-        assert!(delivery.body_event.get().is_none(), "read before it was asked");
+        assert!(
+            delivery.body_event.get().is_none(),
+            "read before it was asked"
+        );
         assert_eq!(delivery.event(), Some("invoice.paid"));
         assert_eq!(delivery.body_event.get(), Some(&Some(9..21)));
     }

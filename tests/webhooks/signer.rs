@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use axum::http::HeaderMap;
 use faultline::webhooks::{
-    Delivery, DeliveryId, Keys, Refusal, SecretSet, Sender, Signer, MAX_DELIVERY_ID_BYTES,
+    Delivery, DeliveryId, IdError, Keys, Refusal, SecretSet, Sender, Signer, MAX_DELIVERY_ID_BYTES,
 };
 use faultline::Fault;
 
@@ -76,6 +76,8 @@ fn a_missing_proof_is_refused_naming_the_senders_signature_header() {
 fn the_verifier_and_delivery_id_parse_refuse_the_same_ids() {
     let long = "a".repeat(MAX_DELIVERY_ID_BYTES + 1);
     let longest = "a".repeat(MAX_DELIVERY_ID_BYTES);
+    assert_eq!(DeliveryId::parse(&long), Err(IdError::TooLong));
+    assert!(DeliveryId::parse(&longest).is_ok());
     let keys = Keys::new(Sender::Gitea, SecretSet::one("gitea").unwrap()).unwrap();
     let signer = Signer::for_sender(Sender::Gitea, "gitea").unwrap();
     let fine = DeliveryId::parse("fine").unwrap();
