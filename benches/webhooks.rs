@@ -92,7 +92,8 @@ fn case(row: &str, kib: usize) -> Case {
             (Sender::GitHub, Secret::new(SECRET).expect("a secret"))
         }
     };
-    let keys = Keys::new(sender, SecretSet::new([secret]).expect("one secret"));
+    let keys = Keys::new(sender, SecretSet::new([secret]).expect("one secret"))
+        .expect("the secret is in its sender's form");
     Case {
         keys,
         headers,

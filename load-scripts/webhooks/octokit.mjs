@@ -1,9 +1,13 @@
 // GitHub deliveries signed by @octokit/webhooks-methods, GitHub's own JavaScript signer,
 // sent to webhook-intake: a signed one (200), the same with its body changed by one byte
 // and with another inbox's secret (401 webhook-signature-mismatch). octokit's verify checks
-// each signature first. Prints the tally of answers by code as JSON.
+// each signature first. One more signed by faultline's Signer (`webhook-intake sign`): it
+// must pass octokit's verify, fail it with the body changed, and be kept (200). Prints the
+// tally of answers by code as JSON.
 //
-//     node octokit.mjs ADDR     (SECRET_GITHUB in the environment, as sdks.sh sets it)
+//     node octokit.mjs ADDR     (SECRET_GITHUB and WEBHOOK_INTAKE in the environment, as
+//                                sdks.sh sets them)
+import { execFileSync } from "node:child_process";
 import { sign, verify } from "@octokit/webhooks-methods";
 
 const addr = process.argv[2];
@@ -28,6 +32,11 @@ async function send(headers, payload, status, code) {
 const signature = await sign(secret, body);
 if (!(await verify(secret, body, signature))) throw new Error("octokit refuses its own signature");
 const other = await sign("a secret of another inbox", body);
+const ours = JSON.parse(
+  execFileSync(process.env.WEBHOOK_INTAKE, ["sign", "github", secret, "faultline-1"], { input: body }),
+)["x-hub-signature-256"];
+if (!(await verify(secret, body, ours))) throw new Error("octokit refuses faultline's signature");
+if (await verify(secret, tampered, ours)) throw new Error("octokit passes a changed body");
 const tally = {};
 const sends = [];
 for (let round = 0; round < rounds; round++) {
@@ -35,6 +44,7 @@ for (let round = 0; round < rounds; round++) {
   sends.push(send({ ...delivery, "x-hub-signature-256": signature }, body, 200));
   sends.push(send({ "x-hub-signature-256": signature }, tampered, 401, "webhook-signature-mismatch"));
   sends.push(send({ "x-hub-signature-256": other }, body, 401, "webhook-signature-mismatch"));
+  sends.push(send({ "x-hub-signature-256": ours }, body, 200));
 }
 for (const code of await Promise.all(sends)) tally[code] = (tally[code] ?? 0) + 1;
 console.log(JSON.stringify(tally));

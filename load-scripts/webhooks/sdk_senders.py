@@ -5,10 +5,14 @@ standardwebhooks (Standard Webhooks and GitLab's signing token), svix, stripe an
 slack-sdk sign; Shopify, Gitea, Forgejo and Bitbucket publish no library that signs, so
 theirs are signed by their documented formulas, and GitLab's token is sent as it is. Each
 library also verifies what it signed, so a header this script gets wrong fails here, not
-in the receiver. Every case is sent ROUNDS times from PARALLEL threads; each answer's status
-and problem code are checked. Prints the tally of answers by code as JSON.
+in the receiver. The other way round, deliveries signed by faultline's own `Signer`
+(`webhook-intake sign`) must pass each library's verifier, and fail it with the body
+changed, before they are sent too. Every case is sent ROUNDS times from PARALLEL threads;
+each answer's status and problem code are checked. Prints the tally of answers by code as
+JSON.
 
-    sdk_senders.py ADDR      (secrets in the environment, as sdks.sh sets them)
+    sdk_senders.py ADDR      (secrets in the environment, and WEBHOOK_INTAKE, the binary
+                              that signs, as sdks.sh sets them)
 """
 
 import base64
@@ -16,6 +20,7 @@ import hashlib
 import hmac
 import json
 import os
+import subprocess
 import sys
 import time
 import urllib.error
@@ -83,6 +88,51 @@ def mac(secret, body=BODY):
     return hmac.new(secret.encode(), body.encode(), hashlib.sha256).digest()
 
 
+def faultline_sign(sender, secret, msg_id):
+    """The headers faultline's Signer sends with BODY, signed now."""
+    signed = subprocess.run([os.environ["WEBHOOK_INTAKE"], "sign", sender, secret, msg_id],
+                            input=BODY.encode(), capture_output=True, check=True)
+    return json.loads(signed.stdout)
+
+
+def refused(verify):
+    """Whether a library's verifier raises (or answers False) on what it is given."""
+    try:
+        return verify() is False
+    except Exception:
+        return True
+
+
+def faultline_signed():
+    """Deliveries signed by faultline, each passed by the sender's own library first, and
+    refused by it with the body changed (so a verifier that checks nothing fails here)."""
+    out = []
+    for inbox, sender, event in (("standard", "standard-webhooks", None),
+                                 ("gitlab-signed", "gitlab-signed", "Push Hook")):
+        headers = faultline_sign(sender, SECRET[inbox], "msg_faultline_1")
+        StandardWebhook(SECRET[inbox]).verify(BODY, headers)
+        assert refused(lambda: StandardWebhook(SECRET[inbox]).verify(TAMPERED, headers)), inbox
+        if event:
+            headers["x-gitlab-event"] = event
+        out.append((inbox, headers, BODY, 200, None))
+    signed = faultline_sign("standard-webhooks", SECRET["svix"], "msg_faultline_2")
+    svix_headers = {name.replace("webhook-", "svix-"): value for name, value in signed.items()}
+    SvixWebhook(SECRET["svix"]).verify(BODY, svix_headers)
+    assert refused(lambda: SvixWebhook(SECRET["svix"]).verify(TAMPERED, svix_headers))
+    out.append(("svix", svix_headers, BODY, 200, None))
+    headers = faultline_sign("stripe", SECRET["stripe"], "evt_faultline")
+    check = stripe.WebhookSignature.verify_header
+    check(BODY, headers["stripe-signature"], SECRET["stripe"], tolerance=300)
+    assert refused(lambda: check(TAMPERED, headers["stripe-signature"], SECRET["stripe"], tolerance=300))
+    out.append(("stripe", headers, BODY, 200, None))
+    headers = faultline_sign("slack", SECRET["slack"], "unsent")
+    slack_check = lambda body: SignatureVerifier(SECRET["slack"]).is_valid(
+        body=body, timestamp=headers["x-slack-request-timestamp"], signature=headers["x-slack-signature"])
+    assert slack_check(BODY) and not slack_check(TAMPERED)
+    out.append(("slack", headers, BODY, 200, None))
+    return out
+
+
 def cases():
     """(inbox, headers, body, status, code) for every delivery, None as the code of a 200."""
     t = now()
@@ -139,7 +189,7 @@ def send(case):
 
 def main():
     started = time.monotonic()
-    every = cases() * ROUNDS
+    every = (cases() + faultline_signed()) * ROUNDS
     with ThreadPoolExecutor(PARALLEL) as pool:
         tally = Counter(pool.map(send, every))
     print(json.dumps(dict(tally)))

@@ -2,9 +2,11 @@
 # Deliveries signed by the senders' own libraries, sent over TCP to examples/webhook-intake
 # (faultline's verified intake): from PyPI standardwebhooks, svix, stripe and slack-sdk
 # (sdk_senders.py; Shopify, Gitea, Forgejo, Bitbucket by their documented formulas, GitLab's
-# token as it is), from npm @octokit/webhooks-methods (octokit.mjs). Every answer's status
-# and code is checked by the sender scripts; then the ledger's counts on /metrics must equal
-# their tallies exactly, answer by answer. Installs the libraries into target/webhook-sdks/
+# token as it is), from npm @octokit/webhooks-methods (octokit.mjs). The other way round,
+# deliveries signed by faultline's Signer (`webhook-intake sign`) must pass each of those
+# libraries' verifiers, and fail them with the body changed. Every answer's status and code
+# is checked by the sender scripts; then the ledger's counts on /metrics must equal their
+# tallies exactly, answer by answer. Installs the libraries into target/webhook-sdks/
 # (a venv, an npm folder) when missing. Stops the server by its PID. Exits non-zero on any
 # failure.
 #
@@ -44,6 +46,7 @@ export SECRET_SLACK="8f742231b10e8888abcd99yyyzzz85a5"
 export SECRET_SHOPIFY="shpss_shopify_app_secret"
 
 cargo build -q -p webhook-intake
+export WEBHOOK_INTAKE=$PWD/target/debug/webhook-intake
 scratch sdks.sh
 
 port=$(free_port)

@@ -1,11 +1,16 @@
 //! [`Delivery`]: a verified delivery, and the two steps that make one: its headers read
 //! before the body ([`Pending`]), then the body checked.
 
-use std::time::SystemTime;
+use std::ops::Range;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
+use serde::Deserialize;
 
+use crate::webhooks::body::{event_in_body, event_range, json};
+use crate::webhooks::handshake::Handshake;
 use crate::webhooks::proof::{check_id, one, Proof};
 use crate::webhooks::refusal::Refusal;
 use crate::webhooks::secret::{Keys, SecretSet};
@@ -19,6 +24,9 @@ pub struct Delivery {
     body: Bytes,
     id: Option<HeaderValue>,
     event: Option<HeaderValue>,
+    /// Where the body names its event, found on the first call of [`Delivery::event`] for
+    /// the senders that name it there, so that a handler that never asks pays nothing.
+    body_event: OnceLock<Option<Range<usize>>>,
     timestamp: Option<SystemTime>,
     /// The HMAC of the signed bytes under the first live secret, for the HMAC senders.
     signed_tag: Option<SignedTag>,
@@ -45,7 +53,7 @@ impl Delivery {
     /// use faultline::webhooks::{Delivery, Keys, SecretSet, Sender};
     ///
     /// // GitHub's published example: this secret, this body, this signature.
-    /// let keys = Keys::new(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?);
+    /// let keys = Keys::new(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?;
     /// let mut headers = HeaderMap::new();
     /// headers.insert(
     ///     "x-hub-signature-256",
@@ -64,7 +72,11 @@ impl Delivery {
         body: Bytes,
         now: SystemTime,
     ) -> Result<Self, Refusal> {
-        Pending::read(keys.sender(), headers, now)?.finish(body, keys.secrets(), now)
+        Pending::read(keys.sender(), keys.tolerance(), headers, now)?.finish(
+            body,
+            keys.secrets(),
+            now,
+        )
     }
 
     /// Refuses now what no secret could make right (a missing, duplicated or malformed
@@ -90,7 +102,7 @@ impl Delivery {
         headers: &HeaderMap,
         now: SystemTime,
     ) -> Result<(), Refusal> {
-        Pending::read(sender, headers, now).map(drop)
+        Pending::read(sender, sender.tolerance(), headers, now).map(drop)
     }
 
     /// The sender.
@@ -114,10 +126,92 @@ impl Delivery {
         self.id.as_ref().and_then(|id| id.to_str().ok())
     }
 
-    /// The event name, for the senders that name it in a header (`push`, `Push Hook`,
-    /// `repo:push`, `orders/create`); the others name it in the body.
+    /// The event name: from its header for the senders that send one (`push`, `Push Hook`,
+    /// `repo:push`, `orders/create`); from the body's `type` for Stripe and Standard
+    /// Webhooks (`invoice.paid`, `user.created`), and for Slack the inner event's `type` of
+    /// an `event_callback` (`app_mention`) or the body's own (`url_verification`).
+    ///
+    /// The body is read for it on the first call only, skipping every other field; a body
+    /// that is not JSON of that shape (a Slack slash command is a form) has none.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use faultline::webhooks::{Delivery, DeliveryId, Keys, SecretSet, Sender, Signer};
+    ///
+    /// let keys = Keys::new(Sender::Stripe, SecretSet::one("whsec_stripe")?)?;
+    /// let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe")?;
+    /// let body = br#"{"id":"evt_1","data":{"object":{"type":"card"}},"type":"invoice.paid"}"#;
+    /// let now = SystemTime::now();
+    /// let headers = signer.sign(&DeliveryId::parse("evt_1")?, now, body);
+    /// let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now)?;
+    /// assert_eq!(delivery.event(), Some("invoice.paid"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn event(&self) -> Option<&str> {
-        self.event.as_ref().and_then(|event| event.to_str().ok())
+        if let Some(event) = &self.event {
+            return event.to_str().ok();
+        }
+        if !event_in_body(self.sender) {
+            return None;
+        }
+        let range = self
+            .body_event
+            .get_or_init(|| event_range(self.sender, &self.body));
+        std::str::from_utf8(self.body.get(range.clone()?)?).ok()
+    }
+
+    /// The body as a `T`: its JSON read into a type of the handler's, borrowing from the
+    /// body where `T` borrows. A body that does not fit is refused as
+    /// [`Refusal::BodyInvalid`] (400 `webhook-body-invalid`), which says where the JSON
+    /// stops fitting and never what it holds.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use faultline::webhooks::{Delivery, DeliveryId, Keys, SecretSet, Sender, Signer};
+    /// use faultline::Fault;
+    ///
+    /// #[derive(Debug, serde::Deserialize)]
+    /// struct Push<'a> {
+    ///     #[serde(rename = "ref")]
+    ///     git_ref: &'a str,
+    /// }
+    ///
+    /// let keys = Keys::new(Sender::GitHub, SecretSet::one("secret")?)?;
+    /// let signer = Signer::for_sender(Sender::GitHub, "secret")?;
+    /// let id = DeliveryId::parse("72d3162e-cc78-11e3-81ab-4c9367dc0958")?;
+    /// let now = SystemTime::now();
+    /// let verify = |body: &[u8]| {
+    ///     Delivery::verify(&keys, &signer.sign(&id, now, body), body.to_vec().into(), now)
+    /// };
+    /// let delivery = verify(br#"{"ref":"refs/heads/main"}"#)?;
+    /// assert_eq!(delivery.json::<Push>()?.git_ref, "refs/heads/main");
+    ///
+    /// let refused = verify(br#"{"ref":7}"#)?.json::<Push>().unwrap_err();
+    /// assert_eq!((refused.status().as_u16(), refused.code()), (400, "webhook-body-invalid"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn json<'a, T: Deserialize<'a>>(&'a self) -> Result<T, Refusal> {
+        json(&self.body)
+    }
+
+    /// The setup request this delivery is, if it is one (GitHub's `ping`, Bitbucket's
+    /// `diagnostics:ping`, Slack's `url_verification`), to answer before handling events.
+    /// A delivery is verified, so an unsigned handshake never gets an answer but a refusal.
+    ///
+    /// ```
+    /// use axum::response::{IntoResponse, Response};
+    /// use faultline::webhooks::Verified;
+    ///
+    /// async fn slack(delivery: Verified) -> Response {
+    ///     if let Some(handshake) = delivery.handshake() {
+    ///         return handshake.into_response();
+    ///     }
+    ///     // … the events themselves.
+    ///     "kept".into_response()
+    /// }
+    /// ```
+    pub fn handshake(&self) -> Option<Handshake> {
+        Handshake::of(self.sender, self.event(), &self.body)
     }
 
     /// The timestamp the sender signed, for the senders that sign one.
@@ -143,14 +237,16 @@ pub(crate) struct Pending<'h> {
 }
 
 impl<'h> Pending<'h> {
-    /// Reads everything `sender` puts in `headers`, refusing what no body could make right.
+    /// Reads everything `sender` puts in `headers`, refusing what no body could make right
+    /// and a signed timestamp further than `tolerance` from `now`.
     pub(crate) fn read(
         sender: Sender,
+        tolerance: Option<Duration>,
         headers: &'h HeaderMap,
         now: SystemTime,
     ) -> Result<Self, Refusal> {
         let proof = Proof::read(sender, headers)?;
-        let timestamp = match sender.tolerance() {
+        let timestamp = match tolerance {
             Some(tolerance) => proof.check_time(now, tolerance)?,
             None => None,
         };
@@ -186,6 +282,7 @@ impl<'h> Pending<'h> {
             body,
             id: self.id.cloned(),
             event: self.event.cloned(),
+            body_event: OnceLock::new(),
             timestamp: self.timestamp,
             signed_tag: signed_tag.map(SignedTag),
         })
@@ -211,5 +308,28 @@ fn visible<'h>(header: &'static str, value: &'h HeaderValue) -> Result<&'h Heade
             header,
             problem: "is not visible ASCII",
         }),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::webhooks::id::DeliveryId;
+    use crate::webhooks::sign::Signer;
+
+    #[test]
+    fn the_body_is_read_for_its_event_on_the_first_ask_only() {
+        let keys = Keys::new(Sender::Stripe, SecretSet::one("whsec_stripe").unwrap()).unwrap();
+        let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe").unwrap();
+        let body = br#"{"type":"invoice.paid"}"#;
+        let now = SystemTime::now();
+        let headers = signer.sign(&DeliveryId::parse("evt_1").unwrap(), now, body);
+        let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now).unwrap();
+        assert!(
+            delivery.body_event.get().is_none(),
+            "read before it was asked"
+        );
+        assert_eq!(delivery.event(), Some("invoice.paid"));
+        assert_eq!(delivery.body_event.get(), Some(&Some(9..21)));
     }
 }

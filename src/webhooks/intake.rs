@@ -16,7 +16,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use crate::webhooks::delivery::{Delivery, Pending};
 use crate::webhooks::refusal::Refusal;
 use crate::webhooks::replay::{OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_WINDOW};
-use crate::webhooks::secret::{Keys, LookupError, SecretSet, Secrets};
+use crate::webhooks::secret::{Keys, LookupError, SecretError, SecretSet, Secrets};
 use crate::webhooks::sender::Sender;
 
 /// The longest body an intake reads unless told otherwise: GitHub caps its payloads at
@@ -47,9 +47,10 @@ impl<K> Clone for Intake<K> {
 }
 
 impl Intake<Keys> {
-    /// An intake for one sender and a fixed set of secrets.
-    pub fn fixed(sender: Sender, secrets: SecretSet) -> Self {
-        Self::new(Keys::new(sender, secrets))
+    /// An intake for one sender and a fixed set of secrets, refused as
+    /// [`Keys::new`] refuses secrets in the wrong form for the sender.
+    pub fn fixed(sender: Sender, secrets: SecretSet) -> Result<Self, SecretError> {
+        Ok(Self::new(Keys::new(sender, secrets)?))
     }
 }
 
@@ -168,11 +169,14 @@ where
         let (mut parts, body) = request.into_parts();
         let keys = intake.secrets.keys(&mut parts).await.map_err(refused)?;
         let now = SystemTime::now();
-        let pending = Pending::read(keys.sender(), &parts.headers, now)?;
+        let pending = Pending::read(keys.sender(), keys.tolerance(), &parts.headers, now)?;
         let body = read_body(body, &parts.headers, intake.max_body_bytes).await?;
         let delivery = pending.finish(body, keys.secrets(), now)?;
         let duplicate = match &intake.replays {
-            Some(replays) => replays.check(&delivery, now, intake.replay_window).await?,
+            Some(replays) => {
+                let (window, tolerance) = (intake.replay_window, keys.tolerance());
+                replays.check(&delivery, now, window, tolerance).await?
+            }
             None => false,
         };
         Ok(Self {

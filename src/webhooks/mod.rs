@@ -21,7 +21,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?);
+//! let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?;
 //! let (layer, ledger) = FaultLayer::pair();
 //! let app = Router::new()
 //!     .route("/hooks/github", post(push))
@@ -57,7 +57,10 @@
 //! The guide, `docs/webhooks.md`, has the lines to copy for every sender, rotation, replays,
 //! and what each refusal tells the sender.
 
+mod body;
 mod delivery;
+mod handshake;
+mod id;
 mod intake;
 mod proof;
 mod refusal;
@@ -65,16 +68,21 @@ mod replay;
 mod secret;
 mod sender;
 pub mod senders;
+mod sign;
 
 pub use delivery::Delivery;
+pub use handshake::Handshake;
+pub use id::{DeliveryId, IdError, MAX_DELIVERY_ID_BYTES};
 pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
-pub use proof::{MAX_DELIVERY_ID_BYTES, MAX_SIGNATURES};
+pub use proof::MAX_SIGNATURES;
 pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
 pub use replay::{
     OnRepeat, ReplayKey, ReplayMemory, ReplayStore, Seen, DEFAULT_REPLAY_CAPACITY,
     DEFAULT_REPLAY_WINDOW,
 };
 pub use secret::{
-    token_digest, Keys, LookupError, Secret, SecretError, SecretSet, Secrets, TOKEN_DIGEST_BYTES,
+    token_digest, Keys, LookupError, Secret, SecretError, SecretSet, Secrets,
+    MAX_STANDARD_KEY_BYTES, MIN_STANDARD_KEY_BYTES, TOKEN_DIGEST_BYTES,
 };
-pub use sender::{Sender, DEFAULT_TOLERANCE};
+pub use sender::{Sender, ToleranceError, DEFAULT_TOLERANCE, MAX_TOLERANCE, MIN_TOLERANCE};
+pub use sign::Signer;

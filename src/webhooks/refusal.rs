@@ -29,6 +29,7 @@ pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
 /// | [`HeaderMalformed`](Refusal::HeaderMalformed) | 400 | `webhook-header-malformed` |
 /// | [`BodyTooLarge`](Refusal::BodyTooLarge) | 413 | `webhook-body-too-large` |
 /// | [`BodyUnreadable`](Refusal::BodyUnreadable) | 400 | `webhook-body-unreadable` |
+/// | [`BodyInvalid`](Refusal::BodyInvalid) | 400 | `webhook-body-invalid` |
 /// | [`UnknownInbox`](Refusal::UnknownInbox) | 404 | `webhook-unknown-inbox` |
 /// | [`SecretsUnavailable`](Refusal::SecretsUnavailable) | 503, `Retry-After` | `webhook-secrets-unavailable` |
 /// | [`Replayed`](Refusal::Replayed) | 409 | `webhook-replayed` |
@@ -80,6 +81,17 @@ pub enum Refusal {
     },
     /// The body could not be read to its end: the connection failed mid-body.
     BodyUnreadable,
+    /// The verified body is not the JSON the handler takes
+    /// ([`Delivery::json`](super::Delivery::json)): a sender's change of payload, or a
+    /// handler that expects another event.
+    BodyInvalid {
+        /// What is wrong: not JSON, cut short, or JSON of another shape.
+        problem: &'static str,
+        /// The line where it stops fitting, from 1.
+        line: usize,
+        /// The column where it stops fitting, from 1.
+        column: usize,
+    },
     /// The secret lookup knows no inbox for this request.
     UnknownInbox,
     /// The secret lookup failed; the sender may retry.
@@ -118,6 +130,11 @@ impl fmt::Display for Refusal {
                 write!(f, "the body is longer than {limit} bytes")
             }
             Refusal::BodyUnreadable => f.write_str("the body ended before its end"),
+            Refusal::BodyInvalid {
+                problem,
+                line,
+                column,
+            } => write!(f, "the body {problem} (line {line}, column {column})"),
             Refusal::UnknownInbox => f.write_str("no inbox takes deliveries here"),
             Refusal::SecretsUnavailable(_) => f.write_str("the inbox's secrets could not be read"),
             Refusal::Replayed => f.write_str("this delivery was taken already"),
@@ -148,7 +165,8 @@ impl Fault for Refusal {
             | Refusal::TimestampFuture { .. } => StatusCode::UNAUTHORIZED,
             Refusal::HeaderMissing { .. }
             | Refusal::HeaderMalformed { .. }
-            | Refusal::BodyUnreadable => StatusCode::BAD_REQUEST,
+            | Refusal::BodyUnreadable
+            | Refusal::BodyInvalid { .. } => StatusCode::BAD_REQUEST,
             Refusal::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::UnknownInbox => StatusCode::NOT_FOUND,
             Refusal::Replayed => StatusCode::CONFLICT,
@@ -168,6 +186,7 @@ impl Fault for Refusal {
             Refusal::HeaderMalformed { .. } => "webhook-header-malformed",
             Refusal::BodyTooLarge { .. } => "webhook-body-too-large",
             Refusal::BodyUnreadable => "webhook-body-unreadable",
+            Refusal::BodyInvalid { .. } => "webhook-body-invalid",
             Refusal::UnknownInbox => "webhook-unknown-inbox",
             Refusal::SecretsUnavailable(_) => "webhook-secrets-unavailable",
             Refusal::Replayed => "webhook-replayed",

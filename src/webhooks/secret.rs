@@ -6,45 +6,104 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use base64::Engine;
 use http::request::Parts;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::webhooks::sender::Sender;
+use crate::webhooks::sender::{Sender, ToleranceError, MAX_TOLERANCE, MIN_TOLERANCE};
 
 /// What Standard Webhooks puts before the base64 of a secret.
 const STANDARD_WEBHOOKS_PREFIX: &str = "whsec_";
+
+/// The shortest Standard Webhooks key: its specification asks for a random key "between 24
+/// bytes (192 bits) and 64 bytes (512 bits)"; a shorter one can be guessed sooner.
+pub const MIN_STANDARD_KEY_BYTES: usize = 24;
+/// The longest Standard Webhooks key, from the same sentence of its specification.
+pub const MAX_STANDARD_KEY_BYTES: usize = 64;
 
 /// One secret: the key of the HMAC (or, for [`Sender::GitLab`], the token itself), and when
 /// it stops being accepted, if ever. Its `Debug` shows the expiry, never the key.
 #[derive(Clone)]
 pub struct Secret {
     key: Arc<[u8]>,
+    form: Form,
     expires: Option<SystemTime>,
 }
 
-/// Why a secret or a set of them could not be made.
+/// How a secret was given: its bytes as they are, or the key decoded from a `whsec_` text.
+/// A sender takes one form only; the other is a mistake [`Keys::new`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Raw,
+    StandardWebhooks,
+}
+
+/// Why a secret, a set of them, or the keys of a sender could not be made. Each message
+/// names the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SecretError {
-    /// The secret is empty: anyone could sign with it.
+    /// The secret is empty (a `whsec_` text included): anyone could sign with it.
     Empty,
     /// A Standard Webhooks secret lacks its `whsec_` prefix or is not base64 after it.
     NotStandardWebhooks,
     /// A set was built without a secret in it.
     EmptySet,
+    /// A `whsec_` text given as raw bytes to a sender that signs with the key it encodes
+    /// ([`Sender::StandardWebhooks`], [`Sender::GitLabSigned`]): every delivery would fail.
+    EncodedKey {
+        /// The sender the keys are for.
+        sender: Sender,
+    },
+    /// A key decoded from `whsec_` given to a sender that signs with its secret's text as
+    /// it is (Stripe's `whsec_…` included).
+    DecodedKey {
+        /// The sender the keys are for.
+        sender: Sender,
+    },
+    /// A key outside the lengths its sender's specification allows.
+    KeyLength {
+        /// The sender the keys are for.
+        sender: Sender,
+        /// The key's length.
+        bytes: usize,
+    },
+    /// A token sent as it is in a header ([`Sender::GitLab`]) that no header can carry.
+    TokenNotText,
 }
 
 impl fmt::Display for SecretError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SecretError::Empty => "a webhook secret must not be empty",
-            SecretError::NotStandardWebhooks => "a Standard Webhooks secret is `whsec_` and base64",
-            SecretError::EmptySet => "a set of webhook secrets needs one secret at least",
-        })
+        match self {
+            SecretError::Empty => f.write_str("the webhook secret is empty"),
+            SecretError::NotStandardWebhooks => {
+                f.write_str("a Standard Webhooks secret is `whsec_` and base64")
+            }
+            SecretError::EmptySet => {
+                f.write_str("a set of webhook secrets needs one secret at least")
+            }
+            SecretError::EncodedKey { sender } => write!(
+                f,
+                "`{sender}` signs with the key inside a `whsec_` secret, not with its text: \
+                 make it with `Secret::for_sender` or `Secret::standard_webhooks`"
+            ),
+            SecretError::DecodedKey { sender } => write!(
+                f,
+                "`{sender}` signs with its secret's text as it is, not a key decoded from \
+                 `whsec_`: make it with `Secret::for_sender` or `Secret::new`"
+            ),
+            SecretError::KeyLength { sender, bytes } => write!(
+                f,
+                "a `{sender}` key is {bytes} bytes, and its specification asks for \
+                 {MIN_STANDARD_KEY_BYTES} to {MAX_STANDARD_KEY_BYTES}"
+            ),
+            SecretError::TokenNotText => {
+                f.write_str("a token sent in a header must be visible ASCII")
+            }
+        }
     }
 }
 
@@ -67,6 +126,7 @@ impl Secret {
         }
         Ok(Self {
             key: key.into(),
+            form: Form::Raw,
             expires: None,
         })
     }
@@ -80,15 +140,23 @@ impl Secret {
     /// assert!(Secret::standard_webhooks("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").is_ok());
     /// let unprefixed = Secret::standard_webhooks("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
     /// assert_eq!(unprefixed.unwrap_err(), SecretError::NotStandardWebhooks);
+    /// // An unset variable says so, not that the form is wrong.
+    /// assert_eq!(Secret::standard_webhooks("").unwrap_err(), SecretError::Empty);
+    /// assert_eq!(Secret::standard_webhooks("whsec_").unwrap_err(), SecretError::Empty);
     /// ```
     pub fn standard_webhooks(text: &str) -> Result<Self, SecretError> {
-        let encoded = text
-            .strip_prefix(STANDARD_WEBHOOKS_PREFIX)
-            .ok_or(SecretError::NotStandardWebhooks)?;
+        let encoded = match text.strip_prefix(STANDARD_WEBHOOKS_PREFIX) {
+            // Nothing at all is empty, as `whsec_` alone is once decoded.
+            _ if text.is_empty() => return Err(SecretError::Empty),
+            Some(encoded) => encoded,
+            None => return Err(SecretError::NotStandardWebhooks),
+        };
         let key = base64::engine::general_purpose::STANDARD
             .decode(encoded)
             .map_err(|_| SecretError::NotStandardWebhooks)?;
-        Self::new(key)
+        let mut secret = Self::new(key)?;
+        secret.form = Form::StandardWebhooks;
+        Ok(secret)
     }
 
     /// The secret of `sender` as its settings show it: [`standard_webhooks`] for
@@ -123,6 +191,27 @@ impl Secret {
 
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// Whether `sender` can verify with this secret, or the mistake that would fail every
+    /// delivery: a secret in the other form, a key of a length its specification refuses.
+    pub(crate) fn check_for(&self, sender: Sender) -> Result<(), SecretError> {
+        let encoded = matches!(sender, Sender::StandardWebhooks | Sender::GitLabSigned);
+        match self.form {
+            Form::Raw if encoded && self.key.starts_with(STANDARD_WEBHOOKS_PREFIX.as_bytes()) => {
+                return Err(SecretError::EncodedKey { sender })
+            }
+            Form::StandardWebhooks if !encoded => return Err(SecretError::DecodedKey { sender }),
+            _ => {}
+        }
+        let bytes = self.key.len();
+        if encoded && !(MIN_STANDARD_KEY_BYTES..=MAX_STANDARD_KEY_BYTES).contains(&bytes) {
+            return Err(SecretError::KeyLength { sender, bytes });
+        }
+        if sender == Sender::GitLab && http::HeaderValue::from_bytes(&self.key).is_err() {
+            return Err(SecretError::TokenNotText);
+        }
+        Ok(())
     }
 
     /// Whether `digest` is the [`token_digest`] of this secret, in constant time: digests on
@@ -198,6 +287,21 @@ impl SecretSet {
         Self::new([Secret::new(key)?])
     }
 
+    /// The set of one secret made with [`Secret::for_sender`]: the text as `sender`'s
+    /// settings show it.
+    ///
+    /// ```
+    /// use faultline::webhooks::{Keys, SecretSet, Sender};
+    ///
+    /// let text = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    /// let secrets = SecretSet::for_sender(Sender::StandardWebhooks, text)?;
+    /// assert!(Keys::new(Sender::StandardWebhooks, secrets).is_ok());
+    /// # Ok::<(), faultline::webhooks::SecretError>(())
+    /// ```
+    pub fn for_sender(sender: Sender, text: &str) -> Result<Self, SecretError> {
+        Self::new([Secret::for_sender(sender, text)?])
+    }
+
     /// How many secrets it holds, expired ones included.
     pub fn len(&self) -> usize {
         self.secrets.len()
@@ -223,17 +327,83 @@ impl SecretSet {
     }
 }
 
-/// What a request is verified with: who sends it, and the secrets it may be signed with.
+/// What a request is verified with: who sends it, the secrets it may be signed with, and
+/// how far its signed timestamp may be from now.
 #[derive(Debug, Clone)]
 pub struct Keys {
     sender: Sender,
     secrets: SecretSet,
+    tolerance: Option<Duration>,
 }
 
 impl Keys {
-    /// The keys of one sender.
-    pub fn new(sender: Sender, secrets: SecretSet) -> Self {
-        Self { sender, secrets }
+    /// The keys of one sender, or the mistake that would refuse every delivery: a secret in
+    /// the wrong form for the sender (a `whsec_` text taken as raw bytes for Standard
+    /// Webhooks, or decoded for Stripe), a Standard Webhooks key outside the 24 to 64 bytes
+    /// its specification asks for, a GitLab token no header can carry.
+    ///
+    /// ```
+    /// use faultline::webhooks::{Keys, SecretError, SecretSet, Sender};
+    ///
+    /// let svix = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    /// let raw = SecretSet::one(svix)?;
+    /// let refused = Keys::new(Sender::StandardWebhooks, raw).unwrap_err();
+    /// assert_eq!(refused, SecretError::EncodedKey { sender: Sender::StandardWebhooks });
+    /// assert!(refused.to_string().contains("Secret::for_sender"));
+    ///
+    /// let decoded = SecretSet::for_sender(Sender::StandardWebhooks, svix)?;
+    /// assert!(Keys::new(Sender::StandardWebhooks, decoded).is_ok());
+    /// // Stripe's secrets also begin with `whsec_`, and Stripe signs with that text.
+    /// assert!(Keys::new(Sender::Stripe, SecretSet::one("whsec_stripe_secret")?).is_ok());
+    /// # Ok::<(), SecretError>(())
+    /// ```
+    pub fn new(sender: Sender, secrets: SecretSet) -> Result<Self, SecretError> {
+        for secret in secrets.secrets.iter() {
+            secret.check_for(sender)?;
+        }
+        let tolerance = sender.tolerance();
+        Ok(Self {
+            sender,
+            secrets,
+            tolerance,
+        })
+    }
+
+    /// The same keys with a replay window of their own instead of the sender's
+    /// [`DEFAULT_TOLERANCE`](super::DEFAULT_TOLERANCE), within [`MIN_TOLERANCE`] and
+    /// [`MAX_TOLERANCE`] (stripe-python's `tolerance`, per inbox). A sender that signs no
+    /// timestamp has no window to set.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use faultline::webhooks::{Intake, Keys, SecretSet, Sender, ToleranceError};
+    ///
+    /// let secrets = SecretSet::one("whsec_stripe_secret")?;
+    /// let keys = Keys::new(Sender::Stripe, secrets)?.with_tolerance(Duration::from_secs(60))?;
+    /// assert_eq!(keys.tolerance(), Some(Duration::from_secs(60)));
+    /// let intake = Intake::new(keys.clone());
+    ///
+    /// let day = Duration::from_secs(24 * 60 * 60);
+    /// assert!(matches!(keys.with_tolerance(day), Err(ToleranceError::OutOfBounds { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_tolerance(mut self, tolerance: Duration) -> Result<Self, ToleranceError> {
+        if self.tolerance.is_none() {
+            return Err(ToleranceError::NoTimestamp {
+                sender: self.sender,
+            });
+        }
+        if !(MIN_TOLERANCE..=MAX_TOLERANCE).contains(&tolerance) {
+            return Err(ToleranceError::OutOfBounds { asked: tolerance });
+        }
+        self.tolerance = Some(tolerance);
+        Ok(self)
+    }
+
+    /// How far from now a signed timestamp may be, either way; `None` for the senders that
+    /// sign none.
+    pub fn tolerance(&self) -> Option<Duration> {
+        self.tolerance
     }
 
     /// The sender.
@@ -274,18 +444,22 @@ impl LookupError {
 /// use axum::http::request::Parts;
 /// use faultline::webhooks::{Keys, LookupError, SecretSet, Secrets, Sender};
 ///
-/// /// Inboxes by the last segment of `/hooks/{inbox}`, from a store of theirs.
-/// struct Inboxes(std::collections::HashMap<String, SecretSet>);
+/// /// Inboxes by the last segment of `/hooks/{inbox}`, their keys made (and so checked)
+/// /// when the inbox was set up.
+/// struct Inboxes(std::collections::HashMap<String, Keys>);
 ///
 /// impl Secrets for Inboxes {
 ///     async fn keys(&self, request: &mut Parts) -> Result<Keys, LookupError> {
 ///         let Ok(Path(inbox)) = Path::<String>::from_request_parts(request, &()).await else {
 ///             return Err(LookupError::UnknownInbox);
 ///         };
-///         let secrets = self.0.get(&inbox).ok_or(LookupError::UnknownInbox)?;
-///         Ok(Keys::new(Sender::GitHub, secrets.clone()))
+///         self.0.get(&inbox).cloned().ok_or(LookupError::UnknownInbox)
 ///     }
 /// }
+///
+/// let keys = Keys::new(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?;
+/// let inboxes = Inboxes([("repo".to_owned(), keys)].into());
+/// # Ok::<(), faultline::webhooks::SecretError>(())
 /// ```
 pub trait Secrets: Send + Sync + 'static {
     /// The keys this request is verified with. It runs before the body is read, so a
@@ -301,8 +475,6 @@ impl Secrets for Keys {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]

@@ -7,6 +7,54 @@ use std::time::Duration;
 /// libraries' default `tolerance`) and Slack all document five minutes.
 pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(5 * 60);
 
+/// The narrowest window [`Keys::with_tolerance`](super::Keys::with_tolerance) takes. A
+/// delivery is signed when it is sent, then waits on the sender's connection and on the
+/// receiver's; clocks kept by NTP agree within a second, but a sender's queue or a slow
+/// connection takes seconds more, and a window narrower than that refuses genuine
+/// deliveries, which the sender then retries or (Slack) drops.
+pub const MIN_TOLERANCE: Duration = Duration::from_secs(5);
+
+/// The widest window [`Keys::with_tolerance`](super::Keys::with_tolerance) takes: the
+/// window is how long a captured delivery can be replayed, so it stays short. An hour
+/// covers a host whose clock has drifted by minutes, twelve times Stripe's and Standard
+/// Webhooks' default; past that the clock is the thing to fix.
+pub const MAX_TOLERANCE: Duration = Duration::from_secs(60 * 60);
+
+/// Why a replay window could not be set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToleranceError {
+    /// Outside [`MIN_TOLERANCE`] ..= [`MAX_TOLERANCE`].
+    OutOfBounds {
+        /// The window asked for.
+        asked: Duration,
+    },
+    /// The sender signs no timestamp, so there is no window to set.
+    NoTimestamp {
+        /// The sender.
+        sender: Sender,
+    },
+}
+
+impl fmt::Display for ToleranceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToleranceError::OutOfBounds { asked } => write!(
+                f,
+                "a tolerance of {} s is outside {} s to {} s",
+                asked.as_secs_f64(),
+                MIN_TOLERANCE.as_secs(),
+                MAX_TOLERANCE.as_secs()
+            ),
+            ToleranceError::NoTimestamp { sender } => {
+                write!(f, "`{sender}` signs no timestamp, so it has no tolerance")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ToleranceError {}
+
 /// A sender of webhooks, and so the way its deliveries prove that they come from it.
 ///
 /// | sender | proof | delivery id | event | signed timestamp |
@@ -70,7 +118,9 @@ pub(crate) enum Scheme {
 }
 
 impl Sender {
-    /// Every sender, for tests and for services that name them in configuration.
+    /// Every sender, for tests and for services that name them in configuration: ten
+    /// entries for nine senders, as the README counts them, since GitLab proves a delivery
+    /// in two ways (a token, or a signing token) and each is a `Sender` of its own.
     pub const ALL: [Sender; 10] = [
         Sender::GitHub,
         Sender::GitLab,
@@ -112,7 +162,8 @@ impl Sender {
         Sender::ALL.into_iter().find(|sender| sender.name() == name)
     }
 
-    /// How far from now a signed timestamp may be, either way; `None` for the senders that
+    /// How far from now a signed timestamp may be, either way, unless an inbox sets its own
+    /// ([`Keys::with_tolerance`](super::Keys::with_tolerance)); `None` for the senders that
     /// sign none.
     pub fn tolerance(self) -> Option<Duration> {
         match self {
@@ -153,6 +204,51 @@ impl Sender {
             },
             Sender::GitLabSigned | Sender::StandardWebhooks => Scheme::Standard,
             Sender::Stripe => Scheme::Stripe,
+        }
+    }
+
+    /// The header that carries the proof (lower case): the signature, or GitLab's token.
+    /// Standard Webhooks deliveries sent by Svix may carry it as `svix-signature` instead.
+    ///
+    /// ```
+    /// use faultline::webhooks::Sender;
+    ///
+    /// assert_eq!(Sender::GitHub.signature_header(), "x-hub-signature-256");
+    /// assert_eq!(Sender::Stripe.signature_header(), "stripe-signature");
+    /// ```
+    pub fn signature_header(self) -> &'static str {
+        match self.scheme() {
+            Scheme::Hex { header, .. } | Scheme::Base64 { header } | Scheme::Token { header } => {
+                header
+            }
+            Scheme::Standard => "webhook-signature",
+            Scheme::Stripe => "stripe-signature",
+        }
+    }
+
+    /// Every header the proof is read from (lower case): the signature, and the signed
+    /// timestamp and id where the sender signs them. These are what a delivery kept to be
+    /// verified later must keep.
+    ///
+    /// ```
+    /// use faultline::webhooks::Sender;
+    ///
+    /// assert_eq!(Sender::Slack.proof_headers(), ["x-slack-signature", "x-slack-request-timestamp"]);
+    /// assert_eq!(Sender::Gitea.proof_headers(), ["x-gitea-signature"]);
+    /// ```
+    pub fn proof_headers(self) -> &'static [&'static str] {
+        match self {
+            Sender::GitHub => &["x-hub-signature-256"],
+            Sender::GitLab => &["x-gitlab-token"],
+            Sender::Bitbucket => &["x-hub-signature"],
+            Sender::Gitea => &["x-gitea-signature"],
+            Sender::Forgejo => &["x-forgejo-signature"],
+            Sender::GitLabSigned | Sender::StandardWebhooks => {
+                &["webhook-id", "webhook-timestamp", "webhook-signature"]
+            }
+            Sender::Stripe => &["stripe-signature"],
+            Sender::Slack => &["x-slack-signature", "x-slack-request-timestamp"],
+            Sender::Shopify => &["x-shopify-hmac-sha256"],
         }
     }
 

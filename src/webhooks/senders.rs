@@ -25,8 +25,8 @@
 //!
 //! let state = AppState {
 //!     store: Default::default(),
-//!     github: Intake::new(GitHub::new(SecretSet::one("the GitHub secret")?)),
-//!     stripe: Intake::new(Stripe::new(SecretSet::one("whsec_the_stripe_secret")?)),
+//!     github: Intake::new(GitHub::new(SecretSet::one("the GitHub secret")?)?),
+//!     stripe: Intake::new(Stripe::new(SecretSet::one("whsec_the_stripe_secret")?)?),
 //! };
 //! let app: Router = Router::new()
 //!     .route("/hooks/github", post(github))
@@ -40,7 +40,7 @@
 
 use axum::http::request::Parts;
 
-use crate::webhooks::secret::{Keys, LookupError, SecretSet, Secrets};
+use crate::webhooks::secret::{Keys, LookupError, SecretError, SecretSet, Secrets};
 use crate::webhooks::sender::Sender;
 
 /// One type per sender, from one definition: keys whose sender is fixed by the type.
@@ -52,9 +52,10 @@ macro_rules! sender_keys {
         pub struct $name(Keys);
 
         impl $name {
-            #[doc = concat!("The keys of a `", stringify!($sender), "` inbox signed with `secrets`.")]
-            pub fn new(secrets: SecretSet) -> Self {
-                Self(Keys::new(Sender::$sender, secrets))
+            #[doc = concat!("The keys of a `", stringify!($sender), "` inbox signed with `secrets`; ",
+                "an error when a secret is not in the sender's form (see [`Keys::new`]).")]
+            pub fn new(secrets: SecretSet) -> Result<Self, SecretError> {
+                Keys::new(Sender::$sender, secrets).map(Self)
             }
 
             /// The keys, with their sender.

@@ -21,7 +21,8 @@ fn verify(sender: Sender, secret: &str, headers: &Headers) -> Result<Delivery, R
     let keys = Keys::new(
         sender,
         SecretSet::new([Secret::for_sender(sender, secret).unwrap()]).unwrap(),
-    );
+    )
+    .unwrap();
     Delivery::verify(&keys, &map, BODY.into(), SystemTime::now())
 }
 

@@ -15,7 +15,7 @@ use crate::sign::signed;
 async fn the_verified_body_is_the_buffer_it_arrived_in() {
     let body = Bytes::from(vec![b'x'; 64 * 1024]);
     let arrived = body.as_ptr() as usize;
-    let intake = Intake::fixed(Sender::GitHub, SecretSet::one("gh-secret").unwrap());
+    let intake = Intake::fixed(Sender::GitHub, SecretSet::one("gh-secret").unwrap()).unwrap();
     let app = Router::new()
         .route(
             "/hooks",

@@ -64,7 +64,7 @@ async fn a_delivery_refused_before_its_body_keeps_the_connection_for_the_next_on
     ];
     for (forged, status) in forgeries {
         for framing in sizes {
-            let intake = Intake::fixed(Sender::GitHub, SecretSet::one(SECRET).unwrap());
+            let intake = Intake::fixed(Sender::GitHub, SecretSet::one(SECRET).unwrap()).unwrap();
             let (layer, ledger) = FaultLayer::pair();
             let app =
                 Router::new()

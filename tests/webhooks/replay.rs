@@ -92,22 +92,21 @@ async fn start(memory: &ReplayMemory, on_repeat: OnRepeat, window: Duration) -> 
     let app = App {
         tally: Tally::default(),
         github: remember(
-            Intake::new(GitHub::new(set(Sender::GitHub, &[GITHUB_SECRET]))),
+            Intake::new(GitHub::new(set(Sender::GitHub, &[GITHUB_SECRET])).unwrap()),
             remembering(window),
         ),
         standard: remember(
-            Intake::new(StandardWebhooks::new(set(
-                Sender::StandardWebhooks,
-                &[STANDARD_SECRET],
-            ))),
+            Intake::new(
+                StandardWebhooks::new(set(Sender::StandardWebhooks, &[STANDARD_SECRET])).unwrap(),
+            ),
             remembering(window),
         ),
         stripe: remember(
-            Intake::new(Stripe::new(set(Sender::Stripe, &STRIPE_SECRETS))),
+            Intake::new(Stripe::new(set(Sender::Stripe, &STRIPE_SECRETS)).unwrap()),
             remembering(window),
         ),
         slack: remember(
-            Intake::new(Slack::new(set(Sender::Slack, &[SLACK_SECRET]))),
+            Intake::new(Slack::new(set(Sender::Slack, &[SLACK_SECRET])).unwrap()),
             remembering(window),
         ),
     };
@@ -355,7 +354,7 @@ impl ReplayStore for Down {
 
 #[tokio::test]
 async fn a_store_that_is_down_is_a_503_that_tells_nothing_of_it() {
-    let intake = Intake::new(GitHub::new(set(Sender::GitHub, &[GITHUB_SECRET])))
+    let intake = Intake::new(GitHub::new(set(Sender::GitHub, &[GITHUB_SECRET])).unwrap())
         .replays(Down, OnRepeat::Flag);
     let (layer, ledger) = FaultLayer::pair();
     let router = Router::new()

@@ -74,11 +74,14 @@ fn inboxes() -> Inboxes {
         .iter()
         .map(|&(name, sender, text)| {
             let set = SecretSet::new([secret(sender, text)]).unwrap();
-            (name.to_owned(), Keys::new(sender, set))
+            (name.to_owned(), Keys::new(sender, set).unwrap())
         })
         .collect();
     let other = SecretSet::one(OTHER_GITHUB.1).unwrap();
-    map.insert(OTHER_GITHUB.0.into(), Keys::new(Sender::GitHub, other));
+    map.insert(
+        OTHER_GITHUB.0.into(),
+        Keys::new(Sender::GitHub, other).unwrap(),
+    );
     let now = SystemTime::now();
     let hour = Duration::from_secs(3600);
     let rotating = SecretSet::new([
@@ -87,7 +90,10 @@ fn inboxes() -> Inboxes {
         Secret::new("retired").unwrap().expires_at(now - hour),
     ])
     .unwrap();
-    map.insert(ROTATING.into(), Keys::new(Sender::GitHub, rotating));
+    map.insert(
+        ROTATING.into(),
+        Keys::new(Sender::GitHub, rotating).unwrap(),
+    );
     Inboxes(map)
 }
 

@@ -89,7 +89,10 @@ impl Vcs {
     /// signing token), any other by its token.
     pub fn sender(self, headers: &HeaderMap) -> Sender {
         match self {
-            Vcs::Gitlab if headers.contains_key(STANDARD_SIGNATURE) => Sender::GitLabSigned,
+            // The signature header's presence makes it a delivery signed with Standard Webhooks.
+            Vcs::Gitlab if headers.contains_key(Sender::GitLabSigned.signature_header()) => {
+                Sender::GitLabSigned
+            }
             vcs => vcs.headers_sender(),
         }
     }

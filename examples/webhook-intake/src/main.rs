@@ -9,16 +9,21 @@
 //!
 //! Prints `listening on ADDR` first (`--port 0` picks a free port). `load-scripts/webhooks/
 //! sdks.sh` sends it deliveries signed by the senders' own libraries.
+//!
+//! `webhook-intake sign SENDER SECRET ID < body` prints, as a JSON object, the headers
+//! faultline's `Signer` sends with that body, signed now: what sdks.sh has each sender's own
+//! library verify.
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Read};
+use std::time::SystemTime;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use faultline::webhooks::{
-    Intake, Keys, LookupError, Secret, SecretSet, Secrets, Sender, Verified,
+    DeliveryId, Intake, Keys, LookupError, Secret, SecretSet, Secrets, Sender, Signer, Verified,
 };
 use faultline::FaultLayer;
 use serde_json::{json, Value};
@@ -49,6 +54,9 @@ async fn receive(Path(inbox): Path<String>, delivery: Verified<Inboxes>) -> Json
 
 #[tokio::main]
 async fn main() -> io::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("sign") {
+        return sign();
+    }
     let (port, inboxes) = arguments()?;
     let (layer, ledger) = FaultLayer::pair();
     let app = Router::new()
@@ -88,5 +96,32 @@ fn inbox(text: &str) -> Option<(&str, Keys)> {
     let (sender, secret) = rest.split_once(':')?;
     let sender = Sender::from_name(sender)?;
     let secret = Secret::for_sender(sender, secret).ok()?;
-    Some((name, Keys::new(sender, SecretSet::new([secret]).ok()?)))
+    Some((
+        name,
+        Keys::new(sender, SecretSet::new([secret]).ok()?).ok()?,
+    ))
+}
+
+/// `sign SENDER SECRET ID`, the body on standard input: the signed headers as JSON.
+fn sign() -> io::Result<()> {
+    let usage = || io::Error::other("usage: webhook-intake sign SENDER SECRET ID < body");
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let [sender, secret, id] = args.as_slice() else {
+        return Err(usage());
+    };
+    let sender = Sender::from_name(sender).ok_or_else(usage)?;
+    let signer = Signer::for_sender(sender, secret).map_err(io::Error::other)?;
+    let id = DeliveryId::parse(id).map_err(io::Error::other)?;
+    let mut body = Vec::new();
+    io::stdin().read_to_end(&mut body)?;
+    let headers = signer.sign(&id, SystemTime::now(), &body);
+    let headers: serde_json::Map<String, Value> = headers
+        .iter()
+        .map(|(name, value)| {
+            let text = value.to_str().unwrap_or_default();
+            (name.as_str().to_owned(), Value::from(text))
+        })
+        .collect();
+    println!("{}", Value::Object(headers));
+    Ok(())
 }

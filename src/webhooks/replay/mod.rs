@@ -132,16 +132,17 @@ impl Replays {
         }
     }
 
-    /// Whether `delivery`, verified at `now`, is a duplicate to flag, remembered for
-    /// `window`; a replay to refuse is an error.
+    /// Whether `delivery`, verified at `now` within `tolerance` (its keys'), is a duplicate to
+    /// flag, remembered for `window`; a replay to refuse is an error.
     pub(crate) async fn check(
         &self,
         delivery: &Delivery,
         now: SystemTime,
         window: Duration,
+        tolerance: Option<Duration>,
     ) -> Result<bool, Refusal> {
         let key = ReplayKey::of(delivery);
-        let until = remembered_until(delivery, now, window);
+        let until = remembered_until(delivery, now, window, tolerance);
         match (self.store.remember(key, until).await?, self.on_repeat) {
             (Seen::First, _) => Ok(false),
             (Seen::Repeat, OnRepeat::Flag) => Ok(true),
@@ -151,12 +152,18 @@ impl Replays {
 }
 
 /// `now` and the window, or later: as long as the delivery's signed timestamp passes the
-/// sender's tolerance, so that a replay is refused by one check or the other.
-fn remembered_until(delivery: &Delivery, now: SystemTime, window: Duration) -> SystemTime {
+/// tolerance it was checked within (the intake's, which may differ from the sender's
+/// default), so that a replay is refused by one check or the other.
+fn remembered_until(
+    delivery: &Delivery,
+    now: SystemTime,
+    window: Duration,
+    tolerance: Option<Duration>,
+) -> SystemTime {
     let plain = now.checked_add(window).unwrap_or(now);
     let signed = delivery
         .timestamp()
-        .zip(delivery.sender().tolerance())
+        .zip(tolerance)
         .and_then(|(at, tolerance)| at.checked_add(tolerance));
     signed.map_or(plain, |signed| signed.max(plain))
 }

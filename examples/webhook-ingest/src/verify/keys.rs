@@ -44,7 +44,12 @@ pub fn inbox_keys(
             problem: "cannot be checked: the inbox has no secret",
         }
     })?;
-    Ok(Keys::new(sender, secrets))
+    // A secret in the wrong form for the sender (a pre-`whsec_` GitLab secret for a signed
+    // delivery) signs nothing such a delivery carries: refused as a signature that fails.
+    Keys::new(sender, secrets).map_err(|_| VerifyError::BadSignature {
+        header: "webhook-signature",
+        problem: "does not match: the inbox's secret is not in its sender's form",
+    })
 }
 
 /// Whether the delivery in `headers` and `body` is signed with a secret of `row`, judged at

@@ -7,17 +7,14 @@
 //! without a server.
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
-use faultline::webhooks::{token_digest, Sender, TOKEN_DIGEST_BYTES};
+use faultline::webhooks::{token_digest, DeliveryId, Sender, TOKEN_DIGEST_BYTES};
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use super::VerifyError;
-use crate::provider::{Vcs, STANDARD_SIGNATURE};
+use crate::provider::Vcs;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
-
-/// Longest delivery id kept: providers send UUIDs (36 bytes); anything far longer is not one.
-pub const MAX_DELIVERY_ID_BYTES: usize = 128;
 
 /// What a delivery carries to prove that its sender holds the inbox's secret, read from its
 /// headers before the secret is known, so that a delivery can be spooled and checked later by
@@ -38,19 +35,6 @@ const HMAC_PROOF: u8 = 1;
 const TOKEN_PROOF: u8 = 2;
 const HEADERS_PROOF: u8 = 3;
 
-/// The headers each sender the service takes signs with, beside the token of
-/// [`Sender::GitLab`].
-fn signature_headers(sender: Sender) -> &'static [&'static str] {
-    match sender {
-        Sender::GitHub => &["x-hub-signature-256"],
-        Sender::Bitbucket => &["x-hub-signature"],
-        Sender::Gitea => &["x-gitea-signature"],
-        Sender::Forgejo => &["x-forgejo-signature"],
-        Sender::GitLabSigned => &["webhook-id", "webhook-timestamp", STANDARD_SIGNATURE],
-        _ => &[],
-    }
-}
-
 impl Proof {
     /// The proof a delivery of `vcs` carries in `headers`. Whether it is well formed is the
     /// verifier's to say before the proof is kept (`verify::keys::check_headers`).
@@ -62,7 +46,8 @@ impl Proof {
                 digest: token_digest(token.unwrap_or_default()),
             };
         }
-        let kept = signature_headers(sender)
+        let kept = sender
+            .proof_headers()
             .iter()
             .flat_map(|&name| {
                 let values = headers.get_all(name).iter();
@@ -104,7 +89,7 @@ impl Proof {
     pub fn from_bytes(vcs: Vcs, bytes: &[u8]) -> Option<Proof> {
         match (vcs, bytes.split_first()?) {
             (Vcs::Github | Vcs::Bitbucket, (&HMAC_PROOF, tag)) if tag.len() == 32 => {
-                let name = signature_headers(vcs.sender(&HeaderMap::new()))[0];
+                let name = vcs.sender(&HeaderMap::new()).signature_header();
                 let value = HeaderValue::try_from(format!("sha256={}", hex_encode(tag))).ok()?;
                 Some(Proof::Headers(vec![(HeaderName::from_static(name), value)]))
             }
@@ -153,21 +138,15 @@ pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, 
         .delivery_headers()
         .iter()
         .find(|&&header| headers.contains_key(header))?;
-    let value = &headers[*header];
-    let problem = if value.len() > MAX_DELIVERY_ID_BYTES {
-        "is too long for a delivery id"
-    } else if value.is_empty() {
-        "is empty"
-    } else {
-        match value.to_str() {
-            Ok(id) => return Some(Ok(id.to_owned())),
-            Err(_) => "is not visible ASCII",
-        }
-    };
-    Some(Err(VerifyError::BadDeliveryId {
-        header: display_name(header),
-        problem,
-    }))
+    let checked = DeliveryId::from_header(&headers[*header]);
+    Some(
+        checked
+            .map(|id| id.as_str().to_owned())
+            .map_err(|error| VerifyError::BadDeliveryId {
+                header: display_name(header),
+                problem: error.problem(),
+            }),
+    )
 }
 
 /// A header as its sender spells it, for the message a sender's operator reads.
