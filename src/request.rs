@@ -59,6 +59,10 @@ enum Route {
 }
 
 impl RequestMeta {
+    // Inlined into the guard's start, so that the meta is written straight into the record's
+    // allocation: out of line it is returned and copied twice (ledger-grind's ok row, 1,803
+    // instructions inlined, 1,876 not).
+    #[inline(always)]
     pub(crate) fn capture<B>(request: &Request<B>, request_id_header: &HeaderName) -> Self {
         Self {
             method: request.method().clone(),

@@ -34,11 +34,21 @@ use crate::panic::catch;
 
 /// Taps `request`'s body in place when it has one on HTTP/1.x: the [`Tap`] is what the
 /// response future reads the unread rest from. A request without a body is left untouched.
+#[inline]
 pub(crate) fn tap(request: &mut Request<RequestBody>) -> Option<Tap> {
-    let http1 = matches!(request.version(), Version::HTTP_11 | Version::HTTP_10);
-    if !http1 || request.body().is_end_stream() {
+    // The body first: most requests that have none are GETs, and stop there.
+    if request.body().is_end_stream()
+        || !matches!(request.version(), Version::HTTP_11 | Version::HTTP_10)
+    {
         return None;
     }
+    Some(tap_body(request))
+}
+
+/// Wraps the body of a request that has one: out of line, so that a request without a body
+/// pays the two checks above and nothing of this.
+#[inline(never)]
+fn tap_body(request: &mut Request<RequestBody>) -> Tap {
     let headers = request.headers();
     let tap = Tap(Arc::new(Shared {
         expects_continue: headers
@@ -58,7 +68,7 @@ pub(crate) fn tap(request: &mut Request<RequestBody>) -> Option<Tap> {
         ended: false,
         broken: false,
     });
-    Some(tap)
+    tap
 }
 
 /// The response future's end of a tapped request body: one pointer, so that the future of a

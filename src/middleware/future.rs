@@ -125,11 +125,13 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let StateProj::Draining { .. } = this.state.as_mut().project() {
-            return poll_draining(this.state, cx).map(Ok);
-        }
         loop {
+            // No guard: passed through for an outer layer, or draining (the guard went with
+            // the response).
             let Some(guard) = this.guard.as_mut() else {
+                if let StateProj::Draining { .. } = this.state.as_mut().project() {
+                    return poll_draining(this.state, cx).map(Ok);
+                }
                 return poll_passing(this.state, cx).map(Ok);
             };
             let step = match this.state.as_mut().project() {
@@ -141,12 +143,11 @@ where
                             // once more.
                             this.state.set(State::Done);
                             let guard = this.guard.take().expect("checked above");
-                            let Some(tap) = this.tap.take() else {
+                            if this.tap.is_none() {
                                 return Poll::Ready(Ok(pass(response, guard)));
-                            };
-                            let handle = guard.handle().clone();
-                            let response = pass(response, guard);
-                            return leave(this.state, tap, handle, response, cx).map(Ok);
+                            }
+                            let tap = this.tap.take().expect("checked above");
+                            return pass_tapped(this.state, tap, guard, response, cx).map(Ok);
                         }
                         polled => failed_or_marked(polled, guard.config()),
                     }
@@ -242,8 +243,24 @@ struct Draining<B> {
     handle: Arc<StripeHandle>,
 }
 
+/// Passes a success on, as [`pass`] does, for a request whose body was tapped: out of line,
+/// so that the success of a request without a body pays one check for it.
+#[inline(never)]
+fn pass_tapped<F, B: Body>(
+    state: Pin<&mut State<F, B>>,
+    tap: Tap,
+    guard: RequestGuard,
+    response: Response<B>,
+    cx: &mut Context<'_>,
+) -> Poll<Response<FaultBody<B>>> {
+    let handle = guard.handle().clone();
+    leave(state, tap, handle, pass(response, guard), cx)
+}
+
 /// Lets `response` leave: at once, with `connection: close`, or once what it left of the
-/// request body is read.
+/// request body is read. Out of line, as the rare path it is: the poll of every other
+/// request stays as small as it was.
+#[inline(never)]
 fn leave<F, B>(
     mut state: Pin<&mut State<F, B>>,
     tap: Tap,
@@ -272,6 +289,7 @@ fn leave<F, B>(
 
 /// Reads the rest of the request body, then lets the response leave, with
 /// `connection: close` if the rest could not be read within the bounds.
+#[inline(never)]
 fn poll_draining<F, B>(
     mut state: Pin<&mut State<F, B>>,
     cx: &mut Context<'_>,
