@@ -31,7 +31,7 @@ require() {
     shift
     for tool in "$@"; do
         command -v "$tool" >/dev/null || {
-            echo "$name: $tool is required (.ci/run installs it)" >&2
+            echo "$name: $tool is required (.ci/setup installs it)" >&2
             exit 1
         }
     done

@@ -1,6 +1,7 @@
 //! The `metrics` facade bridge end to end: a server over TCP, 16 clients at once, records through
 //! `metrics-exporter-prometheus`, its exposition is scraped over HTTP and must pass
-//! `promtool check metrics` (Debian package `prometheus`), with the ledger's exact counts.
+//! `promtool check metrics` (Debian package `prometheus`; that one check is skipped without it,
+//! unless `FAULTLINE_REQUIRE_TOOLS` is set), with the ledger's exact counts.
 //! `cargo test --features metrics --test metrics_prometheus`.
 
 #![cfg(feature = "metrics")]

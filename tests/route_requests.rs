@@ -1,7 +1,7 @@
 //! Requests per route and outcome over TCP: many clients at once, exact totals per route,
 //! a handler's 4xx answers apart from its 5xx ones, the route cap and its `~overflow`,
 //! `~unmatched`, and the exposition checked by `promtool check metrics` (Debian package
-//! `prometheus`).
+//! `prometheus`; that one check is skipped without it, unless `FAULTLINE_REQUIRE_TOOLS` is set).
 
 mod common;
 

@@ -37,7 +37,7 @@ echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres 
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
 pg_sql "CREATE DATABASE ingest_tests OWNER $PG_USER"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
-    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run' &&
+    --test provider_fixtures --test postgres --test rotation --test failures 2>&1 | grep -E '^(test result|running)|FAILED|panicked|not run|skipped' &&
     tested=0 || tested=${PIPESTATUS[0]}
 if ((tested != 0)); then
     echo "pg-fleet: the service's PostgreSQL tests failed" >&2
@@ -48,7 +48,7 @@ fi
 # a batch that panics fails alone and its writer goes on.
 echo "pg-fleet: cargo test --workspace --lib -- store::postgres::writer"
 WEBHOOK_INGEST_TEST_POSTGRES=${PG_URL%/*}/ingest_tests cargo test --quiet --workspace "${BUILD_FLAGS[@]}" \
-    --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run' &&
+    --lib -- store::postgres::writer 2>&1 | grep -E '^(test result: ok. [1-9]|running [1-9])|FAILED|panicked|not run|skipped' &&
     tested=0 || tested=${PIPESTATUS[0]}
 if ((tested != 0)); then
     echo "pg-fleet: the group commit's PostgreSQL tests failed" >&2

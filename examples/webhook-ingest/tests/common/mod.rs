@@ -13,6 +13,7 @@ mod requests;
 mod server;
 mod spooled;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,18 +33,34 @@ pub const ADMIN_TOKEN: &str = "admin-token-for-tests";
 pub const CONCURRENT_COPIES: usize = 20;
 
 /// The environment variable that names a PostgreSQL database for the tests that need one:
-/// `load-scripts/fleet/pg-fleet.sh` starts a throwaway server and runs them with it set.
+/// `.ci/run test` and `load-scripts/fleet/pg-fleet.sh` start a throwaway server and set it.
 pub const TEST_POSTGRES_ENV: &str = "WEBHOOK_INGEST_TEST_POSTGRES";
 
-/// The PostgreSQL URL the tests may use, or `None`, said on stderr, when none was given.
+/// Set (to anything but empty or `0`) by `.ci/run`: a test whose outside service or program is
+/// missing then fails instead of being skipped, so nothing is skipped unseen in CI.
+pub const REQUIRE_TOOLS_ENV: &str = "FAULTLINE_REQUIRE_TOOLS";
+
+/// The PostgreSQL URL the tests may use, or `None`, said on stderr as `skipped: …`, when none
+/// was given; a panic instead when [`REQUIRE_TOOLS_ENV`] is set.
 pub fn test_postgres(test: &str) -> Option<String> {
     let url = std::env::var(TEST_POSTGRES_ENV)
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!(
-            "{test}: not run, no {TEST_POSTGRES_ENV} (load-scripts/fleet/pg-fleet.sh runs it)"
+        let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
+        assert!(
+            !required,
+            "{test}: {TEST_POSTGRES_ENV} not set and {REQUIRE_TOOLS_ENV} is set: \
+             start a PostgreSQL (.ci/run test does) and name its database there"
         );
+        // Written to stderr itself rather than through `eprintln!`, which the test harness
+        // captures and shows only for a failed test: a skip must be seen in a passing run.
+        // One write, so that lines of tests running beside it do not cut into it.
+        let line = format!(
+            "{test}: skipped: PostgreSQL not found, no {TEST_POSTGRES_ENV} \
+             (.ci/run test and load-scripts/fleet/pg-fleet.sh set it)\n"
+        );
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }
     url
 }
