@@ -8,9 +8,6 @@ use axum::http::HeaderMap;
 use faultline::webhooks::Sender;
 use faultline::Fault;
 
-/// The header whose presence makes a GitLab delivery one signed with Standard Webhooks.
-pub(crate) const STANDARD_SIGNATURE: &str = "webhook-signature";
-
 /// The order providers are recognized in: Forgejo also sends Gitea's and GitHub's event
 /// headers, and Gitea GitHub's, so each is looked for before those it imitates.
 const DETECTION_ORDER: [Vcs; 5] = [
