@@ -150,7 +150,8 @@ impl FaultLayer {
     /// Records every request into OpenTelemetry's `http.server.request.duration` histogram
     /// (attributes `http.request.method`, `http.route`, `http.response.status_code`, and
     /// `error.type` set to the failure's code for every outcome but `ok`), and exports the
-    /// ledger's outcome counts as the observable counter `faultline.requests`.
+    /// ledger's outcome counts as the observable counter `faultline.requests`, beside
+    /// `faultline.requests.started`, so that the two reconcile.
     ///
     /// ```
     /// use opentelemetry::metrics::MeterProvider as _;
@@ -170,7 +171,8 @@ impl FaultLayer {
 
     /// Records into the [`metrics`](https://docs.rs/metrics) facade, through the recorder
     /// installed when this is called (so install it first):
-    /// `faultline_requests_total{outcome}`, `faultline_errors_total{route,code,status}`
+    /// `faultline_requests_started_total`, `faultline_requests_total{outcome}`,
+    /// `faultline_errors_total{route,code,status}`
     /// (capped like the ledger's series, past the cap under
     /// [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL)), `faultline_reports_total{disposition}`,
     /// the gauge `faultline_in_flight`, and the histogram
