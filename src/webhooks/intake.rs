@@ -82,7 +82,7 @@ impl<K: Secrets> Intake<K> {
     /// use faultline::webhooks::{Intake, OnRepeat, ReplayMemory, SecretSet, Sender};
     ///
     /// let memory = ReplayMemory::new();
-    /// let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)
+    /// let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?
     ///     .replays(memory.clone(), OnRepeat::Refuse);
     /// assert_eq!(memory.evicted(), 0);
     /// # Ok::<(), faultline::webhooks::SecretError>(())
