@@ -1,0 +1,215 @@
+//! The service's database as the library's `ReplayStore`: nodes that share the database share
+//! what was remembered, many nodes remembering one key at once get exactly one `First`, and a
+//! key is a repeat until its expiry. The PostgreSQL half runs when
+//! `WEBHOOK_INGEST_TEST_POSTGRES` names a database.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use common::{temp_path, test_postgres};
+use faultline::webhooks::{ReplayKey, ReplayStore, Seen};
+use webhook_ingest::store::Store;
+
+/// Tasks remembering one key at once, spread over the stores of one database: enough to
+/// have many waiting on the database's lock together.
+const RACERS: usize = 64;
+
+/// What `PURGED_PER_REMEMBER` is in `store/replays.rs`: the expired rows one write deletes.
+const PURGED_PER_REMEMBER: usize = 8;
+
+fn key(n: u8) -> ReplayKey {
+    ReplayKey::from_bytes([n; 32])
+}
+
+/// A key no earlier run left in a shared database.
+fn fresh_key() -> ReplayKey {
+    let mut bytes = [0; 32];
+    getrandom::fill(&mut bytes).unwrap();
+    ReplayKey::from_bytes(bytes)
+}
+
+fn in_a_day() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(24 * 60 * 60)
+}
+
+async fn two_nodes_on(location: &str) -> [Store; 2] {
+    [
+        Store::open(location).await.unwrap(),
+        Store::open(location).await.unwrap(),
+    ]
+}
+
+/// Each node sees the keys the other remembered.
+async fn nodes_share_their_keys(nodes: &[Store; 2]) {
+    let (a, b) = (fresh_key(), fresh_key());
+    assert_eq!(nodes[0].remember(a, in_a_day()).await.unwrap(), Seen::First);
+    assert_eq!(
+        nodes[1].remember(a, in_a_day()).await.unwrap(),
+        Seen::Repeat
+    );
+    assert_eq!(nodes[1].remember(b, in_a_day()).await.unwrap(), Seen::First);
+    assert_eq!(
+        nodes[0].remember(b, in_a_day()).await.unwrap(),
+        Seen::Repeat
+    );
+    assert_eq!(
+        nodes[0].remember(a, in_a_day()).await.unwrap(),
+        Seen::Repeat
+    );
+}
+
+/// Many tasks over both nodes remember one key at once: exactly one is first.
+async fn one_of_many_at_once_is_first(nodes: &[Store; 2]) {
+    let key = fresh_key();
+    let racers: Vec<_> = (0..RACERS)
+        .map(|i| {
+            let node = nodes[i % nodes.len()].clone();
+            tokio::spawn(async move { node.remember(key, in_a_day()).await })
+        })
+        .collect();
+    let mut firsts = 0;
+    for racer in racers {
+        if racer.await.unwrap().unwrap() == Seen::First {
+            firsts += 1;
+        }
+    }
+    assert_eq!(firsts, 1);
+}
+
+/// A database file of this test's own, removed with its WAL when the test ends.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new(name: &str) -> TempDb {
+        TempDb(temp_path(name, "db"))
+    }
+
+    fn location(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+fn rows(path: &Path) -> usize {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    let count: i64 = connection
+        .query_row("SELECT count(*) FROM replays", [], |row| row.get(0))
+        .unwrap();
+    usize::try_from(count).unwrap()
+}
+
+#[tokio::test]
+async fn two_nodes_on_one_sqlite_file_share_their_keys() {
+    let db = TempDb::new("replays-shared");
+    let nodes = two_nodes_on(db.location()).await;
+    nodes_share_their_keys(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_of_many_remembering_a_key_at_once_on_sqlite_is_first() {
+    let db = TempDb::new("replays-race");
+    let nodes = two_nodes_on(db.location()).await;
+    one_of_many_at_once_is_first(&nodes).await;
+    assert_eq!(rows(&db.0), 1);
+}
+
+#[tokio::test]
+async fn a_key_is_a_repeat_until_its_expiry_then_first_again() {
+    let store = Store::open(":memory:").await.unwrap();
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let at = |ms| start + Duration::from_millis(ms);
+    assert_eq!(
+        store.remember_at(key(1), at(10_000), start).await.unwrap(),
+        Seen::First
+    );
+    assert_eq!(
+        store
+            .remember_at(key(1), at(20_000), at(9_999))
+            .await
+            .unwrap(),
+        Seen::Repeat
+    );
+    // The repeat did not extend it: at its own expiry it is first again, until the new one.
+    assert_eq!(
+        store
+            .remember_at(key(1), at(20_000), at(10_000))
+            .await
+            .unwrap(),
+        Seen::First
+    );
+    assert_eq!(
+        store
+            .remember_at(key(1), at(30_000), at(19_999))
+            .await
+            .unwrap(),
+        Seen::Repeat
+    );
+    assert_eq!(
+        store
+            .remember_at(key(2), at(20_000), at(19_999))
+            .await
+            .unwrap(),
+        Seen::First
+    );
+}
+
+#[tokio::test]
+async fn expired_rows_are_deleted_a_few_per_write() {
+    let db = TempDb::new("replays-purge");
+    let store = Store::open(db.location()).await.unwrap();
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let (soon, later) = (
+        start + Duration::from_secs(1),
+        start + Duration::from_secs(60),
+    );
+    let expiring = 2 * PURGED_PER_REMEMBER + 4;
+    for n in 0..expiring {
+        let n = u8::try_from(n).unwrap();
+        assert_eq!(
+            store.remember_at(key(n), soon, start).await.unwrap(),
+            Seen::First
+        );
+    }
+    assert_eq!(rows(&db.0), expiring);
+    // Past their expiry, each write adds its key and deletes at most a few expired ones.
+    let after = soon + Duration::from_secs(1);
+    let mut expected = expiring;
+    for n in 200..203 {
+        store.remember_at(key(n), later, after).await.unwrap();
+        let expired = expected - usize::from(n - 200);
+        expected = expected + 1 - expired.min(PURGED_PER_REMEMBER);
+        assert_eq!(rows(&db.0), expected);
+    }
+    // Every expired row is gone; the live ones stay.
+    assert_eq!(expected, 3);
+    assert_eq!(
+        store.remember_at(key(201), later, after).await.unwrap(),
+        Seen::Repeat
+    );
+}
+
+#[tokio::test]
+async fn two_nodes_on_one_postgres_database_share_their_keys() {
+    let Some(url) = test_postgres("two_nodes_on_one_postgres_database_share_their_keys") else {
+        return;
+    };
+    nodes_share_their_keys(&two_nodes_on(&url).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_of_many_remembering_a_key_at_once_on_postgres_is_first() {
+    let Some(url) = test_postgres("one_of_many_remembering_a_key_at_once_on_postgres_is_first")
+    else {
+        return;
+    };
+    one_of_many_at_once_is_first(&two_nodes_on(&url).await).await;
+}
