@@ -1,15 +1,21 @@
 //! The service's database as the library's `ReplayStore`: nodes that share the database share
 //! what was remembered, many nodes remembering one key at once get exactly one `First`, and a
-//! key is a repeat until its expiry. The PostgreSQL half runs when
-//! `WEBHOOK_INGEST_TEST_POSTGRES` names a database.
+//! key is a repeat until its expiry; behind the library's `Intake`, a replay sent to another
+//! node is refused there. The PostgreSQL half runs when `WEBHOOK_INGEST_TEST_POSTGRES` names
+//! a database.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use axum::routing::post;
+use axum::Router;
 use common::{temp_path, test_postgres};
-use faultline::webhooks::{ReplayKey, ReplayStore, Seen};
+use faultline::webhooks::{
+    Intake, OnRepeat, ReplayKey, ReplayStore, SecretSet, Seen, Sender, Verified,
+};
+use hmac::{KeyInit, Mac};
 use webhook_ingest::store::Store;
 
 /// Tasks remembering one key at once, spread over the stores of one database: enough to
@@ -212,4 +218,87 @@ async fn one_of_many_remembering_a_key_at_once_on_postgres_is_first() {
         return;
     };
     one_of_many_at_once_is_first(&two_nodes_on(&url).await).await;
+}
+
+const GITHUB_SECRET: &str = "the inbox's secret";
+
+/// A node of a fleet as any team's receiver writes it with the library: one GitHub route
+/// whose intake remembers in `store` and refuses a repeat, under the layer that answers
+/// every refusal. Answers its address and its task.
+async fn guarded_node(store: Store) -> (String, tokio::task::JoinHandle<()>) {
+    let intake = Intake::fixed(Sender::GitHub, SecretSet::one(GITHUB_SECRET).unwrap())
+        .unwrap()
+        .replays(store, OnRepeat::Refuse);
+    let app = Router::new()
+        .route("/hooks/github", post(|_: Verified| async { "kept" }))
+        .with_state(intake)
+        .layer(faultline::FaultLayer::pair().0);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hooks/github", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, task)
+}
+
+/// A signed GitHub push under the delivery id `id`: the signature covers the body only.
+async fn github_push(url: &str, id: &str, body: &str) -> reqwest::Response {
+    let mut mac =
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(GITHUB_SECRET.as_bytes()).unwrap();
+    mac.update(body.as_bytes());
+    let tag: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("x-github-event", "push")
+        .header("x-github-delivery", id)
+        .header("x-hub-signature-256", format!("sha256={tag}"))
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The `code` of a problem body.
+async fn code(response: reqwest::Response) -> String {
+    let problem: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    problem["code"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_replay_under_a_fresh_id_to_another_node_is_refused_there() {
+    let db = TempDb::new("replays-fleet");
+    let [a, b] = two_nodes_on(db.location()).await;
+    let ((url_a, task_a), (url_b, task_b)) = (guarded_node(a).await, guarded_node(b).await);
+    let body = r#"{"ref":"refs/heads/main","commits":[]}"#;
+    assert_eq!(github_push(&url_a, "delivery-1", body).await.status(), 200);
+    // The same signed bytes under a new id, at the other node: GitHub signs no id.
+    let replayed = github_push(&url_b, "delivery-2", body).await;
+    assert_eq!(replayed.status(), 409);
+    assert_eq!(code(replayed).await, "webhook-replayed");
+    assert_eq!(github_push(&url_a, "delivery-3", body).await.status(), 409);
+    let other = r#"{"ref":"refs/heads/next","commits":[]}"#;
+    assert_eq!(github_push(&url_b, "delivery-4", other).await.status(), 200);
+    task_a.abort();
+    task_b.abort();
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_answer_gets_the_delivery_retried_later() {
+    let (store, faults) = Store::open(":memory:").await.unwrap().with_faults();
+    let (url, task) = guarded_node(store).await;
+    let body = r#"{"ref":"refs/heads/main","commits":[]}"#;
+    faults.begin_outage();
+    let refused = github_push(&url, "delivery-1", body).await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(code(refused).await, "webhook-replays-unavailable");
+    faults.end_outage();
+    // Nothing was remembered by the failed attempt: the retry is the first.
+    assert_eq!(github_push(&url, "delivery-1", body).await.status(), 200);
+    task.abort();
 }
