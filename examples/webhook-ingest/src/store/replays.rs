@@ -33,6 +33,28 @@ impl Store {
     /// Remembers `key` until `until`, judged at `now`: [`Seen::Repeat`] when a row holds it
     /// and `now` is before its expiry. The [`ReplayStore`] implementation passes the
     /// node's clock; tests pass their own. Times are kept to the millisecond.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::{Duration, SystemTime};
+    /// use faultline::webhooks::{Intake, OnRepeat, ReplayKey, SecretSet, Seen, Sender};
+    /// use webhook_ingest::store::Store;
+    ///
+    /// let store = Store::open(":memory:").await?;
+    /// // Every node on one database shares this guard.
+    /// let _intake = Intake::fixed(Sender::GitHub, SecretSet::one("the inbox's secret")?)?
+    ///     .replays(store.clone(), OnRepeat::Refuse);
+    ///
+    /// let (key, now) = (ReplayKey::from_bytes([7; 32]), SystemTime::now());
+    /// let until = now + Duration::from_secs(60);
+    /// assert_eq!(store.remember_at(key, until, now).await?, Seen::First);
+    /// assert_eq!(store.remember_at(key, until, now).await?, Seen::Repeat);
+    /// let later = until + Duration::from_secs(60);
+    /// assert_eq!(store.remember_at(key, later, until).await?, Seen::First);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn remember_at(
         &self,
         key: ReplayKey,
