@@ -128,44 +128,44 @@ async fn one_of_many_remembering_a_key_at_once_on_sqlite_is_first() {
     assert_eq!(rows(&db.0), 1);
 }
 
-#[tokio::test]
-async fn a_key_is_a_repeat_until_its_expiry_then_first_again() {
-    let store = Store::open(":memory:").await.unwrap();
-    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+/// A key is a repeat until its expiry, then first again. Judged from the real time, with
+/// fresh keys, so that tests sharing a database neither see these rows nor delete them.
+async fn a_key_lasts_until_its_expiry(store: &Store) {
+    let (one, two) = (fresh_key(), fresh_key());
+    let start = SystemTime::now();
     let at = |ms| start + Duration::from_millis(ms);
+    let remember = |key, until, now| store.remember_at(key, until, now);
+    assert_eq!(remember(one, at(10_000), start).await.unwrap(), Seen::First);
     assert_eq!(
-        store.remember_at(key(1), at(10_000), start).await.unwrap(),
-        Seen::First
-    );
-    assert_eq!(
-        store
-            .remember_at(key(1), at(20_000), at(9_999))
-            .await
-            .unwrap(),
+        remember(one, at(20_000), at(9_999)).await.unwrap(),
         Seen::Repeat
     );
     // The repeat did not extend it: at its own expiry it is first again, until the new one.
     assert_eq!(
-        store
-            .remember_at(key(1), at(20_000), at(10_000))
-            .await
-            .unwrap(),
+        remember(one, at(20_000), at(10_000)).await.unwrap(),
         Seen::First
     );
     assert_eq!(
-        store
-            .remember_at(key(1), at(30_000), at(19_999))
-            .await
-            .unwrap(),
+        remember(one, at(30_000), at(19_999)).await.unwrap(),
         Seen::Repeat
     );
     assert_eq!(
-        store
-            .remember_at(key(2), at(20_000), at(19_999))
-            .await
-            .unwrap(),
+        remember(two, at(20_000), at(19_999)).await.unwrap(),
         Seen::First
     );
+}
+
+#[tokio::test]
+async fn a_key_is_a_repeat_until_its_expiry_then_first_again() {
+    a_key_lasts_until_its_expiry(&Store::open(":memory:").await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_key_is_a_repeat_until_its_expiry_on_postgres() {
+    let Some(url) = test_postgres("a_key_is_a_repeat_until_its_expiry_on_postgres") else {
+        return;
+    };
+    a_key_lasts_until_its_expiry(&Store::open(&url).await.unwrap()).await;
 }
 
 #[tokio::test]
