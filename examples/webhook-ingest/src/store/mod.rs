@@ -112,17 +112,21 @@ enum Backend {
     Postgres(postgres::PgStore),
 }
 
-/// Runs the same call on whichever backend this store is.
+/// Runs the same call on whichever backend this store is. Its paths are whole, so that a
+/// submodule (`replays`) can use it too.
 macro_rules! dispatch {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
         #[cfg(feature = "faults")]
-        faults::check(&$self.faults, stringify!($method))?;
-        match $self.backend.get().ok_or(StoreError::Connecting)? {
-            Backend::Sqlite(store) => store.$method($($arg),*).await,
-            Backend::Postgres(store) => store.$method($($arg),*).await,
+        $crate::store::faults::check(&$self.faults, stringify!($method))?;
+        match $self.backend.get().ok_or($crate::store::StoreError::Connecting)? {
+            $crate::store::Backend::Sqlite(store) => store.$method($($arg),*).await,
+            $crate::store::Backend::Postgres(store) => store.$method($($arg),*).await,
         }
     }};
 }
+
+// After `dispatch!`, which it uses: a macro is in scope only below its definition.
+mod replays;
 
 impl Store {
     /// Opens the store `location` names, running its migrations: a `postgres://` (or

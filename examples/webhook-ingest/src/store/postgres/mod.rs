@@ -12,6 +12,7 @@
 mod durability;
 mod inboxes;
 mod refusals;
+mod replays;
 pub mod tls;
 mod writer;
 
@@ -42,7 +43,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -113,6 +114,15 @@ CREATE TABLE refusals (
         DEFAULT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
 );
 CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
+",
+    // The deliveries remembered against replays, which every node shares (`replays.rs`):
+    // a key until its expiry, in Unix milliseconds.
+    "
+CREATE TABLE replays (
+    key BYTEA PRIMARY KEY,
+    until_ms BIGINT NOT NULL
+);
+CREATE INDEX replays_by_until ON replays (until_ms);
 ",
 ];
 

@@ -11,6 +11,7 @@
 mod inboxes;
 mod kept;
 mod refusals;
+mod replays;
 mod schema;
 mod syncer;
 mod writer;

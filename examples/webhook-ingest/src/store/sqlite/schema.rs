@@ -5,12 +5,13 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
     REFUSALS,
     NO_INSTANCE_INDEXES,
+    REPLAYS,
 ];
 
 pub(super) const SCHEMA_V1: &str = "
@@ -118,6 +119,17 @@ CREATE INDEX refusals_by_inbox ON refusals (inbox_id, seq);
 const NO_INSTANCE_INDEXES: &str = "
 DROP INDEX IF EXISTS deliveries_by_instance;
 DROP INDEX IF EXISTS commits_by_instance;
+";
+
+/// The deliveries remembered against replays (`store/replays.rs`): a key until its expiry,
+/// in Unix milliseconds. Without a rowid, the key is the table's own order, and a lookup by
+/// it reads one b-tree.
+const REPLAYS: &str = "
+CREATE TABLE replays (
+    key BLOB PRIMARY KEY,
+    until_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX replays_by_until ON replays (until_ms);
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the
