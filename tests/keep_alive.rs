@@ -303,3 +303,50 @@ async fn only_http1_bodies_are_drained() {
         assert_eq!(unread.drained_bytes, drained * 1000, "{version:?}");
     }
 }
+
+/// A 408 (a body deadline gave up on a stalled body) closes at once: the rest is not waited
+/// for again, and RFC 9110 asks a 408 to close the connection.
+#[tokio::test]
+async fn a_408_closes_without_waiting_for_the_rest() {
+    use axum::http::StatusCode;
+
+    let layer = FaultLayer::new().max_drain_time(Duration::from_secs(30));
+    let ledger = layer.ledger();
+    let app = Router::new()
+        .route(
+            "/slow",
+            post(|| async {
+                Err::<(), _>(faultline::Error::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "body-timeout",
+                    "the request body did not arrive in time",
+                ))
+            }),
+        )
+        .route(
+            "/reads",
+            post(|body: Bytes| async move { format!("read {}", body.len()) }),
+        )
+        .layer(layer);
+    let lab = Lab::serve(app, ledger).await;
+    let first = Request {
+        method: "POST",
+        path: "/slow".into(),
+        headers: String::new(),
+        // Half the body now, the rest long after the time bound the layer would wait.
+        framing: Framing::Trickled {
+            bytes: 2000,
+            pieces: 2,
+            gap: Duration::from_secs(2),
+        },
+    };
+    let started = std::time::Instant::now();
+    let pair = pair(lab.addr, &first, &follow_up()).await;
+    assert_eq!(pair.first.status, 408);
+    assert!(pair.first.close && !pair.reused);
+    assert_eq!(pair.second.body, b"read 13");
+    // The writer's second piece waits 2 s: the pair took that, not the 30 s bound.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let unread = lab.quiescent().await.unread_bodies;
+    assert_eq!((unread.drained, unread.closed), (0, 1));
+}

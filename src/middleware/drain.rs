@@ -24,7 +24,7 @@ use std::time::Duration;
 use axum::body::Body as RequestBody;
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT};
-use http::{HeaderValue, Request, Response, Version};
+use http::{HeaderValue, Request, Response, StatusCode, Version};
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
@@ -111,9 +111,9 @@ pub(crate) enum Plan {
 }
 
 impl Tap {
-    /// Decides, from what the body left, whether the answer waits for a drain, says `close`,
-    /// or goes as it is.
-    pub(crate) fn plan(self, bounds: &Bounds) -> Plan {
+    /// Decides, from what the body left and the answer's `status`, whether the answer waits
+    /// for a drain, says `close`, or goes as it is.
+    pub(crate) fn plan(self, bounds: &Bounds, status: StatusCode) -> Plan {
         let shared = &*self.0;
         let left = match shared.left.lock() {
             Ok(mut left) => left.take(),
@@ -135,7 +135,11 @@ impl Tap {
         let too_long = shared
             .length
             .is_some_and(|length| length.saturating_sub(read) > bounds.max_bytes);
-        if broken || unasked || too_long || bounds.max_bytes == 0 {
+        // A 408 says the body did not come in time (a body deadline gave up on it): waiting
+        // for it again would hold the answer for nothing, and RFC 9110 (15.5.9) asks a 408 to
+        // close the connection.
+        let timed_out = status == StatusCode::REQUEST_TIMEOUT;
+        if broken || unasked || too_long || timed_out || bounds.max_bytes == 0 {
             return Plan::Close;
         }
         Plan::Drain(Drain {

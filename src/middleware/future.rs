@@ -268,7 +268,7 @@ fn leave<F, B>(
     mut response: Response<FaultBody<B>>,
     cx: &mut Context<'_>,
 ) -> Poll<Response<FaultBody<B>>> {
-    match tap.plan(&handle.config.drain) {
+    match tap.plan(&handle.config.drain, response.status()) {
         Plan::Keep => Poll::Ready(response),
         Plan::Close => {
             close(&mut response, &handle.ledger, 0);
