@@ -56,8 +56,8 @@ pub struct UnreadBodies {
     /// Rests read to their end: each kept its connection for the next request.
     pub drained: u64,
     /// Answers that said `connection: close` instead: the rest was longer than the byte
-    /// bound, slower than the time bound, broken, or never asked for (`Expect:
-    /// 100-continue`).
+    /// bound, slower than the time bound, broken, never asked for (`Expect:
+    /// 100-continue`), or the answer was a 408, which gave up on it already.
     pub closed: u64,
     /// The bytes read and discarded, in both cases: what draining cost.
     pub drained_bytes: u64,
