@@ -30,7 +30,7 @@ use tokio::time::{Instant, Sleep};
 
 use crate::config::Drain as Bounds;
 use crate::count::Ledger;
-use crate::panic::catch;
+use crate::panic::{catch, lock};
 
 /// Taps `request`'s body in place when it has one on HTTP/1.x: the [`Tap`] is what the
 /// response future reads the unread rest from. A request without a body is left untouched.
@@ -115,10 +115,7 @@ impl Tap {
     /// for a drain, says `close`, or goes as it is.
     pub(crate) fn plan(self, bounds: &Bounds, status: StatusCode) -> Plan {
         let shared = &*self.0;
-        let left = match shared.left.lock() {
-            Ok(mut left) => left.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
+        let left = lock(&shared.left).take();
         // Still held by someone (a task the handler spawned), or read to its end.
         let Some(Left {
             rest: Some(rest),
@@ -183,7 +180,7 @@ impl Drain {
                 Poll::Ready(None) => return Poll::Ready(true),
                 Poll::Ready(Some(Err(_))) => return Poll::Ready(false),
                 Poll::Ready(Some(Ok(frame))) => {
-                    let bytes = frame.data_ref().map_or(0, |data| data.len() as u64);
+                    let bytes = data_len(&frame);
                     self.read += bytes;
                     let Some(budget) = self.budget.checked_sub(bytes) else {
                         return Poll::Ready(false);
@@ -248,7 +245,7 @@ impl Body for TappedBody {
         match &polled {
             None => this.ended = true,
             Some(Ok(frame)) => {
-                this.read += frame.data_ref().map_or(0, |data| data.len() as u64);
+                this.read += data_len(frame);
                 this.ended = inner.is_end_stream();
             }
             Some(Err(_)) => this.broken = true,
@@ -277,10 +274,11 @@ impl Drop for TappedBody {
             broken: self.broken,
         };
         // Runs while a panicking handler unwinds too: a poisoned lock still takes the rest.
-        let mut slot = match self.shared.left.lock() {
-            Ok(slot) => slot,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *slot = Some(left);
+        *lock(&self.shared.left) = Some(left);
     }
+}
+
+/// The bytes a frame carries: its data's, none for trailers.
+fn data_len(frame: &Frame<Bytes>) -> u64 {
+    frame.data_ref().map_or(0, |data| data.len() as u64)
 }
