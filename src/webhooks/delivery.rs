@@ -11,9 +11,10 @@ use serde::Deserialize;
 
 use crate::webhooks::body::{event_in_body, event_range, json};
 use crate::webhooks::handshake::Handshake;
+use crate::webhooks::keys::Keys;
 use crate::webhooks::proof::{check_id, one, Proof};
 use crate::webhooks::refusal::Refusal;
-use crate::webhooks::secret::{Keys, SecretSet};
+use crate::webhooks::secret::SecretSet;
 use crate::webhooks::sender::Sender;
 
 /// A delivery whose signature has been checked: the body exactly as it came, who sent it,

@@ -14,9 +14,10 @@ use http::HeaderMap;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::webhooks::delivery::{Delivery, Pending};
+use crate::webhooks::keys::{Keys, LookupError, Secrets};
 use crate::webhooks::refusal::Refusal;
 use crate::webhooks::replay::{OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_WINDOW};
-use crate::webhooks::secret::{Keys, LookupError, SecretError, SecretSet, Secrets};
+use crate::webhooks::secret::{SecretError, SecretSet};
 use crate::webhooks::sender::Sender;
 
 /// The longest body an intake reads unless told otherwise: GitHub caps its payloads at

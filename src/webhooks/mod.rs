@@ -62,6 +62,7 @@ mod delivery;
 mod handshake;
 mod id;
 mod intake;
+mod keys;
 mod proof;
 mod refusal;
 mod replay;
@@ -74,6 +75,7 @@ pub use delivery::Delivery;
 pub use handshake::Handshake;
 pub use id::{DeliveryId, IdError, MAX_DELIVERY_ID_BYTES};
 pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
+pub use keys::{Keys, LookupError, Secrets};
 pub use proof::MAX_SIGNATURES;
 pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
 pub use replay::{
@@ -81,8 +83,8 @@ pub use replay::{
     DEFAULT_REPLAY_WINDOW,
 };
 pub use secret::{
-    token_digest, Keys, LookupError, Secret, SecretError, SecretSet, Secrets,
-    MAX_STANDARD_KEY_BYTES, MIN_STANDARD_KEY_BYTES, TOKEN_DIGEST_BYTES,
+    token_digest, Secret, SecretError, SecretSet, MAX_STANDARD_KEY_BYTES, MIN_STANDARD_KEY_BYTES,
+    TOKEN_DIGEST_BYTES,
 };
 pub use sender::{Sender, ToleranceError, DEFAULT_TOLERANCE, MAX_TOLERANCE, MIN_TOLERANCE};
 pub use sign::Signer;

@@ -40,7 +40,8 @@
 
 use axum::http::request::Parts;
 
-use crate::webhooks::secret::{Keys, LookupError, SecretError, SecretSet, Secrets};
+use crate::webhooks::keys::{Keys, LookupError, Secrets};
+use crate::webhooks::secret::{SecretError, SecretSet};
 use crate::webhooks::sender::Sender;
 
 /// One type per sender, from one definition: keys whose sender is fixed by the type.

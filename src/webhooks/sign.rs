@@ -141,7 +141,8 @@ mod tests {
     use super::*;
     use crate::error::Fault;
     use crate::webhooks::delivery::Delivery;
-    use crate::webhooks::secret::{Keys, SecretSet};
+    use crate::webhooks::keys::Keys;
+    use crate::webhooks::secret::SecretSet;
 
     /// A secret in each sender's form: Standard Webhooks' the `whsec_` base64 of 32 bytes.
     fn text(sender: Sender) -> &'static str {
