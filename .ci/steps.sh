@@ -60,10 +60,24 @@ done
 step feature-matrix/all "every feature" \
     'cargo clippy -p faultline --all-features -- -D warnings'
 
-# test: the README's test command and the feature-gated suites, every outside tool present
-# and required (FAULTLINE_REQUIRE_TOOLS=1), the service's PostgreSQL tests on a real server.
-step test/workspace "cargo test --workspace (the README's test command), PostgreSQL and promtool present" \
-    '.ci/with-postgres cargo test --workspace'
+# test: the README's test command as on a machine with only Rust (.ci/without-tools hides
+# every other program and PostgreSQL): it must pass, and the checks that need a tool must say
+# they were skipped, or nothing was hidden. Then those checks alone with every tool present
+# and required (FAULTLINE_REQUIRE_TOOLS=1, PostgreSQL running), and the feature-gated suites.
+# The whole command runs once, not once per setting: a check that needs no tool is the same
+# check either way.
+step test/workspace "cargo test --workspace (the README's test command) with only Rust on PATH: passes, the tool checks say skipped" \
+    'mkdir -p target && .ci/without-tools cargo test --workspace 2>&1 | tee target/ci-test-no-tools.log
+     for skip in "skipped: promtool not found" "skipped: PostgreSQL not found"; do
+         grep -q "$skip" target/ci-test-no-tools.log ||
+             { echo "no \"$skip\" line: the tools were not hidden" >&2; exit 1; }
+     done'
+# The suites whose checks need promtool or PostgreSQL: tests/common/tools.rs and the service's
+# test_postgres are the only ways a test finds a tool, and these are the files that use them
+# (.ci/tool-tests keeps the list honest).
+step test/tools "the checks that need promtool or PostgreSQL, every tool present and required" \
+    'bash .ci/tool-tests --check &&
+     .ci/with-postgres bash .ci/tool-tests --run'
 step test/webhooks "the webhook verifiers: the library's unit tests, the suite and the doc examples" \
     'cargo test --features webhooks --lib webhooks &&
      cargo test --features webhooks --test webhooks &&
@@ -77,16 +91,6 @@ step test/metrics "the metrics facade bridge: debugging recorder, Prometheus exp
 step test/span-status "a failure's span status per outcome, through tracing-opentelemetry into the SDK's in-memory exporter" \
     'cargo test --features tracing-opentelemetry --lib export::span &&
      cargo test --features tracing-opentelemetry --test span_status'
-
-# test-no-tools: the README's command as on a machine with only Rust (.ci/without-tools hides
-# every other program and PostgreSQL); it must pass, and the checks that need a tool must
-# say they were skipped, or nothing was hidden.
-step test-no-tools/workspace "cargo test --workspace with only Rust on PATH: passes, the tool checks say skipped" \
-    'mkdir -p target && .ci/without-tools cargo test --workspace 2>&1 | tee target/ci-test-no-tools.log
-     for skip in "skipped: promtool not found" "skipped: PostgreSQL not found"; do
-         grep -q "$skip" target/ci-test-no-tools.log ||
-             { echo "no \"$skip\" line: the tools were not hidden" >&2; exit 1; }
-     done'
 
 # loom: every interleaving of the lock-free protocols (src/sync.rs). A target dir of its own:
 # --cfg loom rebuilds every dependency. Under --cfg loom the HTTP dev-dependencies drop out

@@ -17,7 +17,7 @@
 
 use std::future::Future as _;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -31,6 +31,7 @@ use tokio::time::{Instant, Sleep};
 use crate::config::Drain as Bounds;
 use crate::count::Ledger;
 use crate::panic::{catch, lock};
+use crate::sync::Mutex;
 
 /// Taps `request`'s body in place when it has one on HTTP/1.x: the [`Tap`] is what the
 /// response future reads the unread rest from. A request without a body is left untouched.

@@ -299,7 +299,14 @@ mod tests {
             .ok()
             .filter(|u| !u.is_empty())
         else {
-            eprintln!("{test}: not run, no WEBHOOK_INGEST_TEST_POSTGRES");
+            // CI's test/tools step sets it: there a missing database is a failure, not a skip.
+            let required =
+                std::env::var("FAULTLINE_REQUIRE_TOOLS").is_ok_and(|v| !v.is_empty() && v != "0");
+            assert!(
+                !required,
+                "{test}: no WEBHOOK_INGEST_TEST_POSTGRES and FAULTLINE_REQUIRE_TOOLS is set"
+            );
+            eprintln!("{test}: skipped: PostgreSQL not found, no WEBHOOK_INGEST_TEST_POSTGRES");
             return None;
         };
         let store = PgStore::open(&url, None).await.unwrap();
