@@ -156,27 +156,33 @@ async fn a_rest_within_the_bounds_is_read_and_the_connection_serves_the_next_req
             gap: Duration::from_millis(30),
         },
     ];
-    for early in EARLY {
-        for framing in sizes {
-            let (layer, ledger) = FaultLayer::pair();
-            let lab = Lab::serve(app(layer), ledger).await;
-            let all = pairs(&lab, early, framing).await;
-            for pair in &all {
-                assert!(!pair.first.close, "{early:?} {framing:?}: closed");
-                assert!(pair.reused, "{early:?} {framing:?}");
-            }
-            let snapshot = lab.quiescent().await;
-            let n = all.len() as u64;
-            assert_counted(&snapshot, early, n);
-            let unread = snapshot.unread_bodies;
-            let bytes = framing.bytes() as u64;
-            // A body of length 0 is at its end before anyone reads it: nothing to drain.
-            let drained = if bytes == 0 { 0 } else { n };
-            assert_eq!(unread.drained, drained, "{early:?} {framing:?}");
-            assert_eq!(unread.closed, 0, "{early:?} {framing:?}");
-            assert_eq!(unread.drained_bytes, n * bytes, "{early:?} {framing:?}");
-        }
+    // Every case on a lab of its own, all at once: the cases wait mostly on each other's
+    // bytes and timers, and one after another they took minutes of a debug build.
+    let cases = EARLY
+        .into_iter()
+        .flat_map(|early| sizes.map(|framing| within_bounds(early, framing)));
+    futures::future::join_all(cases).await;
+}
+
+/// One case of the test above: `early` answering bodies framed by `framing`.
+async fn within_bounds(early: Early, framing: Framing) {
+    let (layer, ledger) = FaultLayer::pair();
+    let lab = Lab::serve(app(layer), ledger).await;
+    let all = pairs(&lab, early, framing).await;
+    for pair in &all {
+        assert!(!pair.first.close, "{early:?} {framing:?}: closed");
+        assert!(pair.reused, "{early:?} {framing:?}");
     }
+    let snapshot = lab.quiescent().await;
+    let n = all.len() as u64;
+    assert_counted(&snapshot, early, n);
+    let unread = snapshot.unread_bodies;
+    let bytes = framing.bytes() as u64;
+    // A body of length 0 is at its end before anyone reads it: nothing to drain.
+    let drained = if bytes == 0 { 0 } else { n };
+    assert_eq!(unread.drained, drained, "{early:?} {framing:?}");
+    assert_eq!(unread.closed, 0, "{early:?} {framing:?}");
+    assert_eq!(unread.drained_bytes, n * bytes, "{early:?} {framing:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -205,34 +211,39 @@ async fn a_rest_past_the_bounds_closes_the_connection_with_a_word() {
         // The client waits to be asked for its body, and is answered first.
         (Framing::ExpectContinue(5000), false),
     ];
-    for early in EARLY {
-        for (framing, reads_some) in cases {
-            let layer = FaultLayer::new()
-                .max_drain_bytes(max as u64)
-                .max_drain_time(Duration::from_millis(200));
-            let ledger = layer.ledger();
-            let lab = Lab::serve(app(layer), ledger).await;
-            let all = pairs(&lab, early, framing).await;
-            for pair in &all {
-                assert!(pair.first.close, "{early:?} {framing:?}: no close");
-                assert!(!pair.reused);
-            }
-            let snapshot = lab.quiescent().await;
-            let n = all.len() as u64;
-            assert_counted(&snapshot, early, n);
-            let unread = snapshot.unread_bodies;
-            assert_eq!(
-                (unread.drained, unread.closed),
-                (0, n),
-                "{early:?} {framing:?}"
-            );
-            assert_eq!(
-                unread.drained_bytes > 0,
-                reads_some,
-                "{early:?} {framing:?}: {unread:?}"
-            );
-        }
+    let cases = EARLY.into_iter().flat_map(|early| {
+        cases.map(|(framing, reads_some)| past_bounds(early, framing, reads_some, max))
+    });
+    futures::future::join_all(cases).await;
+}
+
+/// One case of the test above: `early` answering bodies framed by `framing` past a byte bound
+/// of `max` or a time bound of 200 ms; `reads_some` when some of the rest is read first.
+async fn past_bounds(early: Early, framing: Framing, reads_some: bool, max: usize) {
+    let layer = FaultLayer::new()
+        .max_drain_bytes(max as u64)
+        .max_drain_time(Duration::from_millis(200));
+    let ledger = layer.ledger();
+    let lab = Lab::serve(app(layer), ledger).await;
+    let all = pairs(&lab, early, framing).await;
+    for pair in &all {
+        assert!(pair.first.close, "{early:?} {framing:?}: no close");
+        assert!(!pair.reused);
     }
+    let snapshot = lab.quiescent().await;
+    let n = all.len() as u64;
+    assert_counted(&snapshot, early, n);
+    let unread = snapshot.unread_bodies;
+    assert_eq!(
+        (unread.drained, unread.closed),
+        (0, n),
+        "{early:?} {framing:?}"
+    );
+    assert_eq!(
+        unread.drained_bytes > 0,
+        reads_some,
+        "{early:?} {framing:?}: {unread:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
