@@ -189,12 +189,26 @@ impl PgStore {
             .migrate()
             .await
             .map_err(|e| StoreError::Open(e.into()))?;
+        store.warm().await;
         let client = store.pool.get().await?;
         store.not_durable = durability::check(&client).await?;
         if let Some(why) = &store.not_durable {
             tracing::warn!(why = %why, "answers that say stored may not survive a crash");
         }
         Ok(store)
+    }
+
+    /// Opens every connection of the pool before the first delivery, all at once. Opening one
+    /// is the costly part of a connection (a process forked on the server, a SCRAM exchange
+    /// on both sides), and a node that opened them on demand paid it during its first burst:
+    /// on a loaded machine that burst's deliveries waited past `CONNECT_TIMEOUT` and were
+    /// answered 503. Best effort: a connection that does not open now opens on demand later.
+    async fn warm(&self) {
+        let opened = futures::future::join_all((0..POOL_SIZE).map(|_| self.pool.get())).await;
+        let failed = opened.iter().filter(|c| c.is_err()).count();
+        if failed > 0 {
+            tracing::warn!(failed, of = POOL_SIZE, "connections not opened at start");
+        }
     }
 
     /// Why a commit may return before it is durable, or `None` when it waits.
