@@ -116,11 +116,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         "/api/{instance}/inboxes/{inbox}/commits",
         post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
     );
-    let metrics = get(observe::metrics(
-        ledger.clone(),
-        config.connections,
-        state.clone(),
-    ));
+    let metrics = get(observe::metrics(ledger.clone(), config.connections, &state));
     let mut router = manage::routes()
         .merge(hooks)
         .route("/", get(home::home))

@@ -12,7 +12,7 @@ use webhook_ingest::provider::Vcs;
 use webhook_ingest::verify::webhook;
 
 /// A service on a SQLite file with a spool, and the spool's directory, removed when done;
-/// with a peer on the same file, another instance of the fleet, through which inboxes are
+/// with a peer on the same file, another node of the fleet, through which inboxes are
 /// made and rotated without the service knowing until its next refresh.
 struct Spooled {
     service: Service,

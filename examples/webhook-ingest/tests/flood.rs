@@ -200,7 +200,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
 }
 
 #[tokio::test]
-async fn an_inbox_made_on_another_instance_is_verified_here_after_the_next_refresh() {
+async fn an_inbox_made_on_another_node_is_verified_here_after_the_next_refresh() {
     let dir = SpoolDir::new("refresh");
     let (service, peer) = with_peer("refresh", &dir.0, |config| webhook_ingest::Config {
         inbox_refresh: Duration::from_millis(100),

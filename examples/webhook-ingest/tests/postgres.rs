@@ -1,4 +1,4 @@
-//! Two services on one PostgreSQL database, as two instances of a fleet: copies of one
+//! Two services on one PostgreSQL database, as two nodes of a fleet: copies of one
 //! delivery that reach both at the same instant are stored once; and many clients at once on
 //! one service, whose group commit stores each delivery once and answers it. Runs when
 //! `WEBHOOK_INGEST_TEST_POSTGRES` names a database (`load-scripts/fleet/pg-fleet.sh` starts
@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use webhook_ingest::provider::Vcs;
 
 #[tokio::test]
-async fn copies_of_one_delivery_at_two_instances_at_once_store_it_once() {
-    let Some(url) = test_postgres("copies_of_one_delivery_at_two_instances_at_once_store_it_once")
+async fn copies_of_one_delivery_at_two_nodes_at_once_store_it_once() {
+    let Some(url) = test_postgres("copies_of_one_delivery_at_two_nodes_at_once_store_it_once")
     else {
         return;
     };

@@ -118,12 +118,12 @@ async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
     );
 }
 
-/// Two instances on one PostgreSQL database: a rotation made at one holds at the other, grace
+/// Two nodes on one PostgreSQL database: a rotation made at one holds at the other, grace
 /// included, since the grace is measured from the rotation's time in the database. Runs when
 /// `WEBHOOK_INGEST_TEST_POSTGRES` names a database.
 #[tokio::test]
-async fn a_rotation_at_one_instance_of_a_fleet_holds_at_another() {
-    let Some(url) = test_postgres("a_rotation_at_one_instance_of_a_fleet_holds_at_another") else {
+async fn a_rotation_at_one_node_of_a_fleet_holds_at_another() {
+    let Some(url) = test_postgres("a_rotation_at_one_node_of_a_fleet_holds_at_another") else {
         return;
     };
     let config = || webhook_ingest::Config {

@@ -1,18 +1,23 @@
 //! What operators read: `/health` for a load balancer, `/metrics` for Prometheus, and the
 //! error groups behind the admin token.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::Json;
 use faultline::Ledger;
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::registry::Registry;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::auth::bearer;
 use crate::error::IngestError;
+use crate::pipeline::Pipeline;
 use crate::serve;
 use crate::state::AppState;
 
@@ -33,38 +38,45 @@ where
     })
 }
 
-/// `/metrics`: the ledger's exposition, then the connection counts, the refusals, the ignored
-/// events and the spool.
+/// `/metrics`: the ledger's exposition, then the service's own registry encoded in the same
+/// text format (the connection counts, the refusals, the ignored events and the spools).
 pub(crate) fn metrics(
     ledger: Ledger,
     connections: serve::Connections,
-    state: AppState,
+    state: &AppState,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
+    let registry = Arc::new(registry(&connections, &state.pipeline));
     move || {
         let mut body = ledger.snapshot().to_prometheus();
-        connections.render_prometheus(&mut body);
-        state.pipeline.refusals.render_prometheus(&mut body);
-        state.pipeline.ignored.render_prometheus(&mut body);
-        if let Some(spool) = &state.pipeline.spool {
-            spool.stats().render_prometheus(&mut body);
-            state.pipeline.drain_refused.render_prometheus(&mut body);
-        }
-        if let Some(unverified) = &state.pipeline.unverified {
-            let stats = unverified.stats();
-            stats.render_prometheus_as("webhook_ingest_spool_unverified", &mut body);
-            state
-                .pipeline
-                .unverified_refused
-                .render_prometheus(&mut body);
-        }
+        // Writing into a `String` cannot fail, nor can the encoders, which only write.
+        let _ = prometheus_text::encode(&mut body, &registry);
         std::future::ready(
             (
-                [(header::CONTENT_TYPE, faultline::ledger::PROMETHEUS_TEXT)],
+                [(header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)],
                 body,
             )
                 .into_response(),
         )
     }
+}
+
+/// The service's own metrics, registered once: each part keeps its counts and the registry
+/// reads them at each scrape. A spool's names start `webhook_ingest_spool_`, the unverified
+/// one's `webhook_ingest_spool_unverified_`.
+fn registry(connections: &serve::Connections, pipeline: &Pipeline) -> Registry {
+    let mut registry = Registry::default();
+    connections.register(&mut registry);
+    pipeline.refusals.register(&mut registry);
+    pipeline.ignored.register(&mut registry);
+    if let Some(spool) = &pipeline.spool {
+        spool.register("webhook_ingest_spool", &mut registry);
+        pipeline.drain_refused.register(&mut registry);
+    }
+    if let Some(unverified) = &pipeline.unverified {
+        unverified.register("webhook_ingest_spool_unverified", &mut registry);
+        pipeline.unverified_refused.register(&mut registry);
+    }
+    registry
 }
 
 /// Whether the service takes deliveries: with a spool it does while the store is down (the

@@ -7,12 +7,11 @@
 //! refused through [`refuse_at_drain`], listed among the inbox's refused deliveries, and never
 //! stored.
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use faultline::Fault;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 
 use super::record::SpooledDelivery;
 use super::refusals::record_refusal;
@@ -30,24 +29,22 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Deliveries refused at drain time, counted; cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct DrainRefusals {
-    count: Arc<AtomicU64>,
+    count: Counter,
 }
 
 impl DrainRefusals {
     /// How many were refused since start.
     pub fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
+        self.count.get()
     }
 
-    /// Appends the count to a Prometheus text exposition.
-    pub fn render_prometheus(&self, out: &mut String) {
-        let _ = write!(
-            out,
-            "# HELP webhook_ingest_spool_refused_total Spooled deliveries refused when drained \
-             (a signature that failed its check, an inbox gone); never stored.\n\
-             # TYPE webhook_ingest_spool_refused_total counter\n\
-             webhook_ingest_spool_refused_total {}\n",
-            self.count()
+    /// Registers the count in `registry`, which `/metrics` encodes.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_spool_refused",
+            "Spooled deliveries refused when drained (a signature that failed its check, an \
+             inbox gone); never stored",
+            self.count.clone(),
         );
     }
 }
@@ -156,7 +153,7 @@ pub(crate) async fn refuse_at_drain(
     code: &'static str,
     status: u16,
 ) {
-    pipeline.drain_refused.count.fetch_add(1, Ordering::Relaxed);
+    pipeline.drain_refused.count.inc();
     match delivery {
         Some(delivery) => {
             tracing::warn!(

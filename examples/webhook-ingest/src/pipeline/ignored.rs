@@ -13,19 +13,27 @@
 //! use webhook_ingest::pipeline::ignored::IgnoredEvents;
 //! use webhook_ingest::provider::Vcs;
 //!
+//! use prometheus_client::encoding::prometheus_text;
+//! use prometheus_client::registry::Registry;
+//!
 //! let ignored = IgnoredEvents::default();
 //! ignored.count(Vcs::Gitlab, "Merge Request Hook");
 //! ignored.count(Vcs::Gitlab, "Merge Request Hook");
+//! let mut registry = Registry::default();
+//! ignored.register(&mut registry);
 //! let mut exposition = String::new();
-//! ignored.render_prometheus(&mut exposition);
+//! prometheus_text::encode(&mut exposition, &registry).unwrap();
 //! assert!(exposition.contains(
 //!     "webhook_ingest_ignored_events_total{provider=\"gitlab\",event=\"Merge Request Hook\"} 2"
 //! ));
 //! ```
 
-use std::collections::HashMap;
-use std::fmt::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 
 use crate::provider::Vcs;
 
@@ -37,94 +45,69 @@ pub const MAX_EVENT_NAME_BYTES: usize = 64;
 /// The label the names past the bounds share.
 pub const OTHER_EVENT: &str = "_other";
 
+/// The labels of one count, in the order the exposition writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EventLabels {
+    provider: &'static str,
+    event: String,
+}
+
+impl EventLabels {
+    fn new(vcs: Vcs, event: &str) -> Self {
+        Self {
+            provider: vcs.as_str(),
+            event: event.to_owned(),
+        }
+    }
+}
+
 /// The counts of ignored events; cheap to clone, shared by the handlers and the drainer.
 #[derive(Debug, Clone, Default)]
 pub struct IgnoredEvents {
-    counts: Arc<Mutex<HashMap<(Vcs, String), u64>>>,
+    counts: Family<EventLabels, Counter>,
+    /// How many labels the family holds; locked while a new one is made, so that the bound
+    /// is checked and the label added as one step. A label already there is counted without
+    /// it.
+    labels: Arc<Mutex<usize>>,
 }
 
 impl IgnoredEvents {
     /// Counts one ignored `event` of `vcs`.
     pub fn count(&self, vcs: Vcs, event: &str) {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (vcs, event.to_owned());
-        if let Some(n) = counts.get_mut(&key) {
-            *n += 1;
+        let labels = EventLabels::new(vcs, event);
+        if let Some(counter) = self.counts.get(&labels) {
+            counter.inc();
             return;
         }
-        let own_label = event.len() <= MAX_EVENT_NAME_BYTES && counts.len() < MAX_EVENT_NAMES - 1;
-        let key = if own_label {
-            key
+        let mut made = self.labels.lock().unwrap_or_else(PoisonError::into_inner);
+        let own_label = self.counts.get(&labels).is_some()
+            || (event.len() <= MAX_EVENT_NAME_BYTES && *made < MAX_EVENT_NAMES - 1);
+        let labels = if own_label {
+            labels
         } else {
-            (vcs, OTHER_EVENT.to_owned())
+            EventLabels::new(vcs, OTHER_EVENT)
         };
-        *counts.entry(key).or_insert(0) += 1;
+        if self.counts.get(&labels).is_none() {
+            *made += 1;
+        }
+        self.counts.get_or_create(&labels).inc();
     }
 
     /// The count of `event` of `vcs` (of [`OTHER_EVENT`] for the names folded into it).
     pub fn get(&self, vcs: Vcs, event: &str) -> u64 {
-        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        counts.get(&(vcs, event.to_owned())).copied().unwrap_or(0)
+        let labels = EventLabels::new(vcs, event);
+        self.counts.get(&labels).map_or(0, |counter| counter.get())
     }
 
-    /// Appends the counts to a Prometheus text exposition.
-    pub fn render_prometheus(&self, out: &mut String) {
-        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        let mut rows: Vec<_> = counts.iter().collect();
-        rows.sort_by(|a, b| (a.0 .0.as_str(), &a.0 .1).cmp(&(b.0 .0.as_str(), &b.0 .1)));
-        out.push_str(
-            "# HELP webhook_ingest_ignored_events_total Deliveries of events the service does \
-             not store, answered 202.\n# TYPE webhook_ingest_ignored_events_total counter\n",
+    /// Registers the counts in `registry`, which `/metrics` encodes.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_ignored_events",
+            "Deliveries of events the service does not store, answered 202",
+            self.counts.clone(),
         );
-        for ((vcs, event), n) in rows {
-            let _ = writeln!(
-                out,
-                "webhook_ingest_ignored_events_total{{provider=\"{vcs}\",event=\"{}\"}} {n}",
-                escape_label(event)
-            );
-        }
     }
-}
-
-/// A label value as the exposition format writes it: backslash, quote and newline escaped.
-fn escape_label(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_past_the_bound_fold_into_one_label() {
-        let ignored = IgnoredEvents::default();
-        for n in 0..MAX_EVENT_NAMES * 2 {
-            ignored.count(Vcs::Github, &format!("invented-{n}"));
-        }
-        ignored.count(Vcs::Github, &"x".repeat(MAX_EVENT_NAME_BYTES + 1));
-        ignored.count(Vcs::Github, "invented-0");
-        let labels = ignored.counts.lock().unwrap().len();
-        assert_eq!(labels, MAX_EVENT_NAMES);
-        assert_eq!(ignored.get(Vcs::Github, "invented-0"), 2);
-        let folded = MAX_EVENT_NAMES * 2 - (MAX_EVENT_NAMES - 1) + 1;
-        assert_eq!(ignored.get(Vcs::Github, OTHER_EVENT), folded as u64);
-    }
-
-    #[test]
-    fn a_quote_in_a_name_cannot_break_the_exposition() {
-        let ignored = IgnoredEvents::default();
-        ignored.count(Vcs::Bitbucket, "a\"b\\c");
-        let mut out = String::new();
-        ignored.render_prometheus(&mut out);
-        assert!(out.contains(r#"event="a\"b\\c"} 1"#), "{out}");
-    }
-}
+mod tests;

@@ -14,13 +14,13 @@
 //! must not buy that write each. Past the rate a refusal gets the same answer and is only
 //! counted (`webhook_ingest_refusals_skipped_total`).
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use axum::http::{HeaderMap, StatusCode};
 use faultline::Fault;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 
 use super::Pipeline;
 use crate::error::IngestError;
@@ -37,9 +37,9 @@ pub const DEFAULT_REFUSALS_PER_SECOND: u32 = 100;
 /// How many refusals were kept, how many could not be, and how many were past the rate.
 #[derive(Debug)]
 pub struct RefusalCounts {
-    recorded: AtomicU64,
-    unrecorded: AtomicU64,
-    skipped: AtomicU64,
+    recorded: Counter,
+    unrecorded: Counter,
+    skipped: Counter,
     rate: Rate,
 }
 
@@ -82,9 +82,9 @@ impl RefusalCounts {
     /// Counts that keep at most `per_second` refusals a second (0: none).
     pub fn new(per_second: u32) -> Self {
         Self {
-            recorded: AtomicU64::new(0),
-            unrecorded: AtomicU64::new(0),
-            skipped: AtomicU64::new(0),
+            recorded: Counter::default(),
+            unrecorded: Counter::default(),
+            skipped: Counter::default(),
             rate: Rate {
                 per_second,
                 since: Instant::now(),
@@ -95,43 +95,36 @@ impl RefusalCounts {
 
     /// Refusals not kept because more came within their second than the rate allows.
     pub fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
+        self.skipped.get()
     }
 
     /// Refusals kept in the store.
     pub fn recorded(&self) -> u64 {
-        self.recorded.load(Ordering::Relaxed)
+        self.recorded.get()
     }
 
     /// Refusals of a known inbox that the store could not keep.
     pub fn unrecorded(&self) -> u64 {
-        self.unrecorded.load(Ordering::Relaxed)
+        self.unrecorded.get()
     }
 
-    /// Appends both counts in Prometheus's text format.
-    pub fn render_prometheus(&self, out: &mut String) {
-        for (name, help, value) in [
-            (
-                "webhook_ingest_refusals_recorded_total",
-                "Refused deliveries kept for the inbox's failure list.",
-                self.recorded(),
-            ),
-            (
-                "webhook_ingest_refusals_unrecorded_total",
-                "Refused deliveries the store could not keep.",
-                self.unrecorded(),
-            ),
-            (
-                "webhook_ingest_refusals_skipped_total",
-                "Refused deliveries not kept: past --refusals-per-second.",
-                self.skipped(),
-            ),
-        ] {
-            let _ = write!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
-            );
-        }
+    /// Registers the counts in `registry`, which `/metrics` encodes.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_refusals_recorded",
+            "Refused deliveries kept for the inbox's failure list",
+            self.recorded.clone(),
+        );
+        registry.register(
+            "webhook_ingest_refusals_unrecorded",
+            "Refused deliveries the store could not keep",
+            self.unrecorded.clone(),
+        );
+        registry.register(
+            "webhook_ingest_refusals_skipped",
+            "Refused deliveries not kept: past --refusals-per-second",
+            self.skipped.clone(),
+        );
     }
 }
 
@@ -146,7 +139,7 @@ pub async fn record_refusal(
     refusal: RefusedDelivery,
 ) {
     if !counts.rate.take_now() {
-        counts.skipped.fetch_add(1, Ordering::Relaxed);
+        counts.skipped.inc();
         return;
     }
     let code = refusal.code.clone();
@@ -155,11 +148,11 @@ pub async fn record_refusal(
         .await
     {
         Ok(true) => {
-            counts.recorded.fetch_add(1, Ordering::Relaxed);
+            counts.recorded.inc();
         }
         Ok(false) => {}
         Err(error) => {
-            counts.unrecorded.fetch_add(1, Ordering::Relaxed);
+            counts.unrecorded.inc();
             tracing::warn!(inbox = %inbox, code = %code, error = %error, "refusal not recorded");
         }
     }
@@ -242,17 +235,4 @@ pub(crate) async fn note_body_refused(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each second keeps up to the rate, and a new second starts from none.
-    #[test]
-    fn the_rate_keeps_at_most_its_count_in_each_second() {
-        let counts = RefusalCounts::new(3);
-        let kept = |second| (0..5).filter(|_| counts.rate.take(second)).count();
-        assert_eq!(kept(0), 3);
-        assert_eq!(kept(1), 3);
-        assert_eq!(kept(1), 0);
-        assert!(!RefusalCounts::new(0).rate.take(0));
-    }
-}
+mod tests;

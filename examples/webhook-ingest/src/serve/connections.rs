@@ -1,9 +1,11 @@
 //! How many connections are open, against the bound the accept loop holds them to; served
 //! beside the ledger's metrics.
 
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
 /// Descriptors kept back from the connection bound for everything else the process opens:
 /// the listener, the database and its journal files, the log, the runtime's own.
@@ -34,108 +36,65 @@ fn descriptor_limit() -> Option<usize> {
 /// The connection counts: cheap to clone, shared by the accept loop and `/metrics`.
 #[derive(Debug, Clone, Default)]
 pub struct Connections {
-    counts: Arc<Counts>,
-}
-
-#[derive(Debug, Default)]
-struct Counts {
-    open: AtomicU64,
-    accepted: AtomicU64,
-    limit: AtomicU64,
+    open: Gauge<u64, AtomicU64>,
+    accepted: Counter,
+    limit: Gauge<u64, AtomicU64>,
 }
 
 impl Connections {
     /// Connections open now.
     pub fn open(&self) -> u64 {
-        self.counts.open.load(Ordering::Relaxed)
+        self.open.get()
     }
 
     /// Connections accepted since the start.
     pub fn accepted(&self) -> u64 {
-        self.counts.accepted.load(Ordering::Relaxed)
+        self.accepted.get()
     }
 
     pub(crate) fn set_limit(&self, limit: usize) {
-        let limit = u64::try_from(limit).unwrap_or(u64::MAX);
-        self.counts.limit.store(limit, Ordering::Relaxed);
+        self.limit.set(u64::try_from(limit).unwrap_or(u64::MAX));
     }
 
     /// Counts a connection open until the returned guard is dropped.
     pub(crate) fn opened(&self) -> OpenConnection {
-        self.counts.accepted.fetch_add(1, Ordering::Relaxed);
-        self.counts.open.fetch_add(1, Ordering::Relaxed);
+        self.accepted.inc();
+        self.open.inc();
         OpenConnection {
-            counts: Arc::clone(&self.counts),
+            open: self.open.clone(),
         }
     }
 
-    /// Appends the Prometheus text exposition (format 0.0.4) of the counts to `out`.
-    pub fn render_prometheus(&self, out: &mut String) {
-        let counts = &self.counts;
-        let _ = write!(
-            out,
-            "# HELP webhook_ingest_open_connections Connections open now.\n\
-             # TYPE webhook_ingest_open_connections gauge\n\
-             webhook_ingest_open_connections {}\n\
-             # HELP webhook_ingest_connection_limit Connections served at once; more wait in the listen backlog.\n\
-             # TYPE webhook_ingest_connection_limit gauge\n\
-             webhook_ingest_connection_limit {}\n\
-             # HELP webhook_ingest_connections_accepted_total Connections accepted since the start.\n\
-             # TYPE webhook_ingest_connections_accepted_total counter\n\
-             webhook_ingest_connections_accepted_total {}\n",
-            counts.open.load(Ordering::Relaxed),
-            counts.limit.load(Ordering::Relaxed),
-            counts.accepted.load(Ordering::Relaxed),
+    /// Registers the counts in `registry`, which `/metrics` encodes.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_open_connections",
+            "Connections open now",
+            self.open.clone(),
+        );
+        registry.register(
+            "webhook_ingest_connection_limit",
+            "Connections served at once; more wait in the listen backlog",
+            self.limit.clone(),
+        );
+        registry.register(
+            "webhook_ingest_connections_accepted",
+            "Connections accepted since the start",
+            self.accepted.clone(),
         );
     }
 }
 
 /// One open connection, counted until dropped.
 pub(crate) struct OpenConnection {
-    counts: Arc<Counts>,
+    open: Gauge<u64, AtomicU64>,
 }
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {
-        self.counts.open.fetch_sub(1, Ordering::Relaxed);
+        self.open.dec();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_gauge_follows_the_guards() {
-        let connections = Connections::default();
-        connections.set_limit(8);
-        let first = connections.opened();
-        let second = connections.opened();
-        drop(first);
-        assert_eq!((connections.open(), connections.accepted()), (1, 2));
-        drop(second);
-        let mut text = String::new();
-        connections.render_prometheus(&mut text);
-        assert!(
-            text.contains("\nwebhook_ingest_open_connections 0\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("\nwebhook_ingest_connection_limit 8\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("\nwebhook_ingest_connections_accepted_total 2\n"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn the_default_bound_leaves_descriptors_for_the_rest() {
-        let bound = default_max_connections();
-        assert!((1..=MAX_DEFAULT_CONNECTIONS).contains(&bound));
-        if let Some(limit) = descriptor_limit() {
-            assert!(bound + RESERVED_DESCRIPTORS <= limit.max(RESERVED_DESCRIPTORS + 1));
-        }
-    }
-}
+mod tests;

@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod metrics;
 mod reader;
 mod segment;
 #[cfg(test)]
@@ -259,74 +260,6 @@ impl std::fmt::Debug for Spool {
             .field("dir", &self.shared.config.dir)
             .field("stats", &self.stats())
             .finish()
-    }
-}
-
-impl SpoolStats {
-    /// Appends the stats to a Prometheus text exposition.
-    pub fn render_prometheus(&self, out: &mut String) {
-        self.render_prometheus_as("webhook_ingest_spool", out);
-    }
-
-    /// Appends the stats to a Prometheus text exposition, each name starting `prefix_`.
-    pub fn render_prometheus_as(&self, prefix: &str, out: &mut String) {
-        use std::fmt::Write;
-        let rows: [(&str, &str, &str, u64); 8] = [
-            (
-                "depth",
-                "gauge",
-                "Deliveries spooled and not yet drained.",
-                self.depth,
-            ),
-            (
-                "bytes",
-                "gauge",
-                "Bytes of the records not yet drained.",
-                self.depth_bytes,
-            ),
-            (
-                "oldest_age_seconds",
-                "gauge",
-                "Age of the oldest record not yet drained.",
-                self.oldest_age_seconds,
-            ),
-            (
-                "spooled_total",
-                "counter",
-                "Deliveries spooled since start.",
-                self.spooled,
-            ),
-            (
-                "drained_total",
-                "counter",
-                "Deliveries drained into the store since start.",
-                self.drained,
-            ),
-            (
-                "cut_total",
-                "counter",
-                "Torn or damaged tails cut off when the spool was opened.",
-                self.cut,
-            ),
-            (
-                "cut_bytes_total",
-                "counter",
-                "Bytes cut off when the spool was opened.",
-                self.cut_bytes,
-            ),
-            (
-                "full_total",
-                "counter",
-                "Deliveries refused 503 because the spool was full.",
-                self.full,
-            ),
-        ];
-        for (name, kind, help, value) in rows {
-            let _ = write!(
-                out,
-                "# HELP {prefix}_{name} {help}\n# TYPE {prefix}_{name} {kind}\n{prefix}_{name} {value}\n"
-            );
-        }
     }
 }
 

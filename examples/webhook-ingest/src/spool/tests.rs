@@ -1,3 +1,7 @@
+//! The spool's unit tests; its model, with a crash at each byte of a write, in `model.rs`.
+
+mod model;
+
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;

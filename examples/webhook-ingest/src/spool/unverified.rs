@@ -8,10 +8,11 @@
 //! never a 2xx; what this spool takes is verified when drained. Because the bound is the
 //! spool's own, what it holds after a restart still counts against it.
 
-use std::fmt::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 
 use super::{Spool, SpoolConfig};
 
@@ -36,43 +37,54 @@ pub fn open(main_dir: &Path, max_bytes: u64) -> std::io::Result<Spool> {
     })
 }
 
+/// The label of each count of [`BoundRefusals`]: why the delivery was refused.
+type Reason = [(&'static str, &'static str); 1];
+const FULL: Reason = [("reason", "full")];
+const TOO_LARGE: Reason = [("reason", "too_large")];
+
 /// Unverified deliveries refused 503, by reason; cheap to clone.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BoundRefusals {
-    full: Arc<AtomicU64>,
-    too_large: Arc<AtomicU64>,
+    by_reason: Family<Reason, Counter>,
+    full: Counter,
+    too_large: Counter,
+}
+
+impl Default for BoundRefusals {
+    /// Both reasons counted from zero, so that both are exposed before the first refusal.
+    fn default() -> Self {
+        let by_reason = Family::default();
+        Self {
+            full: by_reason.get_or_create_owned(&FULL),
+            too_large: by_reason.get_or_create_owned(&TOO_LARGE),
+            by_reason,
+        }
+    }
 }
 
 impl BoundRefusals {
     /// One refused because the bound was reached.
     pub fn full(&self) {
-        self.full.fetch_add(1, Ordering::Relaxed);
+        self.full.inc();
     }
 
     /// One refused because its body was past the per-body cap.
     pub fn too_large(&self) {
-        self.too_large.fetch_add(1, Ordering::Relaxed);
+        self.too_large.inc();
     }
 
     /// Refused at the bound, and past the cap, since start.
     pub fn counts(&self) -> (u64, u64) {
-        (
-            self.full.load(Ordering::Relaxed),
-            self.too_large.load(Ordering::Relaxed),
-        )
+        (self.full.get(), self.too_large.get())
     }
 
-    /// Appends the counts to a Prometheus text exposition.
-    pub fn render_prometheus(&self, out: &mut String) {
-        let (full, too_large) = self.counts();
-        let name = "webhook_ingest_unverified_refused_total";
-        let _ = write!(
-            out,
-            "# HELP {name} Deliveries to inboxes unknown here, refused 503 while the store is \
-             down: the unverified bound was reached, or the body was past its cap.\n\
-             # TYPE {name} counter\n\
-             {name}{{reason=\"full\"}} {full}\n\
-             {name}{{reason=\"too_large\"}} {too_large}\n"
+    /// Registers the counts in `registry`, which `/metrics` encodes.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_unverified_refused",
+            "Deliveries to inboxes unknown here, refused 503 while the store is down: the \
+             unverified bound was reached, or the body was past its cap",
+            self.by_reason.clone(),
         );
     }
 }

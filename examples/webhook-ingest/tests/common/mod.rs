@@ -1,13 +1,14 @@
 //! What the service's integration tests share: a service on a real TCP port ([`server`]),
 //! its setup and the pushes each provider sends ([`fixtures`]), deliveries signed as each
 //! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), a spooled
-//! service watched through `/health` ([`spooled`]), and the service's binary started for its
-//! first line ([`binary`]).
+//! service watched through `/health` ([`spooled`]), the service's binary started for its
+//! first line ([`binary`]), and `promtool check metrics` ([`promtool`]).
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
 mod fixtures;
 mod outage;
+mod promtool;
 mod refusals;
 mod requests;
 mod server;
@@ -20,6 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use binary::*;
 pub use fixtures::*;
 pub use outage::*;
+pub use promtool::*;
 pub use refusals::*;
 pub use requests::*;
 pub use server::*;

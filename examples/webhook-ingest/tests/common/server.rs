@@ -101,10 +101,11 @@ impl Service {
         config
             .public_url
             .get_or_insert_with(|| format!("http://{addr}"));
+        // As the binary does: the serve loop counts into the connections `/metrics` shows.
+        let connections = config.connections.clone();
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
         let task = tokio::spawn(async move {
             let limits = webhook_ingest::serve::Limits::default();
-            let connections = webhook_ingest::serve::Connections::default();
             webhook_ingest::serve::serve(listener, app, limits, connections, pending()).await;
         });
         Self {

@@ -43,7 +43,7 @@ impl Drop for SpoolDir {
 }
 
 /// A service with a spool in `dir` on a fresh SQLite file, its config changed by `config`,
-/// and a peer on the same file: another instance of the fleet, through which inboxes are
+/// and a peer on the same file: another node of the fleet, through which inboxes are
 /// made without the service knowing until its next refresh. Answers `(service, peer)`.
 pub async fn with_peer(
     name: &str,
