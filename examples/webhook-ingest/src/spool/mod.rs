@@ -144,6 +144,8 @@ struct SpoolState {
     counts: Mutex<Counts>,
     /// Woken by the writer after each flushed batch.
     readable: Notify,
+    #[cfg(test)]
+    fsynced: Mutex<writer::Fsynced>,
 }
 
 impl SpoolState {
@@ -153,6 +155,11 @@ impl SpoolState {
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(test)]
+    fn fsynced(&self) -> MutexGuard<'_, writer::Fsynced> {
+        self.fsynced.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Bytes that may still be appended.

@@ -60,6 +60,8 @@ pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
         durable: Mutex::new(at),
         counts: Mutex::new(counts),
         readable: Notify::new(),
+        #[cfg(test)]
+        fsynced: Mutex::new(super::writer::Fsynced::new(at)),
     });
     let (appends, receiver) = mpsc::channel(APPEND_QUEUE);
     let writer = Writer {

@@ -1,6 +1,9 @@
-//! The spool's unit tests; its model, with a crash at each byte of a write, in `model.rs`.
+//! The spool's unit tests; its model, with a crash at each byte of a write, in `model.rs`, a
+//! power cut at each answer in `power_cut.rs`, and crashes of the drainer in `drain_crash.rs`.
 
+mod drain_crash;
 mod model;
+mod power_cut;
 
 use std::fs;
 use std::io::Write;
