@@ -211,7 +211,7 @@ async fn an_inbox_made_on_another_node_is_verified_here_after_the_next_refresh()
         h["spool"]["inbox_refreshes"].as_u64() >= Some(1)
     })
     .await;
-    // Made through the peer: this instance learns of it only from a periodic refresh.
+    // Made through the peer: this node learns of it only from a periodic refresh.
     let fixture = peer.setup().await;
     until(&service, "refreshed again", |h| {
         h["spool"]["known_inboxes"] == Vcs::ALL.len()

@@ -60,7 +60,7 @@ async fn copies_of_one_delivery_at_two_nodes_at_once_store_it_once() {
         (1, CONCURRENT_COPIES - 1),
         "{answers:?}"
     );
-    // Either instance reads what both wrote.
+    // Either node reads what both wrote.
     for service in &fleet {
         assert_eq!(
             service.stats(&fixture).await,

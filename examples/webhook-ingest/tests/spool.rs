@@ -129,7 +129,7 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
             .await;
         assert_eq!(answer.status, 202, "{}", answer.text);
     }
-    // The instance goes away; a crash left half a record at the spool's end.
+    // The node goes away; a crash left half a record at the spool's end.
     let (store, outage) = (first.store.clone(), first.outage.clone());
     let db = first.db.take();
     first.task.abort();

@@ -59,7 +59,8 @@ const APPEND_QUEUE: usize = 4096;
 /// Where a spool lives and how large it may grow.
 #[derive(Debug, Clone)]
 pub struct SpoolConfig {
-    /// Its directory, created (mode 0700) when missing. Each node (running copy of the service) needs its own.
+    /// Its directory, created (mode 0700) when missing. Each node (running copy of the
+    /// service) needs its own.
     pub dir: PathBuf,
     /// Appends that would take the records not yet drained past this many bytes are refused.
     pub max_bytes: u64,

@@ -29,7 +29,7 @@ use tokio_postgres::NoTls;
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
 use crate::store::Commit;
 
-/// Connections per instance: enough to keep a 2-core instance's handlers fed, and small
+/// Connections per node: enough to keep a 2-core node's handlers fed, and small
 /// enough that a fleet of a dozen stays well under PostgreSQL's default 100 connections.
 const POOL_SIZE: usize = 8;
 /// How long a request waits for a free connection before the store answers "busy".
