@@ -11,49 +11,50 @@
 //! ([`store`]), a push's commits ([`payload`]), the signature checks and the inboxes as last
 //! seen ([`verify`]), the errors ([`error`]), then the one path of a delivery
 //! ([`pipeline`]), which the webhook route ([`receive`]) and the drainers run; [`manage`] is
-//! the API that creates instances and inboxes, and [`app`] assembles the router.
+//! the API that creates instances and inboxes, and [`app`](mod@app) assembles the router.
 
 // The floors, ground first, each a blank line apart so that the order stays as written: a
 // module uses only those declared above it (tests/module_order.rs reads the uses and checks
-// it).
+// it). Each has a plain comment, not a doc comment: rustdoc would resolve the links of a
+// module's own docs in this scope once outer docs are joined to them.
 
-/// The providers' words: `Vcs`, `Event`, `Shape`.
+// The providers' words: `Vcs`, `Event`, `Shape`.
 pub mod provider;
 
-/// Connections: limits, deadlines, HTTP/1 and HTTP/2.
+// Connections: limits, deadlines, HTTP/1 and HTTP/2.
 pub mod serve;
 
-/// The durable queue, storage only.
+// The durable queue, storage only.
 pub mod spool;
 
-/// The rows and the databases that keep them.
+// The rows and the databases that keep them.
 pub mod store;
 
-/// The commits of a push payload.
+// The commits of a push payload.
 pub mod payload;
 
-/// Signature checks, and the inboxes as last seen.
+// Signature checks, and the inboxes as last seen.
 pub mod verify;
 
-/// Every error a request can get.
+// Every error a request can get.
 pub mod error;
 
-/// The one path of a delivery, and the drainer that runs it.
+// The one path of a delivery, and the drainer that runs it.
 pub mod pipeline;
 
-/// What every route shares.
+// What every route shares.
 mod state;
 
-/// The webhook route.
+// The webhook route.
 pub mod receive;
 
-/// The management API, and what operators read.
+// The management API, and what operators read.
 pub mod manage;
 
-/// The router assembled.
+// The router assembled.
 pub mod app;
 
-/// The command line.
+// The command line.
 pub mod cli;
 
 pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL};

@@ -4,7 +4,7 @@
 //! one stored before), so a crash between the two drains it again, and the store's
 //! idempotency answers that second time as a duplicate. A delivery spooled unverified is
 //! checked here; one that fails, or that can no longer be stored (its inbox is gone), is
-//! refused through [`refuse_at_drain`], listed among the inbox's refused deliveries, and never
+//! refused through `refuse_at_drain`, listed among the inbox's refused deliveries, and never
 //! stored.
 
 use std::time::{Duration, SystemTime};

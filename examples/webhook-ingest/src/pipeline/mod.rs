@@ -1,8 +1,8 @@
 //! The one path of a delivery, from the bytes and headers that arrived to stored, queued in
-//! the spool, ignored or refused: [`Pipeline::ingest`].
+//! the spool, ignored or refused: `Pipeline::ingest`.
 //!
 //! The webhook route (`receive`) and the drainer ([`drain`]) both run it. What differs
-//! between them is its [`Arrival`]: the moment the delivery is judged at (now, or when it
+//! between them is its `Arrival`: the moment the delivery is judged at (now, or when it
 //! first arrived), where its inbox is found and its proof read (the request's headers, or
 //! the proof the spool kept), and what store trouble does (a request is queued in the
 //! spool; a drained record waits for the store). What a refusal answers is the caller's: the

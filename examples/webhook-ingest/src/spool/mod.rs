@@ -1,7 +1,7 @@
 //! A durable local queue: what the service acknowledges while its store cannot take it.
 //!
 //! The spool is a directory of append-only segment files and one small ack file. Each record
-//! carries its length and a CRC-32 ([`segment`]). One writer thread appends records in
+//! carries its length and a CRC-32 (`segment.rs`). One writer thread appends records in
 //! batches and flushes each batch to disk before any of its appends is answered, so an
 //! acknowledged record survives a kill -9 or a power cut (not a lost disk). One reader hands
 //! records out oldest first and moves the ack past a record only when told that it is safe
