@@ -30,9 +30,10 @@ step lint/clippy-metrics "clippy with the metrics facade bridge" \
     'cargo clippy --workspace --all-targets --features faultline/metrics -- -D warnings'
 step lint/clippy-span-status "clippy with a failure's span status (tracing-opentelemetry)" \
     'cargo clippy --workspace --all-targets --features faultline/tracing-opentelemetry -- -D warnings'
-step lint/doc "the library's docs link only to what exists, with no feature and with every feature" \
+step lint/doc "the docs link only to what exists: the library with no feature and with every feature, the service" \
     'RUSTDOCFLAGS="-D warnings" cargo doc -p faultline --no-deps &&
-     RUSTDOCFLAGS="-D warnings" cargo doc -p faultline --no-deps --all-features'
+     RUSTDOCFLAGS="-D warnings" cargo doc -p faultline --no-deps --all-features &&
+     RUSTDOCFLAGS="-D warnings" cargo doc -p webhook-ingest --no-deps'
 # Advisories are left out: they need the RustSec database, fetched from a host this machine's
 # network does not reach.
 step lint/deny "cargo deny: licenses, bans and sources of every dependency (deny.toml)" \
