@@ -121,7 +121,8 @@ mod panic;
 /// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
 mod text;
 
-/// What the layer keeps of a request: method, path, interned route, request id.
+/// What the layer keeps of a request (method, path, route, request id), the process-wide route
+/// table, and request-id generation.
 mod request;
 
 /// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.

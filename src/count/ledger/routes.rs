@@ -20,7 +20,8 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::count::stripe::ThreadStripe;
 use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
-use crate::request::{InternedRoute, RouteKey, MAX_INTERNED_ROUTES};
+use crate::limits::MAX_INTERNED_ROUTES;
+use crate::request::{InternedRoute, RouteKey};
 
 const OUTCOMES: usize = Outcome::ALL.len();
 /// The cells of one route slot: one per outcome, then the handled answers with a 4xx status,
