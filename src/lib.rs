@@ -118,6 +118,10 @@ mod sync;
 /// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
 mod panic;
 
+/// The per-thread stripes shared state is split into, for the ledger's counters and the
+/// middleware's shared state alike, and the counted pointer with one handle per stripe.
+mod stripe;
+
 /// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
 mod text;
 
@@ -138,8 +142,7 @@ mod render;
 /// The tracing event of a failure.
 mod report;
 
-/// The ledger, the per-thread stripes it counts in, and what it keeps of failures: series,
-/// flood control, error groups.
+/// The ledger, and what it keeps of failures: series, flood control, error groups.
 mod count;
 
 /// The error inbox page, the `metrics` and OpenTelemetry bridges.

@@ -36,10 +36,10 @@ pub use self::unread::UnreadBodies;
 use self::unread::UnreadCounters;
 use crate::config::LedgerLimits;
 use crate::count::failures::{fingerprint, Group, Reporter, ThreadReports, Verdict};
-use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::request::{RequestMeta, RouteKey};
+use crate::stripe::{self, ThreadStripe};
 use crate::summary::Summary;
 use crate::sync::{AtomicU64, Mutex};
 
