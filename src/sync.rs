@@ -67,7 +67,7 @@ pub(crate) enum Weakening {
     HandOverKeepsCounts,
     /// The new minute's compare-and-swap is made against that minute, not the one last read.
     SampleComparesWrongMinute,
-    /// Flood control's budget is taken with a store in place of its compare-and-swap.
+    /// Flood control's quota is taken with a store in place of its compare-and-swap.
     TakeWithoutCas,
     /// A written event takes the held count with a load and a store in place of `swap`.
     HeldTakenWithoutSwap,
