@@ -1,6 +1,6 @@
 //! What the ledger keeps of failures besides their series: flood control, which decides
 //! whether a failure's event is written and counts every one it holds back, and the error
-//! groups, a bounded local inbox of what failed, how often and when. (The event itself is
+//! groups, a bounded local record of what failed, how often and when. (The event itself is
 //! written by the middleware, through `report`.)
 //!
 //! A failure's fingerprint is its outcome, code, route template and panic location. Per
