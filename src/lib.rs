@@ -145,7 +145,8 @@ mod report;
 /// The ledger, and what it keeps of failures: series, flood control, error groups.
 mod count;
 
-/// The error inbox page, the `metrics` and OpenTelemetry bridges.
+/// What a ledger serves over HTTP (`/metrics`, the error groups, the errors page), the
+/// `metrics` and OpenTelemetry bridges.
 mod export;
 
 /// Verified webhook intake: a verifier per sender, the extractor, refusals as faults.
@@ -156,6 +157,9 @@ pub mod webhooks;
 mod middleware;
 
 pub use crate::config::ReportLevels;
+// `Ledger`'s methods live in three files, each beside what it reads: making, counting and
+// reading in `count/ledger/mod.rs`, the error budget in `count/ledger/budget.rs`, the HTTP
+// handlers and the errors page in `export/handlers.rs`.
 pub use crate::count::Ledger;
 pub use crate::error::{Error, Fault};
 pub use crate::middleware::FaultLayer;
