@@ -6,7 +6,7 @@
 //! Only what a protocol synchronizes through goes through here. State that is process-wide
 //! (`static`s, which loom cannot reset between the runs of a model) or not shared between
 //! threads keeps std's types; thread-locals keep std's too, and the stripes, the one protocol
-//! built on them, stand in for them under loom (see `count/stripe.rs`).
+//! built on them, stand in for them under loom (see `stripe/thread.rs`).
 //!
 //! Each model also runs weakened: the step of its protocol that the model shows to be needed
 //! is written with `weakenable!`, whose weakened form exists only under `--cfg loom`, and a

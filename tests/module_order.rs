@@ -173,7 +173,7 @@ fn char_literal_len(rest: &[char]) -> Option<usize> {
 }
 
 /// The module path of a source file below `src`: `src/count/ledger/mod.rs` is
-/// `["count", "ledger"]`, `src/request.rs` is `["request"]`.
+/// `["count", "ledger"]`, `src/summary.rs` is `["summary"]`.
 fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let relative = file.strip_prefix(src).unwrap();
     let mut path: Vec<String> = relative
