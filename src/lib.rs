@@ -118,10 +118,15 @@ mod sync;
 /// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
 mod panic;
 
+/// The per-thread stripes shared state is split into, for the ledger's counters and the
+/// middleware's shared state alike, and the counted pointer with one handle per stripe.
+mod stripe;
+
 /// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
 mod text;
 
-/// What the layer keeps of a request: method, path, interned route, request id.
+/// What the layer keeps of a request (method, path, route, request id), the process-wide route
+/// table, and request-id generation.
 mod request;
 
 /// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
@@ -137,11 +142,11 @@ mod render;
 /// The tracing event of a failure.
 mod report;
 
-/// The ledger, the per-thread stripes it counts in, and what it keeps of failures: series,
-/// flood control, error groups.
+/// The ledger, and what it keeps of failures: series, flood control, error groups.
 mod count;
 
-/// The error inbox page, the `metrics` and OpenTelemetry bridges.
+/// What a ledger serves over HTTP (`/metrics`, the error groups, the errors page), the
+/// `metrics` and OpenTelemetry bridges.
 mod export;
 
 /// Verified webhook intake: a verifier per sender, the extractor, refusals as faults.
@@ -152,6 +157,9 @@ pub mod webhooks;
 mod middleware;
 
 pub use crate::config::ReportLevels;
+// `Ledger`'s methods live in three files, each beside what it reads: making, counting and
+// reading in `count/ledger/mod.rs`, the error budget in `count/ledger/budget.rs`, the HTTP
+// handlers and the errors page in `export/handlers.rs`.
 pub use crate::count::Ledger;
 pub use crate::error::{Error, Fault};
 pub use crate::middleware::FaultLayer;

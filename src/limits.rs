@@ -74,6 +74,13 @@ pub const DEFAULT_REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-req
 /// to make it large. UUIDs and the ids of common tracing systems are well under it.
 pub const MAX_REQUEST_ID_BYTES: usize = 128;
 
+/// The most route templates interned per process, and so the most a ledger counts per route
+/// whatever [`LedgerBuilder::max_routes`](crate::ledger::LedgerBuilder::max_routes) asks.
+/// Templates come from the application's own routes, a few dozen; the cap only bounds what a
+/// process that builds routers from data could leak. Past it, a request's route is kept as
+/// axum's shared string, and counted per route under `~overflow`.
+pub const MAX_INTERNED_ROUTES: usize = 4096;
+
 /// The most an error response's body may declare for the layer to wait for its text, which
 /// becomes the problem's detail. axum's rejections are a few dozen bytes; a larger or
 /// open-ended body (a proxied 502 that streams) is not waited for, so that a stalled body

@@ -6,7 +6,7 @@
 //! Only what a protocol synchronizes through goes through here. State that is process-wide
 //! (`static`s, which loom cannot reset between the runs of a model) or not shared between
 //! threads keeps std's types; thread-locals keep std's too, and the stripes, the one protocol
-//! built on them, stand in for them under loom (see `count/stripe.rs`).
+//! built on them, stand in for them under loom (see `stripe/thread.rs`).
 //!
 //! Each model also runs weakened: the step of its protocol that the model shows to be needed
 //! is written with `weakenable!`, whose weakened form exists only under `--cfg loom`, and a
@@ -67,7 +67,7 @@ pub(crate) enum Weakening {
     HandOverKeepsCounts,
     /// The new minute's compare-and-swap is made against that minute, not the one last read.
     SampleComparesWrongMinute,
-    /// Flood control's budget is taken with a store in place of its compare-and-swap.
+    /// Flood control's quota is taken with a store in place of its compare-and-swap.
     TakeWithoutCas,
     /// A written event takes the held count with a load and a store in place of `swap`.
     HeldTakenWithoutSwap,

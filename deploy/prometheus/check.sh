@@ -29,11 +29,11 @@ for alert in $alerts; do
     }
 done
 
-# The inbox page judges routes as the rules do: its objective, windows, fast-burn factor and
-# traffic guard (src/export/inbox/budget.rs) are the rules' defaults, and so is what the
+# The errors page judges routes as the rules do: its objective, windows, fast-burn factor and
+# traffic guard (src/export/errors_page/budget.rs) are the rules' defaults, and so is what the
 # ledger counts as a failure (src/count/ledger/budget.rs: whether handled 4xx, rejected and
 # cancelled requests count, each a constant that its code reads).
-python3 - ../../src/export/inbox/budget.rs ../../src/count/ledger/budget.rs <<'PY'
+python3 - ../../src/export/errors_page/budget.rs ../../src/count/ledger/budget.rs <<'PY'
 import re
 import sys
 
@@ -51,7 +51,7 @@ def window(name):
     return float(re.search(rf"const {name}: Duration = Duration::from_secs\((\d+)\);", page).group(1))
 _, _, factor, long, short, _ = next(a for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
 pairs = [
-    ("INBOX_SLO", constant("INBOX_SLO") * 100, generate.SETTINGS["slo"]),
+    ("PAGE_SLO", constant("PAGE_SLO") * 100, generate.SETTINGS["slo"]),
     ("FAST_BURN", constant("FAST_BURN"), factor),
     ("MIN_REQUESTS", constant("MIN_REQUESTS"), generate.SETTINGS["min_requests"]),
     ("LONG", window("LONG"), generate.SECONDS[long]),
@@ -63,7 +63,7 @@ pairs = [
 wrong = [f"{name} {got:g} != the rules' {want:g}" for name, got, want in pairs
          if abs(got - want) > 1e-9]
 if wrong:
-    sys.exit("check: the inbox page judges otherwise than the rules: " + "; ".join(wrong))
+    sys.exit("check: the errors page judges otherwise than the rules: " + "; ".join(wrong))
 PY
 
 work=$(mktemp -d)
@@ -83,4 +83,4 @@ for variant in "${variants[@]}"; do
     promtool test rules "$work/$name/$name.yml"
 done
 echo "check: rules current, promtool check and test pass, $(wc -w <<<"$alerts") runbooks found," \
-    "the inbox page judges as they do, ${#variants[@]} variants pass"
+    "the errors page judges as they do, ${#variants[@]} variants pass"

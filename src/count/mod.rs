@@ -1,11 +1,9 @@
-//! Counting exactly without serializing: the ledger, and the per-thread stripes its counters
-//! (and the service's shared state) are split into, so that no cache line is written by
-//! every request.
+//! Counting exactly without serializing: the ledger, whose counters are split into the
+//! per-thread stripes (`crate::stripe`) so that no cache line is written by every request,
+//! and what it keeps of failures.
 
 mod failures;
 mod ledger;
-mod stripe;
-mod striped_arc;
 
 pub use failures::Group;
 pub(crate) use ledger::ToReport;
@@ -14,6 +12,3 @@ pub(crate) use ledger::TALLY_PANICS;
 pub use ledger::{
     Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, UnreadBodies,
 };
-#[cfg(all(test, not(loom)))]
-pub(crate) use stripe::this_thread;
-pub(crate) use striped_arc::{Handles as StripedHandles, StripedArc};

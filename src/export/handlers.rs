@@ -1,11 +1,11 @@
 //! What a [`Ledger`] serves over HTTP, each as an axum handler to mount on a router: the
-//! Prometheus exposition, the error groups as JSON, and the error inbox page.
+//! Prometheus exposition, the error groups as JSON, and the errors page.
 
 use axum::response::{IntoResponse, Response};
 use http::header::CONTENT_TYPE;
 
 use crate::count::Ledger;
-use crate::export::inbox;
+use crate::export::errors_page;
 use crate::export::prometheus::PROMETHEUS_TEXT;
 
 impl Ledger {
@@ -54,8 +54,8 @@ impl Ledger {
         }
     }
 
-    /// An axum handler serving the error inbox page, to mount next to
-    /// [`errors_handler`](Ledger::errors_handler).
+    /// An axum handler serving the errors page, the error groups as HTML for a person to read,
+    /// to mount next to [`errors_handler`](Ledger::errors_handler).
     ///
     /// The page shows internal text (5xx messages, panic text, source chains): mount it only
     /// behind whatever guards your admin routes, never on a public router.
@@ -66,22 +66,27 @@ impl Ledger {
     /// let (layer, ledger) = faultline::FaultLayer::pair();
     /// let admin: Router = Router::new()
     ///     .route("/errors", get(ledger.errors_handler()))
-    ///     .route("/errors/inbox", get(ledger.inbox_handler()));
+    ///     .route("/errors/page", get(ledger.errors_page_handler()));
     /// // …then guard `admin` with your admin authentication, and wrap the app in `layer`.
     /// # let _ = (admin, layer);
     /// ```
-    pub fn inbox_handler(
+    pub fn errors_page_handler(
         &self,
     ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
         let ledger = self.clone();
-        move || std::future::ready(inbox::inbox_response(ledger.render_inbox()))
+        move || std::future::ready(errors_page::page_response(ledger.render_errors_page()))
     }
 
-    /// The error inbox page, as [`inbox_handler`](Ledger::inbox_handler) serves it.
-    pub fn render_inbox(&self) -> String {
+    /// The errors page, as [`errors_page_handler`](Ledger::errors_page_handler) serves it.
+    pub fn render_errors_page(&self) -> String {
         let snapshot = self.snapshot();
         let groups = self.groups();
-        inbox::render(&snapshot, &inbox::lines(self), &groups, inbox::unix_ms())
+        errors_page::render(
+            &snapshot,
+            &errors_page::lines(self),
+            &groups,
+            errors_page::unix_ms(),
+        )
     }
 }
 

@@ -1,9 +1,9 @@
 //! The ways out of the ledger: what it serves over HTTP (the Prometheus exposition, the error
-//! groups as JSON, the error inbox page), the bridges that record into the `metrics` facade
+//! groups as JSON, the errors page), the bridges that record into the `metrics` facade
 //! and OpenTelemetry as requests finish, and the status a failure sets on its request's span.
 
+mod errors_page;
 mod handlers;
-mod inbox;
 #[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 mod labels;
 #[cfg(feature = "metrics")]

@@ -142,7 +142,7 @@ impl Tap {
         }
         Plan::Drain(Drain {
             rest,
-            budget: bounds.max_bytes,
+            bytes_left: bounds.max_bytes,
             read: 0,
             max_time: bounds.max_time,
             deadline: None,
@@ -163,7 +163,7 @@ pub(crate) fn close<B>(response: &mut Response<B>, ledger: &Ledger, read: u64) {
 pub(crate) struct Drain {
     rest: RequestBody,
     /// Bytes that may still be read.
-    budget: u64,
+    bytes_left: u64,
     /// Bytes read so far.
     read: u64,
     max_time: Duration,
@@ -183,10 +183,10 @@ impl Drain {
                 Poll::Ready(Some(Ok(frame))) => {
                     let bytes = data_len(&frame);
                     self.read += bytes;
-                    let Some(budget) = self.budget.checked_sub(bytes) else {
+                    let Some(left) = self.bytes_left.checked_sub(bytes) else {
                         return Poll::Ready(false);
                     };
-                    self.budget = budget;
+                    self.bytes_left = left;
                     if self.rest.is_end_stream() {
                         return Poll::Ready(true);
                     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::count::Ledger;
-use crate::count::{StripedArc, StripedHandles};
+use crate::stripe::{StripedArc, StripedHandles};
 
 /// The state one [`FaultService`](crate::service::FaultService) and its clones share.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::count::this_thread;
+    use crate::stripe::this_thread;
 
     #[test]
     fn a_thread_gets_its_own_handle_and_handles_end_with_the_services() {

@@ -294,7 +294,7 @@ pub fn app() -> (Router, Ledger) {
         // The lab serves 127.0.0.1 only and is a test bench: its error groups are open.
         // A real service mounts these behind its admin authentication.
         .route("/errors", get(ledger.errors_handler()))
-        .route("/errors/inbox", get(ledger.inbox_handler()))
+        .route("/errors/inbox", get(ledger.errors_page_handler()))
         .route("/openapi.json", get(openapi_json))
         .layer(layer.clone());
     // tower's timeout fails with an error, not a response: the fault layer sits outside it

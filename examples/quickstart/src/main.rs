@@ -1,5 +1,5 @@
 //! faultline in one file: an error type with `#[derive(Fault)]`, the layer, `/metrics`, the
-//! error inbox, and a graceful shutdown that waits until every request is answered and counted.
+//! errors page, and a graceful shutdown that waits until every request is answered and counted.
 //!
 //! ```text
 //! cargo run -p quickstart -- --port 3000    # or PORT=3000; port 0 picks a free one
@@ -68,7 +68,7 @@ async fn main() -> io::Result<ExitCode> {
         // These two show internal text (5xx messages, panic text): in a real service, mount
         // them behind your admin guard. Here the listener is reachable from this host only.
         .route("/errors", get(ledger.errors_handler()))
-        .route("/errors/inbox", get(ledger.inbox_handler()))
+        .route("/errors/inbox", get(ledger.errors_page_handler()))
         .layer(layer);
 
     let shutdown = shutdown_signal()?;

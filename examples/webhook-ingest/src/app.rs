@@ -133,7 +133,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             )
             .route(
                 "/errors/inbox",
-                observe::admin_only(admin_token, ledger.inbox_handler()),
+                observe::admin_only(admin_token, ledger.errors_page_handler()),
             );
     }
     let deadlines =

@@ -1,15 +1,15 @@
-//! Flood control without a process-wide lock: one atomic budget per fingerprint and window,
+//! Flood control without a process-wide lock: one atomic quota per fingerprint and window,
 //! reached through a per-thread cache.
 //!
-//! The budget of a fingerprint is one word: the window it counts (windows are numbered from
+//! The quota of a fingerprint is one word: the window it counts (windows are numbered from
 //! the ledger's start) and the events written in it. Taking a unit is a compare-and-swap;
 //! once the window's units are spent, a failure only *reads* the word, so a flood of one
 //! fingerprint from every core shares a read-only cache line instead of a lock. The bound is
 //! kept across threads because every thread takes from the same word: at most `per_window`
 //! events per fingerprint per window, wherever they come from.
 //!
-//! Budgets live in a bounded table (least recently seen evicted), taken under its lock only
-//! when a thread meets a fingerprint its cache lacks. An evicted budget is flagged so, and
+//! Quotas live in a bounded table (least recently seen evicted), taken under its lock only
+//! when a thread meets a fingerprint its cache lacks. An evicted quota is flagged so, and
 //! caches drop it at their next use; a fingerprint evicted and seen again starts afresh, as
 //! one never seen would.
 
@@ -31,9 +31,9 @@ const CACHED_PER_THREAD: usize = 64;
 /// mid-run, between other threads' judgements, as well as at the end.
 const HAND_OVER_EVERY: u64 = if cfg!(all(test, loom)) { 2 } else { 64 };
 
-/// One fingerprint's budget: the window and the events written in it, in one word.
+/// One fingerprint's quota: the window and the events written in it, in one word.
 #[derive(Debug, Default)]
-pub(super) struct Budget {
+pub(super) struct Quota {
     /// `window << WRITTEN_BITS | written`.
     state: AtomicU64,
     /// Suppressed failures handed over by threads and not yet told by an event.
@@ -41,15 +41,15 @@ pub(super) struct Budget {
     evicted: AtomicBool,
 }
 
-/// Bits of the budget word that count the events written; the rest number the window, so
+/// Bits of the quota word that count the events written; the rest number the window, so
 /// window numbers wrap only after 2^47 windows (at one window a millisecond, 4,000 years).
 const WRITTEN_BITS: u32 = 16;
 
-/// The most events per window a budget counts: the written count's room.
+/// The most events per window a quota counts: the written count's room.
 const MAX_PER_WINDOW: u32 = (1 << WRITTEN_BITS) - 1;
 
-impl Budget {
-    /// A budget with nothing written in `window`.
+impl Quota {
+    /// A quota with nothing written in `window`.
     fn starting(window: u64) -> Self {
         Self {
             state: AtomicU64::new(window << WRITTEN_BITS),
@@ -57,11 +57,11 @@ impl Budget {
         }
     }
 
-    /// Takes one event of `window`'s budget of `per_window`; false when it is spent.
+    /// Takes one event of `window`'s quota of `per_window`; false when it is spent.
     ///
-    /// A thread that read the clock before another thread moved the budget on to a later
-    /// window counts against that later window: a stale window never moves the budget back,
-    /// which would let the later window write its budget twice.
+    /// A thread that read the clock before another thread moved the quota on to a later
+    /// window counts against that later window: a stale window never moves the quota back,
+    /// which would let the later window spend its quota twice.
     fn take(&self, window: u64, per_window: u32) -> bool {
         const WINDOW_BITS: u32 = u64::BITS - WRITTEN_BITS;
         let per_window = u64::from(per_window.min(MAX_PER_WINDOW));
@@ -103,15 +103,15 @@ impl Budget {
     }
 }
 
-/// The shared table of budgets, bounded.
+/// The shared table of quotas, bounded.
 #[derive(Debug, Default)]
-pub(super) struct Budgets {
+pub(super) struct Quotas {
     pub(super) max: usize,
     tick: u64,
-    table: FxHashMap<u64, (Arc<Budget>, u64)>,
+    table: FxHashMap<u64, (Arc<Quota>, u64)>,
 }
 
-impl Budgets {
+impl Quotas {
     pub(super) fn new(max: usize) -> Self {
         Self {
             max,
@@ -119,23 +119,23 @@ impl Budgets {
         }
     }
 
-    /// The budget of `fingerprint`, made if new (starting in `window`); a full table evicts
+    /// The quota of `fingerprint`, made if new (starting in `window`); a full table evicts
     /// the least recently met.
-    fn get(&mut self, fingerprint: u64, window: u64) -> Arc<Budget> {
+    fn get(&mut self, fingerprint: u64, window: u64) -> Arc<Quota> {
         self.tick += 1;
         let tick = self.tick;
-        if let Some((budget, seen)) = self.table.get_mut(&fingerprint) {
+        if let Some((quota, seen)) = self.table.get_mut(&fingerprint) {
             *seen = tick;
-            return budget.clone();
+            return quota.clone();
         }
         if self.table.len() >= self.max.max(1) {
             if let Some((evicted, _)) = evict_least_recent(&mut self.table, |(_, seen)| *seen) {
                 evicted.evicted.store(true, Ordering::Relaxed);
             }
         }
-        let budget = Arc::new(Budget::starting(window));
-        self.table.insert(fingerprint, (budget.clone(), tick));
-        budget
+        let quota = Arc::new(Quota::starting(window));
+        self.table.insert(fingerprint, (quota.clone(), tick));
+        quota
     }
 
     #[cfg(all(test, not(loom)))]
@@ -153,19 +153,19 @@ pub(crate) enum Verdict {
     Suppress,
 }
 
-/// One thread's cache of budgets, with the failures it suppressed and has not handed over.
+/// One thread's cache of quotas, with the failures it suppressed and has not handed over.
 #[derive(Debug, Default)]
-pub(super) struct CachedBudgets {
+pub(super) struct CachedQuotas {
     entries: FxHashMap<u64, Cached>,
 }
 
 #[derive(Debug)]
 struct Cached {
-    budget: Arc<Budget>,
+    quota: Arc<Quota>,
     suppressed: u64,
 }
 
-impl CachedBudgets {
+impl CachedQuotas {
     /// Decides one failure of `fingerprint` in `window`. `shared` is locked only when the
     /// cache lacks the fingerprint.
     pub(super) fn judge(
@@ -173,19 +173,19 @@ impl CachedBudgets {
         fingerprint: u64,
         window: u64,
         per_window: u32,
-        shared: &Mutex<Budgets>,
+        shared: &Mutex<Quotas>,
     ) -> Verdict {
-        // One lookup in the usual case: the fingerprint is cached and its budget alive.
+        // One lookup in the usual case: the fingerprint is cached and its quota alive.
         let usable = self
             .entries
             .get(&fingerprint)
-            .is_some_and(|c| !c.budget.evicted.load(Ordering::Relaxed));
+            .is_some_and(|c| !c.quota.evicted.load(Ordering::Relaxed));
         if !usable {
             self.refill(fingerprint, window, shared);
         }
         let cached = self.entries.get_mut(&fingerprint).expect("refilled above");
-        if cached.budget.take(window, per_window) {
-            let held = &cached.budget.held;
+        if cached.quota.take(window, per_window) {
+            let held = &cached.quota.held;
             let handed = weakenable!(
                 HeldTakenWithoutSwap: held.swap(0, Ordering::Relaxed),
                 weakened: {
@@ -200,31 +200,31 @@ impl CachedBudgets {
         cached.suppressed += 1;
         if cached.suppressed >= HAND_OVER_EVERY {
             let suppressed = std::mem::take(&mut cached.suppressed);
-            cached.budget.held.fetch_add(suppressed, Ordering::Relaxed);
+            cached.quota.held.fetch_add(suppressed, Ordering::Relaxed);
         }
         Verdict::Suppress
     }
 
-    /// Caches the budget of `fingerprint` from `shared`, in place of an evicted one.
-    fn refill(&mut self, fingerprint: u64, window: u64, shared: &Mutex<Budgets>) {
+    /// Caches the quota of `fingerprint` from `shared`, in place of an evicted one.
+    fn refill(&mut self, fingerprint: u64, window: u64, shared: &Mutex<Quotas>) {
         self.entries.remove(&fingerprint);
         if self.entries.len() >= CACHED_PER_THREAD {
             self.hand_over_all();
         }
-        let budget = lock(shared).get(fingerprint, window);
+        let quota = lock(shared).get(fingerprint, window);
         let cached = Cached {
-            budget,
+            quota,
             suppressed: 0,
         };
         self.entries.insert(fingerprint, cached);
     }
 
-    /// Hands every suppressed count to its budget and empties the cache.
+    /// Hands every suppressed count to its quota and empties the cache.
     pub(super) fn hand_over_all(&mut self) {
         for (_, cached) in self.entries.drain() {
             if cached.suppressed > 0 {
                 cached
-                    .budget
+                    .quota
                     .held
                     .fetch_add(cached.suppressed, Ordering::Relaxed);
             }
@@ -237,31 +237,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_budget_gives_per_window_events_then_refuses_until_the_next_window() {
-        let budget = Budget::default();
-        assert!((0..3).all(|_| budget.take(7, 3)));
-        assert!(!budget.take(7, 3));
-        assert!(budget.take(8, 3));
-        // A thread that read the clock late does not move the budget back to window 7.
-        assert!(budget.take(7, 3) && budget.take(7, 3));
-        assert!(!budget.take(7, 3) && !budget.take(8, 3));
-        assert!(!Budget::default().take(1, 0));
+    fn a_quota_gives_per_window_events_then_refuses_until_the_next_window() {
+        let quota = Quota::default();
+        assert!((0..3).all(|_| quota.take(7, 3)));
+        assert!(!quota.take(7, 3));
+        assert!(quota.take(8, 3));
+        // A thread that read the clock late does not move the quota back to window 7.
+        assert!(quota.take(7, 3) && quota.take(7, 3));
+        assert!(!quota.take(7, 3) && !quota.take(8, 3));
+        assert!(!Quota::default().take(1, 0));
         // Far into the run, and across the wrap of the window numbers.
-        let late = Budget::starting(u64::MAX >> WRITTEN_BITS);
+        let late = Quota::starting(u64::MAX >> WRITTEN_BITS);
         assert!(late.take(u64::MAX >> WRITTEN_BITS, 1));
         assert!(!late.take(u64::MAX >> WRITTEN_BITS, 1));
         assert!(late.take(0, 1) && !late.take(0, 1));
     }
 
     #[test]
-    fn threads_share_one_budget_and_hand_over_what_they_held_back() {
-        let shared = Mutex::new(Budgets::new(16));
+    fn threads_share_one_quota_and_hand_over_what_they_held_back() {
+        let shared = Mutex::new(Quotas::new(16));
         let written = std::sync::atomic::AtomicU64::new(0);
         let told = std::sync::atomic::AtomicU64::new(0);
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
-                    let mut cache = CachedBudgets::default();
+                    let mut cache = CachedQuotas::default();
                     for _ in 0..1000 {
                         if let Verdict::Write { suppressed_since } = cache.judge(42, 1, 5, &shared)
                         {
@@ -274,19 +274,19 @@ mod tests {
             }
         });
         assert_eq!(written.into_inner(), 5);
-        let budgets = shared.lock().unwrap();
-        let held = budgets.table[&42].0.held.load(Ordering::Relaxed);
+        let quotas = shared.lock().unwrap();
+        let held = quotas.table[&42].0.held.load(Ordering::Relaxed);
         // Every suppressed failure is told by an event or still held for the next one.
         assert_eq!(told.into_inner() + held, 8000 - 5);
     }
 
     #[test]
     fn the_table_stays_bounded_and_marks_what_it_evicts() {
-        let mut budgets = Budgets::new(4);
-        let first = budgets.get(0, 0);
+        let mut quotas = Quotas::new(4);
+        let first = quotas.get(0, 0);
         for fingerprint in 1..100 {
-            budgets.get(fingerprint, 0);
-            assert!(budgets.len() <= 4);
+            quotas.get(fingerprint, 0);
+            assert!(quotas.len() <= 4);
         }
         assert!(first.evicted.load(Ordering::Relaxed));
     }
@@ -304,7 +304,7 @@ mod loom_models {
 
     /// Two threads judge three failures each of one fingerprint, one event per window, across
     /// a window change: exactly one event per window is written whatever the interleaving (a
-    /// stale window counts against the later one, never moves the budget back), and every
+    /// stale window counts against the later one, never moves the quota back), and every
     /// failure not written is told by an event or held for the next one, through hand-overs
     /// mid-run (every [`HAND_OVER_EVERY`] suppressed) and at the end.
     #[test]
@@ -312,7 +312,7 @@ mod loom_models {
         two_threads_across_a_window_change();
     }
 
-    /// `Budget::take` writes its word with a store in place of the compare-and-swap: both
+    /// `Quota::take` writes its word with a store in place of the compare-and-swap: both
     /// threads may take the first window's one unit.
     #[test]
     #[should_panic(expected = "one event in each of the two windows")]
@@ -336,13 +336,13 @@ mod loom_models {
 
     fn two_threads_across_a_window_change() {
         loom::model(|| {
-            let shared = Arc::new(Mutex::new(Budgets::new(4)));
+            let shared = Arc::new(Mutex::new(Quotas::new(4)));
             let threads: Vec<_> = WINDOWS
                 .into_iter()
                 .map(|windows| {
                     let shared = shared.clone();
                     loom::thread::spawn(move || {
-                        let mut cache = CachedBudgets::default();
+                        let mut cache = CachedQuotas::default();
                         let (mut written, mut told) = (0, 0);
                         for window in windows {
                             if let Verdict::Write { suppressed_since } =
@@ -365,8 +365,8 @@ mod loom_models {
                 told += t;
             }
             assert_eq!(written, 2, "one event in each of the two windows");
-            let budgets = lock(&shared);
-            let held = budgets.table[&42].0.held.load(Ordering::Relaxed);
+            let quotas = lock(&shared);
+            let held = quotas.table[&42].0.held.load(Ordering::Relaxed);
             assert_eq!(
                 told + held,
                 6 - written,

@@ -1,6 +1,6 @@
 //! What the ledger keeps of failures besides their series: flood control, which decides
 //! whether a failure's event is written and counts every one it holds back, and the error
-//! groups, a bounded local inbox of what failed, how often and when. (The event itself is
+//! groups, a bounded local record of what failed, how often and when. (The event itself is
 //! written by the middleware, through `report`.)
 //!
 //! A failure's fingerprint is its outcome, code, route template and panic location. Per
@@ -24,7 +24,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use rustc_hash::{FxHashMap, FxHasher};
 
 pub(crate) use self::flood::Verdict;
-use self::flood::{Budgets, CachedBudgets};
+use self::flood::{CachedQuotas, Quotas};
 pub use self::groups::Group;
 use self::groups::{GroupTable, PendingGroups};
 use crate::config::ReportLimits;
@@ -55,14 +55,14 @@ pub(crate) struct Reporter {
     started: Instant,
     /// The wall clock at `started`, in milliseconds since the Unix epoch.
     started_unix_ms: u64,
-    budgets: Mutex<Budgets>,
+    quotas: Mutex<Quotas>,
     groups: Mutex<GroupTable>,
 }
 
 /// What one thread (one stripe) keeps between hand-overs.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadReports {
-    budgets: CachedBudgets,
+    quotas: CachedQuotas,
     groups: PendingGroups,
 }
 
@@ -74,7 +74,7 @@ impl Reporter {
             window_nanos: nanos.max(1),
             started: Instant::now(),
             started_unix_ms: unix_ms(),
-            budgets: Mutex::new(Budgets::new(limits.max_fingerprints)),
+            quotas: Mutex::new(Quotas::new(limits.max_fingerprints)),
             groups: Mutex::new(GroupTable::new(limits.max_groups)),
         }
     }
@@ -97,8 +97,8 @@ impl Reporter {
         }
         let window = nanos / self.window_nanos;
         local
-            .budgets
-            .judge(fingerprint, window, self.per_window, &self.budgets)
+            .quotas
+            .judge(fingerprint, window, self.per_window, &self.quotas)
     }
 
     /// Takes one thread's tallies into the shared tables, so that a read sees them.
@@ -123,7 +123,7 @@ impl Reporter {
 
     #[cfg(all(test, not(loom)))]
     pub(crate) fn fingerprints(&self) -> usize {
-        lock(&self.budgets).len()
+        lock(&self.quotas).len()
     }
 
     /// The error groups, the most frequent first: only what was handed over.

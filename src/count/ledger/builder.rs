@@ -42,8 +42,9 @@ impl LedgerBuilder {
 
     /// Caps the route templates counted per route and outcome; default
     /// [`DEFAULT_MAX_ROUTES`](crate::limits::DEFAULT_MAX_ROUTES). Past it, requests of new
-    /// routes are counted under the route `~overflow`. Taken as at most 4,096, the templates
-    /// one process interns.
+    /// routes are counted under the route `~overflow`. Taken as at most
+    /// [`MAX_INTERNED_ROUTES`](crate::limits::MAX_INTERNED_ROUTES), the templates one process
+    /// interns.
     pub fn max_routes(mut self, routes: usize) -> Self {
         self.limits.max_routes = routes;
         self

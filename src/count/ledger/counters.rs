@@ -1,8 +1,8 @@
 //! Striped request counters: each thread adds to its own stripe's cells, a read sums every
 //! stripe. Exact at quiescence, and no cache line is written by every request.
 
-use crate::count::stripe::ThreadStripe;
 use crate::outcome::Outcome;
+use crate::stripe::ThreadStripe;
 use crate::sync::{weakenable, AtomicU64, Ordering};
 
 const OUTCOMES: usize = Outcome::ALL.len();
@@ -100,7 +100,7 @@ mod tests {
     use super::*;
     use crossbeam_utils::CachePadded;
 
-    use crate::count::stripe;
+    use crate::stripe;
 
     #[test]
     fn stripes_add_up_exactly_from_more_threads_than_cores() {

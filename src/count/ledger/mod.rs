@@ -36,10 +36,10 @@ pub use self::unread::UnreadBodies;
 use self::unread::UnreadCounters;
 use crate::config::LedgerLimits;
 use crate::count::failures::{fingerprint, Group, Reporter, ThreadReports, Verdict};
-use crate::count::stripe::{self, ThreadStripe};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::request::{RequestMeta, RouteKey};
+use crate::stripe::{self, ThreadStripe};
 use crate::summary::Summary;
 use crate::sync::{AtomicU64, Mutex};
 
@@ -57,6 +57,16 @@ pub(crate) struct ToReport {
 
 /// A handle on the counts of one [`FaultLayer`](crate::FaultLayer); cheap to clone.
 ///
+/// - Made with [`new`](Self::new), or with other bounds through [`builder`](Self::builder).
+/// - Read: the counts at one moment ([`snapshot`](Self::snapshot)), the error groups
+///   ([`groups`](Self::groups)), the error budget per route ([`budget`](Self::budget)), and
+///   the moment nothing is in flight ([`quiescent`](Self::quiescent)).
+/// - Served over HTTP, each as an axum handler: the Prometheus exposition
+///   ([`metrics_handler`](Self::metrics_handler)), the error groups as JSON
+///   ([`errors_handler`](Self::errors_handler)) and as a page
+///   ([`errors_page_handler`](Self::errors_page_handler), and the page alone,
+///   [`render_errors_page`](Self::render_errors_page)).
+///
 /// ```
 /// let (layer, ledger) = faultline::FaultLayer::pair();
 /// # let _ = layer;
@@ -64,6 +74,9 @@ pub(crate) struct ToReport {
 /// assert_eq!((snapshot.started, snapshot.finished(), snapshot.in_flight), (0, 0, 0));
 /// assert!(snapshot.is_consistent());
 /// ```
+// Each group of methods lives beside what it reads: making, counting and reading in this
+// file; the error budget in `budget.rs`; the handlers in `src/export/handlers.rs`, above the
+// ledger in the module order, since they render what it counts.
 #[derive(Clone, Debug)]
 pub struct Ledger {
     inner: Arc<Inner>,
@@ -289,7 +302,7 @@ impl Ledger {
         }
     }
 
-    /// The error groups, the most frequent first: a bounded local inbox of what failed.
+    /// The error groups, the most frequent first: a bounded local record of what failed.
     /// Counts, first and last seen are exact at quiescence; the latest message is one of the
     /// latest (each thread keeps its own latest until a read gathers them).
     pub fn groups(&self) -> Vec<Group> {

@@ -141,9 +141,9 @@ mod loom_models {
 
     use crate::count::ledger::loom_models::LOOM_ROUTES;
     use crate::count::ledger::Ledger;
-    use crate::count::stripe;
     use crate::outcome::Outcome;
     use crate::request::RouteKey;
+    use crate::stripe;
     use crate::sync::{run_weakened, AtomicBool, Ordering, Weakening};
 
     /// Two requests in flight, finished on two threads while a task waits for quiescence: the

@@ -17,10 +17,11 @@ use http::StatusCode;
 
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
-use crate::count::stripe::ThreadStripe;
+use crate::limits::MAX_INTERNED_ROUTES;
 use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 use crate::panic::lock;
-use crate::request::{InternedRoute, RouteKey, MAX_INTERNED_ROUTES};
+use crate::request::{InternedRoute, RouteKey};
+use crate::stripe::ThreadStripe;
 
 const OUTCOMES: usize = Outcome::ALL.len();
 /// The cells of one route slot: one per outcome, then the handled answers with a 4xx status,
@@ -275,13 +276,13 @@ mod tests {
     #[test]
     fn a_template_met_by_many_threads_at_once_takes_one_slot() {
         let slots = RouteSlots::new(4);
-        let blocks: Vec<RouteCounts> = (0..crate::count::stripe::count())
+        let blocks: Vec<RouteCounts> = (0..crate::stripe::count())
             .map(|_| RouteCounts::new(slots.slots()))
             .collect();
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
-                    let stripe = crate::count::stripe::this_thread();
+                    let stripe = crate::stripe::this_thread();
                     for n in 0..1_000u16 {
                         let key = route(["/x", "/y"][usize::from(n % 2)], 10 + n % 2);
                         blocks[stripe.index].add(stripe, slots.slot(key), Column::of(Outcome::Ok));

@@ -232,7 +232,7 @@ fn a_flood_is_held_back_counted_and_summed_up_in_the_next_event() {
 }
 
 #[test]
-fn one_fingerprint_from_many_threads_writes_the_budget_and_counts_the_rest() {
+fn one_fingerprint_from_many_threads_writes_its_quota_and_counts_the_rest() {
     let ledger = ledger(5, Duration::from_secs(3600));
     let failure = summary("unsupported-event", "nope", None);
     std::thread::scope(|scope| {

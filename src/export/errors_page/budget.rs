@@ -1,4 +1,4 @@
-//! The inbox's error budget section: the routes burning their budget fastest first, each
+//! The errors page's error budget section: the routes burning their budget fastest first, each
 //! with its error ratio and burn rate over the last hour and, as its trend, the burn rate
 //! over the last five minutes beside it; and whether the paging alert judges it a fast burn.
 
@@ -10,7 +10,7 @@ use crate::count::{Ledger, RouteBudget};
 
 /// The objective the page judges by: the default of the Prometheus rules
 /// (`deploy/prometheus/generate.py`), so that the page and the alerts agree.
-pub(super) const INBOX_SLO: f64 = 0.999;
+pub(super) const PAGE_SLO: f64 = 0.999;
 
 /// The long window, as the paging alert's, and the short one the trend compares with it.
 const LONG: Duration = Duration::from_secs(3600);
@@ -37,9 +37,9 @@ pub(in crate::export) struct Line {
 
 /// The lines of the routes with requests in the last hour, the fastest burning first.
 pub(in crate::export) fn lines(ledger: &Ledger) -> Vec<Line> {
-    let recent = ledger.budget(INBOX_SLO, SHORT);
+    let recent = ledger.budget(PAGE_SLO, SHORT);
     ledger
-        .budget(INBOX_SLO, LONG)
+        .budget(PAGE_SLO, LONG)
         .into_iter()
         .take(MAX_ROUTES_SHOWN)
         .map(|hour| {
@@ -77,7 +77,7 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
     let _ = write!(
         page,
         "<section id=\"budget\"><h2>Error budget, last hour, against {}%</h2>",
-        INBOX_SLO * 100.0
+        PAGE_SLO * 100.0
     );
     if lines.is_empty() {
         page.push_str("<p class=\"empty\">No requests in the last hour.</p></section>\n");

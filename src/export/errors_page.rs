@@ -1,4 +1,4 @@
-//! The error inbox: one self-contained HTML page over the error groups, for the person on
+//! The errors page: one self-contained HTML page over the error groups, for the person on
 //! call who opens a browser, not `jq`.
 //!
 //! Above the groups, the error budget of the routes burning it fastest ([`Ledger::budget`](crate::Ledger::budget)
@@ -24,19 +24,19 @@ use crate::count::Snapshot;
 use crate::outcome::Outcome;
 
 /// The page's only script: the filters. `hidden` toggles rows, so no inline style is set.
-const SCRIPT: &str = include_str!("inbox/inbox.js");
+const SCRIPT: &str = include_str!("errors_page/page.js");
 /// The page's only style sheet.
-const STYLE: &str = include_str!("inbox/inbox.css");
+const STYLE: &str = include_str!("errors_page/page.css");
 
 /// The Content-Security-Policy: nothing but the page's own script and style, by their
 /// SHA-256 (base64), which a test recomputes from [`SCRIPT`] and [`STYLE`]. After editing
-/// either: `printf %s "$(openssl dgst -sha256 -binary inbox.css | base64 -w0)" > inbox.css.sha256`.
+/// either: `printf %s "$(openssl dgst -sha256 -binary page.css | base64 -w0)" > page.css.sha256`.
 const CSP: &str = concat!(
     "default-src 'none'; ",
     "script-src 'sha256-",
-    include_str!("inbox/inbox.js.sha256"),
+    include_str!("errors_page/page.js.sha256"),
     "'; style-src 'sha256-",
-    include_str!("inbox/inbox.css.sha256"),
+    include_str!("errors_page/page.css.sha256"),
     "'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 );
 
@@ -44,7 +44,7 @@ const CSP: &str = concat!(
 const BAR_WIDTH: f64 = 2.0;
 const TREND_HEIGHT: f64 = 24.0;
 
-pub(super) fn inbox_response(page: String) -> Response {
+pub(super) fn page_response(page: String) -> Response {
     (
         [
             (CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -65,6 +65,9 @@ pub(super) fn render(
     now_ms: u64,
 ) -> String {
     let mut page = String::with_capacity(4096 + groups.len() * 2048);
+    // The page's title and the groups table's id (`#inbox`) are the page as it was first
+    // served: scripts and the browser checks of `load-scripts/inbox/` read them, so the
+    // rename to "errors page" stops at the code.
     page.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

@@ -72,7 +72,7 @@ async fn every_string_from_an_error_is_escaped_and_the_page_stays_small() {
     assert_eq!(get_status(&app, "/huge").await, 500);
     assert_eq!(get_status(&app, "/missing").await, 404);
 
-    let page = ledger.render_inbox();
+    let page = ledger.render_errors_page();
     assert!(page.len() < MAX_PAGE_BYTES, "{} bytes", page.len());
     // One script element, the page's own; no tag from an error survives.
     assert_eq!(page.matches("<script").count(), 1, "{page}");
@@ -96,8 +96,8 @@ async fn every_string_from_an_error_is_escaped_and_the_page_stays_small() {
 #[tokio::test]
 async fn the_handler_sends_a_strict_policy_that_admits_only_the_page_s_own_code() {
     let (layer, ledger) = FaultLayer::pair();
-    let app = app(layer).route("/inbox", get(ledger.inbox_handler()));
-    let request = Request::get("/inbox").body(Body::empty()).unwrap();
+    let app = app(layer).route("/errors/page", get(ledger.errors_page_handler()));
+    let request = Request::get("/errors/page").body(Body::empty()).unwrap();
     let response = app.oneshot(request).await.unwrap();
     assert_eq!(response.status(), 200);
     let headers = response.headers();
@@ -151,7 +151,7 @@ async fn the_routes_burning_their_budget_fastest_come_first_with_their_figures()
     }
     assert_eq!(get_status(&app, "/missing").await, 404);
 
-    let page = ledger.render_inbox();
+    let page = ledger.render_errors_page();
     let budget = page.find("<section id=\"budget\">").unwrap();
     let groups = page.find("<table id=\"inbox\">").unwrap();
     assert!(budget < groups, "the budget comes above the groups");
@@ -201,7 +201,7 @@ async fn a_route_pages_as_the_fast_burn_alert_would_once_past_its_traffic_guard(
     for _ in 0..150 {
         assert_eq!(get_status(&app, "/hostile").await, 422);
     }
-    let page = ledger.render_inbox();
+    let page = ledger.render_errors_page();
     assert_eq!(alert_of(&page, "/huge"), "guard");
     assert!(page.contains("<td class=\"num alert\">too few requests</td>"));
     assert_eq!(alert_of(&page, "/fine"), "none");
@@ -209,7 +209,7 @@ async fn a_route_pages_as_the_fast_burn_alert_would_once_past_its_traffic_guard(
 
     // The hundredth request passes the rules' traffic guard.
     assert_eq!(get_status(&app, "/huge").await, 500);
-    let page = ledger.render_inbox();
+    let page = ledger.render_errors_page();
     assert_eq!(alert_of(&page, "/huge"), "page");
     assert!(page.contains("<td class=\"num alert\"><strong>pages</strong></td>"));
     assert_eq!(alert_of(&page, "/fine"), "none");

@@ -1,5 +1,4 @@
-//! Stripes: per-thread slots of shared state, so that requests on different cores write
-//! different cache lines.
+//! Which stripe a thread writes: the registry of stripes, claimed and given back.
 //!
 //! A thread claims a stripe of its own the first time it asks and gives it back when it
 //! exits; while it holds it, it is the stripe's only writer, so a counter there is a plain

@@ -3,7 +3,7 @@
 //!
 //! An `Arc` cloned for every request by every core has one reference count that the cores
 //! hand each other, a ceiling on the whole process. Here the value is behind one `Arc`, held
-//! by one handle per [`stripe`](crate::count::stripe), each alone on its cache lines; a
+//! by one handle per [`stripe`](crate::stripe), each alone on its cache lines; a
 //! thread clones the handle of its own stripe ([`StripedArc::here`]), so the count it writes
 //! is its stripe's.
 //!
@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use crossbeam_utils::CachePadded;
 
-use crate::count::stripe;
+use crate::stripe;
 
 /// One stripe's handle onto a value shared by every stripe, alone on its cache lines (its
 /// padding makes the `Arc` around it take lines of its own, counts included).

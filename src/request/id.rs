@@ -1,0 +1,108 @@
+//! Request ids: a client's own, when it is usable, else one made here, unique to this
+//! process and cheap enough to make only when a failure needs one.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::HeaderValue;
+
+use crate::limits::MAX_REQUEST_ID_BYTES;
+use crate::text::freeze;
+
+/// Whether a client's id may be echoed: printable, not empty, and at most
+/// [`MAX_REQUEST_ID_BYTES`].
+pub(super) fn is_usable(id: &HeaderValue) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES && id.to_str().is_ok()
+}
+
+/// The text of a request id from [`RequestMeta::request_id`](super::RequestMeta::request_id),
+/// which is always printable.
+pub(crate) fn request_id_text(id: &HeaderValue) -> &str {
+    id.to_str().unwrap_or_default()
+}
+
+/// Digits of the per-process prefix and of the counter in a generated request id.
+const PREFIX_DIGITS: usize = 8;
+const COUNTER_DIGITS: usize = 12;
+
+/// Ids a thread takes from the process-wide counter at a time, so that failures on different
+/// cores do not all write one counter.
+const ID_BLOCK: u64 = 1024;
+
+/// The next number of this process's request ids: unique, increasing per thread.
+fn next_id_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        /// The next number of this thread's block, and the end of the block.
+        static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    BLOCK
+        .try_with(|block| {
+            let (mut next, mut end) = block.get();
+            if next == end {
+                next = NEXT.fetch_add(ID_BLOCK, Ordering::Relaxed);
+                end = next + ID_BLOCK;
+            }
+            block.set((next + 1, end));
+            next
+        })
+        // Without the block (which a `const` cell without a destructor never is): one number
+        // straight from the process-wide counter, still unique.
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure
+/// needs one and the request brought none, so it costs nothing on the success path.
+pub(super) fn generate_request_id() -> HeaderValue {
+    /// The prefix's digits, written once.
+    static PREFIX: OnceLock<[u8; PREFIX_DIGITS]> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        // Mixed with the pid so that processes started in the same instant differ.
+        let mixed = (nanos ^ u64::from(std::process::id()).rotate_left(32))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut digits = [0; PREFIX_DIGITS];
+        write_hex(&mut digits, mixed >> 32);
+        digits
+    });
+    let n = next_id_number();
+    let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
+    id[..PREFIX_DIGITS].copy_from_slice(prefix);
+    write_hex(&mut id[PREFIX_DIGITS + 1..], n);
+    HeaderValue::from_maybe_shared(freeze(&id))
+        .expect("hex digits and a dash are a valid header value")
+}
+
+/// Writes the low hex digits of `value` into `out`, most significant first: what `{:0N$x}`
+/// writes, without the formatting machinery, which costs more than the rest of the id.
+fn write_hex(out: &mut [u8], value: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = out.len();
+    for (i, slot) in out.iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = HEX[(value >> shift & 0xf) as usize];
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_unique_and_written_in_fixed_width_hex() {
+        let (a, b) = (generate_request_id(), generate_request_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), PREFIX_DIGITS + 1 + COUNTER_DIGITS);
+        assert_eq!(
+            &a.as_bytes()[..PREFIX_DIGITS],
+            &b.as_bytes()[..PREFIX_DIGITS]
+        );
+        let mut hex = [0; 12];
+        write_hex(&mut hex, 0xab_cdef_0123);
+        assert_eq!(&hex, format!("{:012x}", 0xab_cdef_0123_u64).as_bytes());
+    }
+}
