@@ -69,7 +69,7 @@ def targets(service: str, plain: str, today: str | None) -> list[dict]:
     """The receivers of a run, in the order they alternate; `today` is an earlier build of the
     service, for a row of what it did before."""
     earlier = [{"name": "today", "kind": "service", "bin": today, "args": [],
-                "title": "the service before group commit (not fsynced)"}] if today else []
+                "title": "an earlier build of the service (`--today BIN`)"}] if today else []
     return earlier + [
         {"name": "service", "kind": "service", "bin": service, "args": [],
          "title": "this service (fsync before every 2xx, group commit)"},

@@ -96,7 +96,7 @@ def render(results: dict) -> str:
                  + " | ".join(ratio_cell(ratios(results, n, field="p99_ms")) for n in levels)
                  + " |")
     if any(t["name"] == "today" for t in results["targets"]):
-        lines.append("| this service ÷ the service before, per repetition | " + " | ".join(
+        lines.append("| this service ÷ the earlier build, per repetition | " + " | ".join(
             ratio_cell(ratios(results, n, "service", "today")) for n in levels) + " |")
     lines += ["", *verdicts(results)]
     return "\n".join(lines)
@@ -120,7 +120,7 @@ def verdicts(results: dict) -> list[str]:
                    f"{met(median(p99) <= 1.0)}")
     before = ratios(results, BEFORE_LEVEL, "service", "today")
     if before:
-        out.append(f"- at {BEFORE_LEVEL} connection: {median(before):.2f}× the service before "
+        out.append(f"- at {BEFORE_LEVEL} connection: {median(before):.2f}× the earlier build "
                    f"(`--today`)")
     return out
 
