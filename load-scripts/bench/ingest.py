@@ -11,7 +11,7 @@ a fresh database per target run), beside the service on SQLite, with the WAL flu
 commits PostgreSQL counted per acknowledged delivery; --write then rewrites the PostgreSQL
 section.
 
-usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps N]
+usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps|--runs N]
                  [--levels 1,16,64] [--postgres] [--write FILE]"""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def targets(service: str, plain: str, today: str | None) -> list[dict]:
     """The receivers of a run, in the order they alternate; `today` is an earlier build of the
     service, for a row of what it did before."""
     earlier = [{"name": "today", "kind": "service", "bin": today, "args": [],
-                "title": "the service before group commit (not fsynced)"}] if today else []
+                "title": "an earlier build of the service (`--today BIN`)"}] if today else []
     return earlier + [
         {"name": "service", "kind": "service", "bin": service, "args": [],
          "title": "this service (fsync before every 2xx, group commit)"},
@@ -164,7 +164,8 @@ def main() -> int:
     parser.add_argument("--today", help="an earlier build of the service, run beside the others")
     parser.add_argument("--quick", action="store_true", help="1 s per run, 1 repetition")
     parser.add_argument("--duration", type=int, default=5)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", "--runs", dest="reps", type=int, default=3,
+                        help="repetitions of every run (each cell: median, min–max)")
     parser.add_argument("--levels", default="1,16,64")
     parser.add_argument("--postgres", action="store_true",
                         help="the service on PostgreSQL beside the service on SQLite")

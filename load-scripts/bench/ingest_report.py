@@ -14,13 +14,16 @@ END = "<!-- ingest:end -->"
 PG_BEGIN = ("<!-- ingest-postgres:begin (written by load-scripts/bench/ingest.sh --postgres; "
             "edits inside are lost) -->")
 PG_END = "<!-- ingest-postgres:end -->"
-# The targets: at or above the hand-written NORMAL receiver at these levels, and this
-# p99 at the highest level.
+# The targets (issue 31, item 8): at or above the hand-written NORMAL receiver (no fsync) at
+# these levels, in the median of the repetitions' paired ratios;
 RATIO_LEVELS = (16, 64)
-# And at this level no slower than the service before group commit (`--today`).
-BEFORE_LEVEL = 1
-P99_TARGET_MS = 10.0
+# at this level, at or above the hand-written FULL receiver (an fsync per delivery in place);
+FULL_LEVEL = 1
+# and at this level a p99 no worse than the NORMAL receiver's in the same repetition.
 P99_LEVEL = 64
+# Each ratio and the p99 comparison are also given against the service before (`--today`) at
+# this level, when it ran.
+BEFORE_LEVEL = 1
 
 
 def median(values: list[float]) -> float:
@@ -28,17 +31,19 @@ def median(values: list[float]) -> float:
 
 
 def cell(runs: list[dict]) -> str:
-    rates = [r["rate"] for r in runs]
-    p99 = median([r["p99_ms"] for r in runs])
+    rates, p99s = [r["rate"] for r in runs], [r["p99_ms"] for r in runs]
     spread = f" ({min(rates):,.0f}–{max(rates):,.0f})" if len(rates) > 1 else ""
-    return f"{median(rates):,.0f}/s{spread}, p99 {p99:.1f} ms, {median([r['cpu_us'] for r in runs]):.0f} µs CPU"
+    p99_spread = f" ({min(p99s):.1f}–{max(p99s):.1f})" if len(p99s) > 1 else ""
+    return (f"{median(rates):,.0f}/s{spread}, p99 {median(p99s):.1f} ms{p99_spread}, "
+            f"{median([r['cpu_us'] for r in runs]):.0f} µs CPU")
 
 
 def ratios(results: dict, level: int, target: str = "service",
-           baseline: str = "plain-normal") -> list[float]:
-    """target / baseline per repetition: the two ran next to each other."""
+           baseline: str = "plain-normal", field: str = "rate") -> list[float]:
+    """target / baseline per repetition (of `field`: the rate, or the p99): the two ran next
+    to each other."""
     by = {(r["target"], r["rep"]): r for r in results["runs"] if r["connections"] == level}
-    return [by[(target, rep)]["rate"] / by[(baseline, rep)]["rate"]
+    return [by[(target, rep)][field] / by[(baseline, rep)][field]
             for rep in range(results["reps"])
             if (target, rep) in by and (baseline, rep) in by]
 
@@ -74,7 +79,7 @@ def render(results: dict) -> str:
         f"wrk -t2 for {results['duration']:g} s per run, {results['reps']} repetitions, a fresh "
         f"server and SQLite file per run, the targets alternating. {took(results)} "
         f"Each cell: median acknowledged deliveries/s "
-        f"(min–max), median p99, median server CPU per acknowledged delivery. Every "
+        f"(min–max), median p99 (min–max), median server CPU per acknowledged delivery. Every "
         f"acknowledged delivery of every run was found in its store afterwards.",
         "",
         *table_head(levels),
@@ -85,8 +90,13 @@ def render(results: dict) -> str:
         lines.append(f"| {target['title']} | " + " | ".join(cells) + " |")
     lines.append("| this service ÷ hand-written NORMAL, per repetition | "
                  + " | ".join(ratio_cell(ratios(results, n)) for n in levels) + " |")
+    lines.append("| this service ÷ hand-written FULL, per repetition | " + " | ".join(
+        ratio_cell(ratios(results, n, "service", "plain-full")) for n in levels) + " |")
+    lines.append("| this service's p99 ÷ hand-written NORMAL's p99, per repetition | "
+                 + " | ".join(ratio_cell(ratios(results, n, field="p99_ms")) for n in levels)
+                 + " |")
     if any(t["name"] == "today" for t in results["targets"]):
-        lines.append("| this service ÷ the service before, per repetition | " + " | ".join(
+        lines.append("| this service ÷ the earlier build, per repetition | " + " | ".join(
             ratio_cell(ratios(results, n, "service", "today")) for n in levels) + " |")
     lines += ["", *verdicts(results)]
     return "\n".join(lines)
@@ -94,24 +104,29 @@ def render(results: dict) -> str:
 
 def verdicts(results: dict) -> list[str]:
     out = []
+    full = ratios(results, FULL_LEVEL, "service", "plain-full")
+    if full:
+        out.append(f"- at {FULL_LEVEL} connection: {median(full):.2f}× the hand-written FULL "
+                   f"receiver (target ≥ 1.00×): {met(median(full) >= 1.0)}")
     for n in RATIO_LEVELS:
         rs = ratios(results, n)
         if rs:
-            met = "met" if median(rs) >= 1.0 else "missed"
             out.append(f"- at {n} connections: {median(rs):.2f}× the hand-written NORMAL "
-                       f"receiver (target ≥ 1.00×): {met}")
+                       f"receiver (target ≥ 1.00×): {met(median(rs) >= 1.0)}")
+    p99 = ratios(results, P99_LEVEL, field="p99_ms")
+    if p99:
+        out.append(f"- p99 at {P99_LEVEL} connections: {median(p99):.2f}× the hand-written "
+                   f"NORMAL receiver's in the same repetition, median (target ≤ 1.00×): "
+                   f"{met(median(p99) <= 1.0)}")
     before = ratios(results, BEFORE_LEVEL, "service", "today")
     if before:
-        met = "met" if median(before) >= 1.0 else "missed"
-        out.append(f"- at {BEFORE_LEVEL} connection: {median(before):.2f}× the service before "
-                   f"group commit, which did not fsync (target ≥ 1.00×): {met}")
-    p99 = [r["p99_ms"] for r in results["runs"]
-           if r["target"] == "service" and r["connections"] == P99_LEVEL]
-    if p99:
-        met = "met" if median(p99) <= P99_TARGET_MS else "missed"
-        out.append(f"- p99 at {P99_LEVEL} connections: {median(p99):.1f} ms "
-                   f"(target ≤ {P99_TARGET_MS:g} ms): {met}")
+        out.append(f"- at {BEFORE_LEVEL} connection: {median(before):.2f}× the earlier build "
+                   f"(`--today`)")
     return out
+
+
+def met(held: bool) -> str:
+    return "met" if held else "missed"
 
 
 def wal_cell(runs: list[dict]) -> str:

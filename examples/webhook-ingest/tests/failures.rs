@@ -362,7 +362,7 @@ async fn refusals_past_the_rate_are_counted_not_kept() {
     assert!(recorded >= u64::from(PER_SECOND), "{recorded} kept");
     assert!(
         recorded <= u64::from(PER_SECOND) * seconds,
-        "{recorded} kept in {seconds} s"
+        "{recorded} kept over at most {seconds} windows of a second"
     );
     let (inbox, _) = fixture.inbox(Vcs::Github);
     let answer = service

@@ -235,3 +235,52 @@ async fn a_checkpoint_due_in_place_is_left_to_the_writer_thread() {
     drop(store);
     remove_db(&path);
 }
+
+/// Under load the first write of a round finds the store idle only because the last group
+/// commit was just answered. Once a group commit held more than one write, the next write to
+/// an idle store joins the writer's group commit too; after a commit of one write alone,
+/// writes run in place again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_group_commit_an_idle_store_takes_the_next_write_on_the_writer_thread() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let path = temp_db("alone");
+    let store = SqliteStore::open(&path, SqliteSync::Full).unwrap();
+    assert_ne!(writing_thread(&store).await, "store-writer");
+    let busy = store.shared.writer.enter();
+    // The first write holds the writer thread until released, so that the next two wait in
+    // its queue and go into one batch.
+    let (started, running) = tokio::sync::oneshot::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let first = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .write(move |_| {
+                    let _ = started.send(());
+                    let _ = released.recv();
+                    Ok(())
+                })
+                .await
+        }
+    });
+    running.await.unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..2 {
+        let mut write = Box::pin(writing_thread(&store));
+        let polled = write.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        assert!(matches!(polled, Poll::Pending), "the write was not queued");
+        queued.push(write);
+    }
+    release.send(()).unwrap();
+    first.await.unwrap().unwrap();
+    for write in queued {
+        assert_eq!(write.await, "store-writer");
+    }
+    drop(busy);
+    assert_eq!(writing_thread(&store).await, "store-writer");
+    assert_ne!(writing_thread(&store).await, "store-writer");
+    drop(store);
+    remove_db(&path);
+}

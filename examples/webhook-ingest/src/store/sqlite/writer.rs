@@ -1,12 +1,13 @@
 //! The writer thread's group commit: every job waiting when the last commit ended goes into
 //! one transaction, each under a savepoint of its own, and one commit holds them all. No job
 //! is answered before that commit is durable: the syncer (`syncer`) fsyncs the WAL for every
-//! batch committed since its last fsync, and answers them then.
+//! batch committed since its last fsync, and answers them then, while the writer commits the
+//! next batch; when no job waits for a next batch, the writer fsyncs and answers itself.
 //!
 //! So a delivery pays for an fsync only while the disk is idle: under load, one fsync
 //! acknowledges every delivery that arrived while the previous one was flushed. A job that
-//! finds the store idle skips the writer thread and the syncer both: it commits and fsyncs
-//! on the caller's thread ([`Writer::try_in_place`]).
+//! finds the store idle, while deliveries come one at a time, skips the writer thread and the
+//! syncer both: it commits and fsyncs on the caller's thread ([`Writer::try_in_place`]).
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -54,6 +55,13 @@ pub(super) struct Writer {
     /// A commit run in place found the WAL due for a checkpoint and left it to the writer
     /// thread: the next job goes there, whose commit checkpoints.
     checkpoint_due: AtomicBool,
+    /// The last commit held one job, and no job has found the store busy since: deliveries
+    /// come one at a time. Cleared as soon as one job finds another in flight, so that under
+    /// load the first job of a round, which finds the store idle only because the last group
+    /// commit was just answered, joins the next group commit too instead of blocking its
+    /// tokio worker for an fsync of its own while the rest of the round queues behind it.
+    /// A hint like `active`: a stale read costs one job's path, never an answer.
+    alone: AtomicBool,
 }
 
 /// A job counted in [`Writer::active`] until this drops.
@@ -72,6 +80,7 @@ impl Writer {
             durability,
             active: AtomicUsize::new(0),
             checkpoint_due: AtomicBool::new(false),
+            alone: AtomicBool::new(true),
         }
     }
 
@@ -83,8 +92,8 @@ impl Writer {
     }
 
     /// Runs `job` on the calling thread as a batch of its own, commit and fsync included, when
-    /// the store is idle: no other job handed to it and not yet answered. Else gives the job
-    /// back, to be queued for the group commit.
+    /// the store is idle (no other job handed to it and not yet answered) and deliveries come
+    /// one at a time (`alone`). Else gives the job back, to be queued for the group commit.
     ///
     /// A lone delivery so skips two hand-offs between threads, to the writer and back, each
     /// the wake-up of a sleeping thread, which on this path cost more than its inserts. It
@@ -99,13 +108,19 @@ impl Writer {
     pub(super) fn try_in_place(&self, job: Job) -> Result<(), Job> {
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|runtime| runtime.runtime_flavor() == RuntimeFlavor::MultiThread);
-        if !multi_thread
-            || self.checkpoint_due.load(Ordering::Relaxed)
-            || self
-                .active
-                .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
+        if !multi_thread || self.checkpoint_due.load(Ordering::Relaxed) {
+            return Err(job);
+        }
+        if !self.alone.load(Ordering::Relaxed) {
+            // Its commit tells, by its size, whether the next job may run in place.
+            return Err(job);
+        }
+        if self
+            .active
+            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
         {
+            self.alone.store(false, Ordering::Relaxed);
             return Err(job);
         }
         let _active = Active(&self.active);
@@ -151,11 +166,19 @@ impl Writer {
 /// The writer thread: runs batches until the last sender is dropped and the queue is
 /// drained. Each committed batch is answered once an fsync of the WAL that began after its
 /// commit has returned (at once, by a store that does not wait for the disk).
+///
+/// A job that arrived during a commit starts the next batch while the syncer flushes the
+/// last one. With none waiting, the writer flushes the batch itself: nothing would overlap
+/// the flush, and the syncer's wake-up is one more thread hand-off on the way to the answer.
+/// That is the common case under load with a fixed number of senders (each waits for its
+/// answer before it sends again), where every hand-off waits for a core.
 pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
-    while let Ok(first) = jobs.recv() {
+    let mut waiting = None;
+    while let Some(first) = waiting.take().or_else(|| jobs.recv().ok()) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
+        let lone = batch.len() == 1;
         let connection = writer
             .connection
             .lock()
@@ -164,7 +187,12 @@ pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
         drop(connection);
         // This commit ran the checkpoint a commit in place left (`checkpoint_hook`).
         writer.checkpoint_due.store(false, Ordering::Relaxed);
-        writer.hand_to_syncer(committed);
+        writer.alone.store(lone, Ordering::Relaxed);
+        waiting = jobs.try_recv().ok();
+        match waiting {
+            Some(_) => writer.hand_to_syncer(committed),
+            None => writer.sync_here(committed),
+        }
     }
 }
 
