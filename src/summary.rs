@@ -140,14 +140,27 @@ impl Summary {
     }
 
     /// An error status made without a fault (axum's rejections, fallbacks, other layers):
-    /// `text` is the start of the response body it came with, already bounded by the caller.
+    /// `text` is the start of the response body it came with, already bounded by the caller,
+    /// who reads one byte past the message cap when the body goes on: a `text` longer than
+    /// the cap was cut, and its message says so.
     pub(crate) fn from_rejection(status: StatusCode, text: &[u8], config: &Config) -> Self {
         let mut summary = Self::new(Outcome::Rejected, status, codes::for_status(status));
+        let cap = config.max_message_bytes;
+        let cut = text.len() > cap;
         let text = String::from_utf8_lossy(text);
-        let text = text.trim();
+        // The end of a cut text is not the end of the body: trimming it could leave a text
+        // that fits the cap, shown as if whole.
+        let text = if cut { text.trim_start() } else { text.trim() };
+        // Trimming the start of a cut text may leave it within the cap too: a room one byte
+        // short of it makes the writer cut it again, so the marker shows.
+        let room = if cut {
+            cap.min(text.len().saturating_sub(1))
+        } else {
+            cap
+        };
         // Most rejections come without a body: nothing to format, so no formatter is run.
         if !text.is_empty() {
-            write_bounded(&mut summary.message, config.max_message_bytes, &text);
+            write_bounded(&mut summary.message, room, &text);
         }
         if status.is_client_error() && !summary.message.is_empty() {
             summary.public = Public::Message;

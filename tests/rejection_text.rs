@@ -44,10 +44,13 @@ impl http_body::Body for Frames {
 
 /// The `detail` of the problem a 400 gets whose body comes in frames of `sizes` bytes of `a`.
 async fn detail_of_a_400_in_frames(sizes: &[usize]) -> String {
-    let frames: VecDeque<Bytes> = sizes
-        .iter()
-        .map(|&size| Bytes::from("a".repeat(size)))
-        .collect();
+    let frames: Vec<String> = sizes.iter().map(|&size| "a".repeat(size)).collect();
+    detail_of_a_400_with_body(&frames).await
+}
+
+/// The `detail` of the problem a 400 gets whose body comes in the frames given.
+async fn detail_of_a_400_with_body(frames: &[String]) -> String {
+    let frames: VecDeque<Bytes> = frames.iter().cloned().map(Bytes::from).collect();
     let layer = FaultLayer::new().max_message_bytes(MESSAGE_CAP);
     let service = layer.layer(service_fn(move |_: Request<axum::body::Body>| {
         let body = Frames(frames.clone());
@@ -92,5 +95,51 @@ async fn one_byte_past_the_cap_is_cut_with_the_marker() {
     ] {
         let detail = detail_of_a_400_in_frames(&sizes).await;
         assert_eq!(detail, cut, "frames of {sizes:?} bytes");
+    }
+}
+
+/// The byte one past the cap is what tells a cut text from a whole one, even where it is
+/// whitespace the summary would trim from a whole text: such a body is cut with the marker,
+/// never shown as its first `cap` bytes as if that were all of it.
+#[tokio::test]
+async fn a_body_longer_than_the_cap_is_marked_even_where_the_cut_falls_on_a_space() {
+    let kept = "a".repeat(MESSAGE_CAP - TRUNCATION_MARKER.len());
+    let cut = format!("{kept}{TRUNCATION_MARKER}");
+    let whole = "a".repeat(MESSAGE_CAP);
+    for frames in [
+        vec![format!("{whole} b")],
+        vec![whole.clone(), " b".to_owned()],
+        vec![format!("{whole}  \n ")],
+        vec![whole.clone(), " ".to_owned(), "b".to_owned()],
+    ] {
+        let detail = detail_of_a_400_with_body(&frames).await;
+        assert_eq!(detail, cut, "frames {frames:?}");
+    }
+}
+
+/// Whitespace around a whole text is not part of its message.
+#[tokio::test]
+async fn whitespace_around_a_whole_body_is_trimmed() {
+    let text = "a".repeat(MESSAGE_CAP - 4);
+    let detail = detail_of_a_400_with_body(&[format!("  {text}\n ")]).await;
+    assert_eq!(detail, text);
+}
+
+/// Whitespace trimmed from the start of a cut text leaves it shorter than the cap, and still
+/// cut: the marker shows.
+#[tokio::test]
+async fn a_cut_body_that_starts_with_whitespace_is_marked() {
+    let whole = "a".repeat(MESSAGE_CAP);
+    for frames in [
+        vec![format!("  {whole}")],
+        vec![" ".repeat(MESSAGE_CAP), "ab".to_owned()],
+    ] {
+        let detail = detail_of_a_400_with_body(&frames).await;
+        assert!(
+            detail.ends_with(TRUNCATION_MARKER),
+            "frames {frames:?}: {detail:?}"
+        );
+        assert!(!detail.starts_with(' '), "frames {frames:?}: {detail:?}");
+        assert!(detail.len() <= MESSAGE_CAP, "frames {frames:?}: {detail:?}");
     }
 }

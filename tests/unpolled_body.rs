@@ -1,6 +1,7 @@
 //! A streamed body's `ok` means "sent to its end": a body dropped before it was sent whole,
 //! even one never polled, counts `cancelled`; an answer that sends no body (a HEAD, a 204, a
-//! 304) and a body of length 0 count `ok` as soon as the head goes out.
+//! 304) and a body of length 0 count `ok` as soon as the head goes out. A body that fails
+//! after its head went out counts `aborted`, under the status of that head.
 
 mod common;
 
@@ -26,6 +27,15 @@ fn streamed() -> Body {
     Body::from_stream(futures::stream::iter(frames))
 }
 
+/// A body whose second frame is an error, after the head and a first frame went out.
+fn failing() -> Body {
+    let frames = [
+        Ok(Bytes::from_static(b"first ")),
+        Err(std::io::Error::other("the store went away mid-body")),
+    ];
+    Body::from_stream(futures::stream::iter(frames))
+}
+
 fn app() -> (Router, Ledger) {
     let (layer, ledger) = FaultLayer::pair();
     let app = Router::new()
@@ -45,6 +55,10 @@ fn app() -> (Router, Ledger) {
             get(|| async { (StatusCode::NOT_MODIFIED, streamed()) }),
         )
         .route("/endless", get(|| async { endless() }))
+        .route(
+            "/partial-failing",
+            get(|| async { (StatusCode::PARTIAL_CONTENT, failing()) }),
+        )
         .layer(layer);
     (app, ledger)
 }
@@ -133,4 +147,27 @@ async fn over_tcp_answers_without_a_body_count_ok_and_an_unfinished_one_cancelle
     lab.hang_up_after_the_head("/endless").await;
     let s = lab.quiescent().await;
     assert_eq!((s.started, s.ok, s.cancelled), (ok + 1, ok, 1), "{s:#?}");
+}
+
+/// The ledger counts an aborted body under the status its head went out with, not the 200 a
+/// request that has not answered yet would be taken for.
+#[tokio::test]
+async fn a_body_that_fails_after_a_206_head_counts_aborted_under_206() {
+    let (app, ledger) = app();
+    let response = app
+        .oneshot(request(Method::GET, "/partial-failing"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
+    let read = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+    assert!(read.is_err(), "the body must end in its error: {read:?}");
+    ledger.quiescent().await;
+    let s = ledger.snapshot();
+    assert_eq!((s.started, s.aborted, s.ok), (1, 1, 0), "{s:#?}");
+    let series: Vec<_> = s
+        .series
+        .iter()
+        .map(|series| (series.route.as_str(), series.code.as_str(), series.status))
+        .collect();
+    assert_eq!(series, [("/partial-failing", "body-aborted", 206)]);
 }

@@ -145,3 +145,77 @@ pub(super) fn panicked(caught: Caught, config: &Config) -> Summary {
         config,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::convert::Infallible;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use bytes::Bytes;
+    use http_body::{Body, Frame};
+
+    use super::read_bounded;
+
+    /// A body of the frames given, each ready at once.
+    struct Frames(VecDeque<Bytes>);
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = Infallible;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            Poll::Ready(self.0.pop_front().map(|data| Ok(Frame::data(data))))
+        }
+    }
+
+    /// What `read_bounded` keeps of a body in frames of `sizes` bytes, under `cap`.
+    fn read(sizes: &[usize], cap: usize) -> Vec<u8> {
+        let frames = sizes.iter().map(|&size| Bytes::from(vec![b'a'; size]));
+        let mut body = pin!(Frames(frames.collect()));
+        let mut text = Vec::new();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(read_bounded(body.as_mut(), &mut text, cap, &mut cx).is_ready());
+        text
+    }
+
+    /// The cost of a rejection's text is the cap and one byte, however the body is framed:
+    /// no frame is copied past the byte that tells the text was cut.
+    #[test]
+    fn reads_one_byte_past_the_cap_and_no_more() {
+        let cap = 16;
+        for sizes in [
+            vec![4 * cap],
+            vec![1, 4 * cap],
+            vec![cap - 1, 4 * cap],
+            vec![cap, 4 * cap],
+            vec![cap / 2, cap / 2, cap],
+            vec![1; 2 * cap],
+        ] {
+            assert_eq!(
+                read(&sizes, cap).len(),
+                cap + 1,
+                "frames of {sizes:?} bytes"
+            );
+        }
+    }
+
+    /// A body that ends within the cap, or one byte past it, is read whole.
+    #[test]
+    fn reads_a_body_that_ends_by_the_byte_past_the_cap_whole() {
+        let cap = 16;
+        for sizes in [
+            vec![],
+            vec![cap],
+            vec![cap / 2, cap / 2, 1],
+            vec![1; cap + 1],
+        ] {
+            let total: usize = sizes.iter().sum();
+            assert_eq!(read(&sizes, cap).len(), total, "frames of {sizes:?} bytes");
+        }
+    }
+}

@@ -12,6 +12,7 @@ mod events;
 mod keep_alive;
 mod load;
 mod misuse;
+mod proof;
 mod replay;
 mod server;
 mod sign;

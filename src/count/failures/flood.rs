@@ -286,9 +286,31 @@ mod tests {
         let first = quotas.get(0, 0);
         for fingerprint in 1..100 {
             quotas.get(fingerprint, 0);
-            assert!(quotas.len() <= 4);
+            // Filled to the bound, then held there: a new quota evicts exactly one.
+            assert_eq!(quotas.len(), (fingerprint as usize + 1).min(4));
         }
         assert!(first.evicted.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_table_evicts_the_quota_met_least_recently() {
+        const MAX: u64 = 8;
+        let mut quotas = Quotas::new(MAX as usize);
+        let met: Vec<_> = (0..MAX)
+            .map(|fingerprint| quotas.get(fingerprint, 0))
+            .collect();
+        // Every quota but the last met again: the last is now the least recently met.
+        for fingerprint in 0..MAX - 1 {
+            quotas.get(fingerprint, 0);
+        }
+        quotas.get(MAX, 0);
+        let evicted: Vec<bool> = met
+            .iter()
+            .map(|quota| quota.evicted.load(Ordering::Relaxed))
+            .collect();
+        let mut expected = vec![false; MAX as usize];
+        expected[MAX as usize - 1] = true;
+        assert_eq!(evicted, expected);
     }
 }
 
