@@ -19,7 +19,7 @@
 # INGEST_WORK must name a directory before ingest_start.
 
 source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/../webhook/service.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../ingest/service.sh"
 
 # A cold debug binary on a busy 2-core machine can take a few seconds to print its address.
 INGEST_START_TIMEOUT_SECS=30

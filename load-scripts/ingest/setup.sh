@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates an instance, a digest and one inbox per provider, and writes their ids, the API key
-# and the webhook secrets to $FAULTLINE_ENV (load-scripts/webhook/.env, which git ignores).
+# and the webhook secrets to $FAULTLINE_ENV (load-scripts/ingest/.env, which git ignores).
 # Prints the ids only.
 source "$(dirname "$0")/lib.sh"
 
@@ -39,7 +39,7 @@ done
 
 umask 077
 {
-    printf '# written by load-scripts/webhook/setup.sh for %s; holds secrets, never commit it\n' "$FAULTLINE_URL"
+    printf '# written by load-scripts/ingest/setup.sh for %s; holds secrets, never commit it\n' "$FAULTLINE_URL"
     printf 'INSTANCE_ID=%q\nAPI_KEY=%q\nDIGEST_ID=%q\n' "$INSTANCE_ID" "$API_KEY" "$DIGEST_ID"
     for vcs in github gitlab bitbucket gitea forgejo; do
         upper=${vcs^^}

@@ -16,8 +16,8 @@
 # Prints the figures. Exits non-zero on any failure. Needs bash, curl, python3, and openssl
 # or the service binary (to sign).
 #
-#   load-scripts/webhook/hostile.sh                     # debug build (CI runs this)
-#   CI_PROFILE=release load-scripts/webhook/hostile.sh
+#   load-scripts/ingest/hostile.sh                     # debug build (CI runs this)
+#   CI_PROFILE=release load-scripts/ingest/hostile.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."

@@ -10,7 +10,7 @@
 # (a venv, an npm folder) when missing. Stops the server by its PID. Exits non-zero on any
 # failure.
 #
-#   load-scripts/webhooks/sdks.sh
+#   load-scripts/verifiers/sdks.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source load-scripts/proc.sh
@@ -67,10 +67,10 @@ pid=$!
 wait_for "$pid" 30 curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "the server did not start"
 addr=127.0.0.1:$port
 
-"$sdks/venv/bin/python" load-scripts/webhooks/sdk_senders.py "$addr" >"$work/python.json" ||
+"$sdks/venv/bin/python" load-scripts/verifiers/sdk_senders.py "$addr" >"$work/python.json" ||
     fail "sdk_senders.py failed"
 # An ES module finds its imports beside it: run it from the npm folder.
-cp load-scripts/webhooks/octokit.mjs "$sdks/npm/octokit.mjs"
+cp load-scripts/verifiers/octokit.mjs "$sdks/npm/octokit.mjs"
 node "$sdks/npm/octokit.mjs" "$addr" >"$work/node.json" || fail "octokit.mjs failed"
 curl -sf "http://$addr/metrics" >"$work/metrics" || fail "no /metrics"
 

@@ -7,7 +7,7 @@
 # /metrics must count each request exactly once. Stops both servers by their PIDs; exits
 # non-zero on any failure.
 #
-#   load-scripts/webhooks/keep-alive.sh
+#   load-scripts/verifiers/keep-alive.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source load-scripts/proc.sh
@@ -70,7 +70,7 @@ nginx_pid=$!
 wait_for "$nginx_pid" 10 curl -s -o /dev/null "http://127.0.0.1:$proxy/" ||
     fail "nginx did not start: $(cat "$work/nginx/stdout")"
 
-python3 load-scripts/webhooks/keep_alive.py "127.0.0.1:$proxy" "127.0.0.1:$port" "$secret" ||
+python3 load-scripts/verifiers/keep_alive.py "127.0.0.1:$proxy" "127.0.0.1:$port" "$secret" ||
     fail "keep_alive.py failed; nginx's errors: $(tail -5 "$work/nginx/logs/error.log")"
 if grep -E "upstream prematurely closed|Broken pipe|reset by peer" "$work/nginx/logs/error.log"; then
     fail "nginx lost upstream connections"

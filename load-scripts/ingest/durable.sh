@@ -7,8 +7,8 @@
 # instance restarted during the outage knows from its file); and the store at
 # --sqlite-sync normal, which the check must catch. The spool has no weakened setting.
 #
-#   load-scripts/webhook/durable.sh     # debug build: reuses what `cargo test` compiled
-#   CI_PROFILE=release load-scripts/webhook/durable.sh
+#   load-scripts/ingest/durable.sh     # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/ingest/durable.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."

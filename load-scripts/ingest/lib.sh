@@ -4,7 +4,7 @@
 #
 # Environment:
 #   FAULTLINE_URL      the service, default http://127.0.0.1:3000; only 127.0.0.1 is accepted
-#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/webhook/.env
+#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/ingest/.env
 #   FAULTLINE_RESULTS  where tallies and spans go, default $TMPDIR/faultline-load-results
 #   WEBHOOK_INGEST_BIN the service binary, used to sign when openssl is missing
 #   LATENCY_LOG        if set, each request appends `END_US SCRIPT STATUS SECONDS` to this file:

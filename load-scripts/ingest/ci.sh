@@ -4,8 +4,8 @@
 # a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
 # the service's log; stops the server by its PID. Exits non-zero on any failure.
 #
-#   load-scripts/webhook/ci.sh     # debug build: reuses what `cargo test` compiled
-#   CI_PROFILE=release load-scripts/webhook/ci.sh
+#   load-scripts/ingest/ci.sh     # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/ingest/ci.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
