@@ -6,6 +6,8 @@
                              or 3 after a `skipped:` line (the shell's `require` exits 0)
   sign                       the hex HMAC-SHA256 of stdin under $WEBHOOK_SECRET (kept out of
                              the command line, so out of `ps`)
+  value FILE SERIES          the sample of SERIES (`name` or `name{labels}` as exported) in the
+                             exposition FILE, or `none`
   setup URL ENV [--shell]    an instance, a digest and an inbox per forge -> ENV, as JSON, or
                              with --shell as the variables the scenario scripts source
   postgres start WORK        a fresh server in WORK/pg; prints PG_URL, PG_PASSWORD, PG_PORT,
@@ -24,7 +26,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import ingest, postgres, procs, signing, tools
+from . import ingest, metrics, postgres, procs, signing, tools
 
 
 def shell(**values) -> None:
@@ -91,6 +93,9 @@ def main(argv: list[str]) -> None:
         if not secret:
             raise SystemExit("harness sign: WEBHOOK_SECRET is not set")
         print(signing.hex_signature(secret, sys.stdin.buffer.read()), end="")
+    elif command == "value" and len(args) == 2:
+        found = metrics.Metrics(Path(args[0]).read_text()).samples.get(args[1])
+        print("none" if found is None else int(found))
     elif command == "setup" and len(args) in (2, 3) and args[2:] in ([], ["--shell"]):
         setup(args[0], args[1], args[2:] == ["--shell"])
     elif command == "postgres" and len(args) >= 2 and args[0] in ("start", "restart", "stop", "sql"):

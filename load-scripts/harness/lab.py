@@ -21,9 +21,10 @@ def build(release: bool = False) -> Path:
 
 def start(binary: Path, work: Path, name: str = "lab", mode: str | None = None,
           backtrace: bool = False, valgrind_out: Path | None = None,
-          quiet: bool = False) -> Server:
-    """One lab on 127.0.0.1, stopped by SIGINT to its PID (so that valgrind writes its
-    profile on the way out). `mode` picks the layer's setting (the benchmarks' rows);
+          quiet: bool = False, keep_log: bool = True) -> Server:
+    """One lab on 127.0.0.1, stopped by SIGTERM to its PID (SIGINT under valgrind, which then
+    writes its profile on the way out; SIGINT alone would be lost on a lab started from a
+    background job, which inherits SIGINT ignored). `mode` picks the layer's setting (the benchmarks' rows);
     `backtrace` sets RUST_BACKTRACE=1 on purpose, cleared otherwise; `valgrind_out` runs it
     under callgrind; `quiet` sends its log lines (its stdout) to /dev/null, on a free port
     given to it."""
@@ -36,4 +37,4 @@ def start(binary: Path, work: Path, name: str = "lab", mode: str | None = None,
         extra = {"timeout_s": START_TIMEOUT_VALGRIND_S, "stop_timeout_s": START_TIMEOUT_VALGRIND_S}
     return Server(name if port is None else f"{name}-{port}", argv, work,
                   env=server_env(backtrace), port=port, quiet=port is not None,
-                  stop_signal=signal.SIGINT, **extra)
+                  stop_signal=signal.SIGINT if valgrind_out else signal.SIGTERM, keep_log=keep_log, **extra)

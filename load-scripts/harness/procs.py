@@ -72,8 +72,10 @@ class Server:
     def __init__(self, name: str, argv: list, work: Path, env: dict | None = None,
                  port: int | None = None, quiet: bool = False,
                  timeout_s: float = START_TIMEOUT_S, stop_signal: int = signal.SIGTERM,
-                 stop_timeout_s: float = STOP_TIMEOUT_S):
+                 stop_timeout_s: float = STOP_TIMEOUT_S, keep_log: bool = True):
         self.name, self.work, self.stop_signal = name, Path(work), stop_signal
+        # A benchmark's servers leave no log behind: many runs of panics on stderr fill a disk.
+        self.keep_log = keep_log
         self.stop_timeout_s = stop_timeout_s
         self.out_path, self.log_path = self.work / f"{name}.out", self.work / f"{name}.log"
         self.out = open(os.devnull if quiet else self.out_path, "w+")
@@ -153,4 +155,33 @@ class Server:
         self.returncode = self.process.wait()
         for stream in (self.out, self.log):
             stream.close()
+        if not self.keep_log:
+            self.log_path.unlink(missing_ok=True)
         return self.returncode
+
+
+class Servers:
+    """The servers of a run, every one stopped by its PID when the run ends, however it ends:
+    `with Servers() as servers: lab = servers.add(lab.start(...))`."""
+
+    def __init__(self):
+        self.running: list = []
+
+    def add(self, server):
+        self.running.append(server)
+        return server
+
+    def __enter__(self) -> "Servers":
+        return self
+
+    def __exit__(self, *_) -> None:
+        # The last started first: a proxy before its upstream, Prometheus before its targets.
+        failures = []
+        for server in reversed(self.running):
+            try:
+                server.stop()
+            except Failure as failure:
+                failures.append(str(failure))
+        self.running.clear()
+        if failures:
+            raise Failure("; ".join(failures))
