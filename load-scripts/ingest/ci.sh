@@ -17,10 +17,7 @@ MIXED_CLIENTS=4
 MIXED_REQUESTS=20
 
 began=$(date +%s%N)
-command -v curl >/dev/null || { echo "ci.sh: curl is required" >&2; exit 1; }
-if ! command -v openssl >/dev/null; then
-    echo "ci.sh: no openssl; the scripts sign with the service's --sign mode"
-fi
+require ci.sh curl
 
 build_service
 bin=$SERVICE_BIN
@@ -43,7 +40,6 @@ echo "server $SERVER_PID on 127.0.0.1:$port, database $work/ingest.db"
 export FAULTLINE_URL=http://127.0.0.1:$port
 export FAULTLINE_ENV=$work/env
 export FAULTLINE_RESULTS=$work/results
-export WEBHOOK_INGEST_BIN=$bin
 
 curl -sf --max-time 5 "$FAULTLINE_URL/health" >/dev/null
 

@@ -13,9 +13,7 @@ set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
 source "$LOAD_DIR/service.sh"
-for tool in strace python3; do
-    command -v "$tool" >/dev/null || { echo "durable: $tool is required (apt-get install $tool)" >&2; exit 1; }
-done
+require durable strace
 build_service
 work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-durable.XXXXXX")
 # durable.py stops the servers it starts; what is left to remove is the directory.
