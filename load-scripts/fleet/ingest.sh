@@ -30,8 +30,7 @@ ingest_build() {
     fi
     "${WEBHOOK_INGEST_BUILD[@]}" --quiet "${flags[@]}"
     local target
-    target=$(cargo metadata --format-version 1 --no-deps |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+    target=$(harness target-dir)
     INGEST_BIN=$target/$profile/$WEBHOOK_INGEST_PATH
 }
 

@@ -1,6 +1,7 @@
 """The harness for shell scripts: `PYTHONPATH=load-scripts python3 -m harness COMMAND …`.
 
   free-port                  a TCP port of 127.0.0.1 that was free a moment ago
+  target-dir                 the workspace's target directory, as cargo reports it
   require SCRIPT TOOL...     the missing-tool check (harness.tools.verdict): exits 0 when every
                              TOOL is on PATH; otherwise 1 in CI (FAULTLINE_REQUIRE_TOOLS set),
                              or 3 after a `skipped:` line (the shell's `require` exits 0)
@@ -85,6 +86,8 @@ def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command == "free-port" and not args:
         print(procs.free_port())
+    elif command == "target-dir" and not args:
+        print(ingest.target_dir())
     elif command == "require" and len(args) >= 2:
         found = tools.verdict(args[0], *args[1:])
         sys.exit({None: 0, "fail": 1, "skip": tools.SKIPPED_STATUS}[found])

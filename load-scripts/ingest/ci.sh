@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the webhook ingestion service, starts it on a fresh temporary database and a free
+# Runs the harness's own checks (load-scripts/harness/test_harness.py), then builds the
+# webhook ingestion service, starts it on a fresh temporary database and a free
 # port of 127.0.0.1, runs setup.sh, the classic 20 x 50 ignored Bitbucket pull requests,
 # a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
 # the service's log; stops the server by its PID. Exits non-zero on any failure.
@@ -18,6 +19,9 @@ MIXED_REQUESTS=20
 
 began=$(date +%s%N)
 require ci.sh curl
+
+echo "== the harness's own checks"
+(cd "$LOAD_DIR/.." && python3 -m unittest -q harness.test_harness)
 
 build_service
 bin=$SERVICE_BIN
