@@ -7,6 +7,9 @@
                              or 3 after a `skipped:` line (the shell's `require` exits 0)
   sign                       the hex HMAC-SHA256 of stdin under $WEBHOOK_SECRET (kept out of
                              the command line, so out of `ps`)
+  sign-serve                 the same for many bodies, one process for all of them: reads a
+                             secret line, a byte count line and that many bytes, writes the hex
+                             and a newline, until stdin ends
   value FILE SERIES          the sample of SERIES (`name` or `name{labels}` as exported) in the
                              exposition FILE, or `none`
   setup URL ENV [--shell]    an instance, a digest and an inbox per forge -> ENV, as JSON, or
@@ -33,6 +36,20 @@ from . import ingest, metrics, postgres, procs, signing, tools
 def shell(**values) -> None:
     for name, value in values.items():
         print(f"{name}={shlex.quote(str(value))}")
+
+
+def sign_serve() -> None:
+    """One signer for a shell script's whole run: a Python start costs more than a thousand
+    signatures, and a scenario signs every request."""
+    source, out = sys.stdin.buffer, sys.stdout
+    while True:
+        secret = source.readline()
+        size = source.readline()
+        if not secret or not size:
+            return
+        body = source.read(int(size))
+        out.write(signing.hex_signature(secret.rstrip(b"\n").decode(), body) + "\n")
+        out.flush()
 
 
 def setup(url: str, env_path: str, as_shell: bool) -> None:
@@ -91,6 +108,8 @@ def main(argv: list[str]) -> None:
     elif command == "require" and len(args) >= 2:
         found = tools.verdict(args[0], *args[1:])
         sys.exit({None: 0, "fail": 1, "skip": tools.SKIPPED_STATUS}[found])
+    elif command == "sign-serve" and not args:
+        sign_serve()
     elif command == "sign" and not args:
         secret = os.environ.get("WEBHOOK_SECRET")
         if not secret:

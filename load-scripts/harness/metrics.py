@@ -13,7 +13,10 @@ from .client import get
 from .procs import Failure, wait_until
 
 OUTCOMES = ("ok", "handled", "rejected", "service_error", "panicked", "aborted", "cancelled")
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([0-9.eE+-]+|NaN|[+-]Inf)$", re.M)
+# A sample line: its name, its labels (whose quoted values may hold braces: route templates),
+# its value.
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? '
+                    r"([0-9.eE+-]+|NaN|[+-]Inf)$", re.M)
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 

@@ -15,7 +15,7 @@ faultline_requests_total{outcome="handled"} 3
 faultline_requests_total{outcome="rejected"} 1
 faultline_in_flight 1
 faultline_errors_total{route="/a",code="bad-signature",status="401"} 2
-faultline_errors_total{route="/b",code="bad-signature",status="401"} 1
+faultline_errors_total{route="/b/{inbox}",code="bad-signature",status="401"} 1
 webhook_ingest_ignored_events_total{vcs="github"} 4
 webhook_ingest_ignored_events_total{vcs="gitlab"} 5
 """
@@ -31,6 +31,7 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(m.errors(), {("bad-signature", "401"): 3})
         self.assertEqual(m.total("webhook_ingest_ignored_events_total"), 9)
         self.assertEqual(m.total("faultline_errors_total", route="/a"), 2)
+        self.assertEqual(m.total("faultline_errors_total", route="/b/{inbox}"), 1)
         self.assertEqual(m.value('faultline_requests_total{outcome="ok"}'), 7)
 
     def test_started_reconciles_with_the_outcomes_and_what_is_in_flight(self):

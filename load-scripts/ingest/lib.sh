@@ -39,7 +39,8 @@ case $FAULTLINE_URL in
     *) die "FAULTLINE_URL must point at http://127.0.0.1 (got $FAULTLINE_URL)" ;;
 esac
 
-require "${0##*/}" curl
+# A copy's runner has checked already: a copy spares itself the Python start.
+[[ -n ${RUNNER_ID:-} ]] || require "${0##*/}" curl
 
 now_ns() {
     date +%s%N
@@ -66,10 +67,38 @@ secret_header_file() {
     printf '%s' "$file"
 }
 
-# The hex HMAC-SHA256 of a file's bytes under a secret (harness/signing.py; the secret goes
-# through the environment, out of `ps`).
+# The hex HMAC-SHA256 of a file's bytes under a secret, by harness/signing.py: in a copy whose
+# scenario sets SIGNING=1, by its one signer process (copy_begin starts it: a Python start per
+# request would cost more than the request); otherwise by a process of its own. Either way the
+# secret travels through a pipe or the environment, never the command line (`ps`).
 sign_file() {
-    WEBHOOK_SECRET=$1 harness sign <"$2"
+    local secret=$1 file=$2 tag
+    if [[ -n ${SIGN_TO:-} ]]; then
+        printf '%s\n%s\n' "$secret" "$(wc -c <"$file")" >&"$SIGN_TO"
+        cat "$file" >&"$SIGN_TO"
+        IFS= read -r tag <&"$SIGN_FROM" || die "the signer stopped"
+        printf '%s' "$tag"
+    else
+        WEBHOOK_SECRET=$secret harness sign <"$file"
+    fi
+}
+
+# Starts the copy's signer; its pipes get descriptors of their own, which the command
+# substitutions that sign inherit (a coprocess's own do not reach a subshell).
+signer_begin() {
+    coproc SIGNER { harness sign-serve; }
+    exec {SIGN_TO}>&"${SIGNER[1]}" {SIGN_FROM}<&"${SIGNER[0]}"
+    SIGNER_PID_OF_COPY=$SIGNER_PID
+    # The coprocess's own descriptors closed: the signer sees its input end with SIGN_TO.
+    eval "exec ${SIGNER[1]}>&- ${SIGNER[0]}<&-"
+}
+
+# Ends the signer: its stdin closes, it exits, and is waited for.
+signer_end() {
+    [[ -n ${SIGN_TO:-} ]] || return 0
+    exec {SIGN_TO}>&- {SIGN_FROM}<&-
+    SIGN_TO=
+    wait "$SIGNER_PID_OF_COPY" 2>/dev/null || true
 }
 
 # Writes to FILE a GitHub-shaped push of REPO with COMMITS new commits, push I of this copy:
@@ -109,7 +138,8 @@ copy_begin() {
     COPY=${COPY:-1}
     mkdir -p "$FAULTLINE_RESULTS/tallies" "$FAULTLINE_RESULTS/spans/$RUNNER_ID"
     SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/faultline-copy.XXXXXX")
-    trap 'rm -rf "$SCRATCH"' EXIT
+    trap 'signer_end; rm -rf "$SCRATCH"' EXIT
+    [[ -z ${SIGNING:-} ]] || signer_begin
     RESPONSE_FILE=$SCRATCH/response
     # Every copy waits for the runner's go, so they all start their loops together.
     if [[ -n ${RUNNER_GO:-} ]]; then
