@@ -34,7 +34,11 @@ class Receiver:
         if target["kind"] == "service":
             self.server = ingest.start(target["bin"], work, args, name="server",
                                        spool=work / "spool")
-            env = ingest.setup(self.server.url, ["github"], "bench")
+            try:
+                env = ingest.setup(self.server.url, ["github"], "bench")
+            except BaseException:
+                self.server.stop()
+                raise
             self.path, self.secret = ingest.hook_path(env, "github"), env["inboxes"]["github"]["secret"]
         else:
             self.server = Server("server", [target["bin"], "--port", 0, *args, "--secret",

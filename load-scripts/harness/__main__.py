@@ -78,7 +78,11 @@ def setup(url: str, env_path: str, as_shell: bool) -> None:
 def pg(command: str, work: str, rest: list[str]) -> None:
     if command == "start":
         server = postgres.PgServer(Path(work))
-        server.database(postgres.DATABASE)
+        try:
+            server.database(postgres.DATABASE)
+        except BaseException:
+            server.stop()
+            raise
         server.save()
         shell(PG_URL=server.url, PG_PASSWORD=server.password, PG_PORT=server.port,
               PG_PID=server.pid, PG_DIR=server.dir, PG_BIN=server.bin)

@@ -79,7 +79,11 @@ class PgServer:
         self._owner([self.bin / "initdb", "-D", self.dir / "data", "-U", "postgres",
                      "--auth-local=peer", "--auth-host=scram-sha-256", "-E", "UTF8"])
         self.launch()
-        self.sql(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{self.password}'")
+        try:
+            self.sql(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{self.password}'")
+        except BaseException:
+            self.stop()
+            raise
 
     @property
     def url(self) -> str:
