@@ -77,7 +77,7 @@ _fleet_cleanup() {
         wait "$pid" 2>/dev/null || true
     done
     ingest_stop_all
-    pg_stop
+    pg_stop || echo "$FLEET_NAME: postgres did not stop" >&2
     if ((status != 0)); then
         _fleet_show_failure
     fi
