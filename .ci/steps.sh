@@ -125,19 +125,19 @@ step bench-smoke/ledger-grind "the in-process rows' instructions under callgrind
 
 # load: the servers under real load from other processes, over TCP on 127.0.0.1.
 step load/sdks "deliveries signed by the senders' own libraries (PyPI, npm), answers and counts checked" \
-    'bash load-scripts/webhooks/sdks.sh'
+    'bash load-scripts/verifiers/sdks.sh'
 step load/keep-alive "behind nginx's upstream keep-alive, forged deliveries refused before their bodies never cost a real one its connection" \
-    'bash load-scripts/webhooks/keep-alive.sh'
+    'bash load-scripts/verifiers/keep-alive.sh'
 step load/quickstart "the quick-start example run as a user runs it, answers and counts checked, SIGTERM mid request" \
     'bash load-scripts/quickstart.sh'
 step load/webhook "the webhook service under parallel load, every total reconciled" \
-    'bash load-scripts/webhook/ci.sh'
+    'bash load-scripts/ingest/ci.sh'
 step load/durable "under strace, every 201 and 202 queued preceded by an fsync after its request; --sqlite-sync normal caught" \
-    'bash load-scripts/webhook/durable.sh'
+    'bash load-scripts/ingest/durable.sh'
 step load/inbox "the error inbox page in headless Chromium, checked through its DOM" \
     'bash load-scripts/inbox/inbox.sh'
 step load/hostile "thousands of stalled connections closed, pushes served meanwhile, totals reconciled" \
-    'bash load-scripts/webhook/hostile.sh'
+    'bash load-scripts/ingest/hostile.sh'
 
 # fleet: several instances, a real Prometheus and a real PostgreSQL.
 step fleet/fleet "three instances, a real Prometheus, totals reconciled" \

@@ -1,18 +1,37 @@
 # shellcheck shell=bash
-# The servers the load scripts start: a port to give one, and waiting until it is ready;
-# sourced, never run.
+# The shell scripts' door to the harness (load-scripts/harness/); sourced, never run.
 #
+#   harness COMMAND...          python3 -m harness COMMAND... (see harness/__main__.py)
 #   free_port                   prints a TCP port of 127.0.0.1 that was free a moment ago
+#   require NAME TOOL...        the missing-tool check: returns when every TOOL is on PATH;
+#                               otherwise exits 1 in CI (FAULTLINE_REQUIRE_TOOLS set), or 0
+#                               after saying the script was skipped
 #   wait_for PID SECONDS CMD... runs CMD every 0.1 s until it succeeds; returns 1 as soon as
 #                               process PID has exited, or once SECONDS of tries have failed
-#   require NAME TOOL...        exits 1, saying so as script NAME, unless every TOOL is on PATH
 #   scratch NAME                makes $work, a scratch directory removed at exit, when the
 #                               server whose PID the script sets in $pid is stopped too; then
 #                               `fail MSG...` says "NAME: MSG" with the server's output
 #                               ($work/stdout, $work/stderr) and exits 1
 
+HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+harness() {
+    PYTHONPATH=$HARNESS_DIR${PYTHONPATH:+:$PYTHONPATH} python3 -m harness "$@"
+}
+
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+    harness free-port
+}
+
+require() {
+    local status=0
+    command -v python3 >/dev/null || { echo "$1: python3 is required" >&2; exit 1; }
+    harness require "$@" || status=$?
+    case $status in
+        0) ;;
+        3) exit 0 ;;
+        *) exit 1 ;;
+    esac
 }
 
 wait_for() {
@@ -23,17 +42,6 @@ wait_for() {
             return 1
         fi
         sleep 0.1
-    done
-}
-
-require() {
-    local name=$1 tool
-    shift
-    for tool in "$@"; do
-        command -v "$tool" >/dev/null || {
-            echo "$name: $tool is required (.ci/setup installs it)" >&2
-            exit 1
-        }
     done
 }
 

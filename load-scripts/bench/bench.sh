@@ -21,17 +21,7 @@ cd "$(dirname "$0")/../.."
 LAB_BUILD=(cargo build --release -p failure-lab)
 export FAILURE_LAB_BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/failure-lab
 
-require_tools() {
-    local missing=() tool
-    for tool in python3 wrk valgrind; do
-        command -v "$tool" >/dev/null || missing+=("$tool")
-    done
-    if ((${#missing[@]})); then
-        echo "bench.sh: ${missing[*]} not found; install with: apt-get install ${missing[*]}" >&2
-        exit 1
-    fi
-}
-
-require_tools
+source load-scripts/proc.sh
+require bench.sh wrk valgrind
 "${LAB_BUILD[@]}"
 exec python3 load-scripts/bench/bench.py "$@"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import hmac
 import json
 import os
 import statistics
@@ -31,7 +30,8 @@ from pathlib import Path
 from receivers import BenchFailure, Receiver
 from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, commit, render, render_postgres,
                            write_section)
-from pgserver import PgServer, SETTINGS as PG_SETTINGS
+from harness.postgres import PgServer, SETTINGS as PG_SETTINGS
+from harness.signing import hex_signature
 
 HERE = Path(__file__).resolve().parent
 # Bodies in the pre-signed list: enough that sizes interleave, few enough to sign in an instant.
@@ -61,7 +61,7 @@ def signed_list(path: Path, url_path: str, secret: str) -> None:
     with open(path, "w") as out:
         for n in range(SIGNED_BODIES):
             body = push(n)
-            tag = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            tag = hex_signature(secret, body)
             out.write(f"{url_path}\tsha256={tag}\t{body.decode()}\n")
 
 

@@ -14,9 +14,8 @@
 #                of BENCHMARKS.md instead (with --quick, nothing)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for tool in wrk python3; do
-    command -v "$tool" >/dev/null || { echo "ingest: $tool is required (apt-get install $tool)" >&2; exit 1; }
-done
+source load-scripts/proc.sh
+require ingest wrk
 cargo build --release --quiet -p webhook-ingest -p plain-receiver
 target=${CARGO_TARGET_DIR:-$PWD/target}/release
 write=(--write BENCHMARKS.md)

@@ -10,12 +10,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-for tool in python3 valgrind; do
-    if ! command -v "$tool" >/dev/null; then
-        echo "ledger-grind.sh: $tool not found; install with: apt-get install $tool" >&2
-        exit 1
-    fi
-done
+source load-scripts/proc.sh
+require ledger-grind.sh valgrind
 # RUST_BACKTRACE is cleared on purpose: no row panics, and the figures must not depend on it.
 unset RUST_BACKTRACE RUST_LIB_BACKTRACE
 exec python3 load-scripts/bench/ledger_grind.py "$@"

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab import (CONNECTIONS, MIXED_CONNECTIONS, THREADS, BenchFailure, Lab, Server, load_average,
-                 metrics, quiescent_metrics, run_wrk, sequential)
+from lab import (CONNECTIONS, MIXED_CONNECTIONS, THREADS, BenchFailure, Lab, Server, get,
+                 load_average, metrics, quiescent_metrics, run_wrk, sequential)
 from settings import HERE
 
 # Bytes per MiB, for RSS.
@@ -139,9 +139,9 @@ def measure_cpu(lab: Lab, case: Case, seconds: float, warmup: float) -> dict:
     try:
         if warmup > 0:
             run_wrk(server.port, case.path, warmup, connections=4)
-        stderr0, cpu0 = server.stderr_bytes(), server.cpu_seconds()
+        stderr0, cpu0 = server.log_bytes(), server.cpu_seconds()
         result = run_wrk(server.port, case.path, seconds)
-        cpu1, stderr1 = server.cpu_seconds(), server.stderr_bytes()
+        cpu1, stderr1 = server.cpu_seconds(), server.log_bytes()
         if not server.alive():
             raise BenchFailure(f"server died during {case.title()}")
     finally:
@@ -229,7 +229,7 @@ def measure_memory(lab: Lab, first: int, total: int, distinct: int) -> dict:
         fail_until(server, total, distinct)
         m2, _ = quiescent_metrics(server)
         rss_total = server.rss_bytes()
-        series = server.get("/metrics").count("faultline_errors_total{")
+        series = get(server, "/metrics").count("faultline_errors_total{")
     finally:
         server.stop()
     return {

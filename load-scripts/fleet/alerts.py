@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The load and the checks of alerts.sh; standard library only, 127.0.0.1 only.
+"""The alert rules of deploy/prometheus/ in a real Prometheus (alerts.sh); standard library and
+the harness only, 127.0.0.1 only.
 
-    alerts.py PROM_URL RULES_FILE HOST:PORT...
+    alerts.py [--release]
 
-PROM_URL is a Prometheus that scrapes the failure-lab instances at HOST:PORT under job
-`faultline` and evaluates RULES_FILE every second. This sends the instances a planned load,
+Starts three failure-lab instances and a Prometheus that scrapes them under job `faultline`
+and evaluates deploy/prometheus/rules/faultline.yml itself (not a copy), both every second.
+Then sends the instances a planned load,
 waits until Prometheus has scraped all of it and evaluated the rules after that, and checks
 through /api/v1/alerts that exactly the planned alerts are active:
 
@@ -24,19 +26,24 @@ not because its requests never reached the rules, and the alerts expected are th
 import dataclasses
 import datetime
 import http.client
-import json
 import pathlib
 import re
+import subprocess
 import sys
+import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "deploy" / "prometheus"))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "deploy" / "prometheus"))
+sys.path.insert(0, str(ROOT / "load-scripts"))
 import generate  # noqa: E402 (the settings the committed rules were written from)
+from harness import lab, prometheus, tools  # noqa: E402
+from harness.procs import Failure, Servers  # noqa: E402
 
-JOB = "faultline"
+INSTANCES = 3
+RULES = ROOT / "deploy" / "prometheus" / "rules" / "faultline.yml"
+JOB = prometheus.JOB
 GUARD = generate.SETTINGS["min_requests"]
 FAST_BURN, _, FAST_FACTOR, FAST_LONG, FAST_SHORT, _ = generate.BURN_ALERTS[0]
 THRESHOLD = float(generate.number(FAST_FACTOR * (100 - generate.SETTINGS["slo"]) / 100))
@@ -128,12 +135,10 @@ def die(message):
 
 
 def api(prom, path, **params):
-    url = f"{prom}{path}?{urllib.parse.urlencode(params)}"
-    with urllib.request.urlopen(url, timeout=REQUEST_TIMEOUT_S) as answer:
-        body = json.load(answer)
-    if body.get("status") != "success":
-        die(f"{path} {params}: {body}")
-    return body["data"]
+    try:
+        return prometheus.api(prom, path.removeprefix("/api/v1/"), **params)
+    except Failure as failure:
+        die(str(failure))
 
 
 def value(prom, promql):
@@ -395,10 +400,28 @@ def check_health(prom, rules_file):
 
 
 def main():
-    if len(sys.argv) < 4:
-        die("usage: alerts.py PROM_URL RULES_FILE HOST:PORT...")
-    prom, rules_file = sys.argv[1], sys.argv[2]
-    instances = [(host, int(port)) for host, port in (a.rsplit(":", 1) for a in sys.argv[3:])]
+    if sys.argv[1:] not in ([], ["--release"]):
+        die("usage: load-scripts/fleet/alerts.sh [--release]")
+    tools.require("alerts", "prometheus", "promtool",
+                  install="apt-get install prometheus; promtool comes with it")
+    subprocess.run(["promtool", "check", "rules", str(RULES)], check=True,
+                   stdout=subprocess.DEVNULL)
+    binary = lab.build(release=sys.argv[1:] == ["--release"])
+    with tempfile.TemporaryDirectory(prefix="faultline-alerts.") as work:
+        try:
+            with Servers() as servers:
+                labs = [servers.add(lab.start(binary, pathlib.Path(work), f"lab{i}"))
+                        for i in range(INSTANCES)]
+                prom = servers.add(prometheus.start(
+                    pathlib.Path(work), [f"127.0.0.1:{s.port}" for s in labs], [RULES]))
+                print(f"alerts: instances on ports {' '.join(str(s.port) for s in labs)}; "
+                      f"Prometheus on {prom.url} evaluates {RULES}")
+                check(prom.url, str(RULES), [("127.0.0.1", s.port) for s in labs])
+        except Failure as failure:
+            die(str(failure))
+
+
+def check(prom, rules_file, instances):
     n = len(instances)
     if 2 * n * UNDER_GUARD.per_instance >= GUARD or n * BURST.per_instance < GUARD \
             or n * CLIENT_BURST.per_instance < GUARD:

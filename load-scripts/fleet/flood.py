@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""An unauthenticated flood and the real senders after it, for flood.sh; standard library only.
+"""An unauthenticated flood and the real senders after it, for flood.sh; standard library and
+the harness only.
 Every request goes to 127.0.0.1. Subcommands:
 
   wait-known ENV URL                 waits until the instance knows every inbox ENV made

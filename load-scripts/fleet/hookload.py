@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Signed push deliveries for webhook-ingest instances, and the checks that reconcile them.
 
-Run by pg-fleet.sh, crash.sh and throughput.sh; standard library only. Every request goes to
+Run by pg-fleet.sh, crash.sh and throughput.sh; standard library and the harness only. Every request goes to
 127.0.0.1. Subcommands:
 
   setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
@@ -24,17 +24,19 @@ ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored f
 """
 
 import hashlib
-import hmac
-import http.client
 import json
 import sqlite3
 import sys
 import threading
 import time
+from pathlib import Path
 
-# One request may take this long before it counts as failed: far above the service's worst
-# case under this load, far below a run's length.
-REQUEST_TIMEOUT_S = 15
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import ingest, metrics, signing, storm as storms  # noqa: E402
+from harness.client import Conn, check_url, label  # noqa: E402,F401 (outage.py, flood.py)
+from harness.ingest import hook_path, push_body  # noqa: E402,F401
+from harness.storm import MAX_COMMITS, NO_ANSWER_PAUSE_S, run_parallel  # noqa: E402,F401
+
 # The fleet load, per provider: deliveries, and how many carry no commits (tag pushes).
 FLEET_PUSHES = 72
 FLEET_SENDERS = 24
@@ -42,11 +44,9 @@ FLEET_SENDERS = 24
 REDELIVERY_COPIES = 20
 FLEET_BAD_SIGNATURES = 45
 FLEET_IGNORED = 45
-# Commits in a push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the mix.
-MAX_COMMITS = 6
-PROVIDERS = ("github", "gitlab", "bitbucket", "gitea", "forgejo")
-# Where each provider's push says it came from (Gitea's and Forgejo's payloads are GitHub's).
-REPOSITORIES = {"github": "acme/widgets", "gitea": "acme/sprockets", "forgejo": "acme/cogs"}
+# Commits in a fleet push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the
+# mix.
+PROVIDERS = signing.FORGES
 
 ROWS_SQL = (
     "SELECT d.delivery_id, d.commit_count, d.redeliveries, "
@@ -60,138 +60,13 @@ def die(message):
     sys.exit(1)
 
 
-def check_url(url):
-    if not url.startswith("http://127.0.0.1:"):
-        die(f"only http://127.0.0.1 is accepted, not {url}")
-    return url
-
-
-class Conn:
-    """One keep-alive HTTP/1.1 connection to one instance, reopened after any failure."""
-
-    def __init__(self, url):
-        host, port = check_url(url)[len("http://"):].split(":")
-        self.host, self.port, self.conn = host, int(port.rstrip("/")), None
-
-    def request(self, method, path, body=None, headers=None):
-        """(status, parsed JSON body or None); status 0 when no answer came."""
-        try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT_S)
-            self.conn.request(method, path, body=body, headers=headers or {})
-            response = self.conn.getresponse()
-            raw = response.read()
-            try:
-                parsed = json.loads(raw) if raw else None
-            except ValueError:
-                parsed = None
-            return response.status, parsed, response.getheader("retry-after")
-        except (OSError, http.client.HTTPException):
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = None
-            return 0, None, None
-
-
-def label(status, body):
-    """The problem code of a failure; for a 2xx, the status it names (`stored`, `duplicate`,
-    `queued`, `ignored`)."""
-    if isinstance(body, dict):
-        if "code" in body:
-            return body["code"]
-        if body.get("status") in ("duplicate", "stored", "ignored", "queued"):
-            return body["status"]
-    return "-" if status else "no-answer"
-
-
 def setup(url, env_path):
-    conn = Conn(url)
-    status, created, _ = conn.request("POST", "/api/instances")
-    if status != 201:
-        die(f"creating an instance answered {status}")
-    instance, key = created["id"], created["api_key"]
-    auth = {"authorization": f"Bearer {key}", "content-type": "application/json"}
-    status, digest, _ = conn.request(
-        "POST", f"/api/{instance}/digests", json.dumps({"description": "fleet"}), auth)
-    if status != 201:
-        die(f"creating a digest answered {status}")
-    inboxes = {}
-    for vcs in PROVIDERS:
-        status, inbox, _ = conn.request(
-            "POST", f"/api/{instance}/digests/{digest['id']}/inboxes",
-            json.dumps({"vcs": vcs, "name": f"{vcs} hooks"}), auth)
-        if status != 201:
-            die(f"creating the {vcs} inbox answered {status}")
-        inboxes[vcs] = {"id": inbox["id"], "secret": inbox["secret"]}
-    env = {"instance": instance, "key": key, "digest": digest["id"], "inboxes": inboxes,
-           "setup_requests": 2 + len(PROVIDERS)}
     with open(env_path, "w") as out:
-        json.dump(env, out)
-
-
-def push_body(vcs, delivery, commits):
-    """A push of `commits` commits whose shas are unique to the delivery."""
-    listed = [{"sha": f"{delivery}.{i}", "message": f"change {i} of {delivery}",
-               "author": "Ada <ada@example.com>", "when": f"2026-11-30T06:{i:02d}:00Z"}
-              for i in range(commits)]
-    if vcs == "bitbucket":
-        payload = {"repository": {"full_name": "acme/gizmos"}, "push": {"changes": [
-            {"new": {"type": "branch", "name": "main"}, "commits": [
-                {"hash": c["sha"], "message": c["message"], "date": c["when"],
-                 "author": {"raw": c["author"]}} for c in listed]}]}}
-    else:
-        repository = ({"repository": {"full_name": REPOSITORIES[vcs]}} if vcs in REPOSITORIES
-                      else {"project": {"path_with_namespace": "acme/gadgets"}})
-        payload = dict(repository, ref="refs/heads/main", commits=[
-            {"id": c["sha"], "message": c["message"], "timestamp": c["when"],
-             "author": {"name": "Ada"}} for c in listed])
-    return json.dumps(payload).encode()
+        json.dump(ingest.setup(url, PROVIDERS, "fleet"), out)
 
 
 def headers(env, vcs, delivery, body, event=None, secret=None):
-    secret = secret or env["inboxes"][vcs]["secret"]
-    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    signature = "sha256=" + digest
-    # As Gitea sends it: its own headers, Gogs' and GitHub's; Forgejo adds its own to those.
-    gitea = {f"x-{name}-{part}": value for name in ("gitea", "gogs")
-             for part, value in (("event", event or "push"), ("delivery", delivery),
-                                 ("signature", digest))}
-    gitea.update({"x-github-event": event or "push", "x-github-delivery": delivery,
-                  "x-hub-signature-256": signature})
-    forgejo = dict(gitea, **{"x-forgejo-event": event or "push", "x-forgejo-delivery": delivery,
-                             "x-forgejo-signature": digest})
-    own = {
-        "github": {"x-github-event": event or "push", "x-github-delivery": delivery,
-                   "x-hub-signature-256": signature},
-        "gitlab": {"x-gitlab-event": event or "Push Hook", "idempotency-key": delivery,
-                   "x-gitlab-token": secret},
-        "bitbucket": {"x-event-key": event or "repo:push", "x-request-uuid": delivery,
-                      "x-hub-signature": signature},
-        "gitea": gitea,
-        "forgejo": forgejo,
-    }[vcs]
-    return dict(own, **{"content-type": "application/json"})
-
-
-def hook_path(env, vcs):
-    return f"/api/{env['instance']}/inboxes/{env['inboxes'][vcs]['id']}/commits"
-
-
-def run_parallel(senders, work):
-    """Runs work(sender_index) on `senders` threads started together; their results."""
-    start = threading.Barrier(senders)
-    results = [None] * senders
-
-    def body(i):
-        start.wait()
-        results[i] = work(i)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(senders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    return signing.forge_headers(vcs, secret or env["inboxes"][vcs]["secret"], delivery, body, event)
 
 
 def fleet_jobs(env, instances):
@@ -309,21 +184,14 @@ def sqlite_rows(path):
 
 
 def ledger(url):
-    """The instance's outcome counters, read once from /metrics."""
-    host, port = check_url(url)[len("http://"):].split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT_S)
-    conn.request("GET", "/metrics")
-    response = conn.getresponse()
-    if response.status != 200:
-        die(f"{url}/metrics answered {response.status}")
-    counts = {}
-    for line in response.read().decode().splitlines():
-        if line.startswith('faultline_requests_total{outcome="'):
-            counts[line.split('"')[1]] = int(float(line.rsplit(" ", 1)[1]))
-        elif line.startswith("webhook_ingest_ignored_events_total{"):
-            counts["ignored_events"] = (counts.get("ignored_events", 0)
-                                        + int(float(line.rsplit(" ", 1)[1])))
-    conn.close()
+    """The instance's outcome counters and ignored events, once it is quiescent; the earlier
+    scrapes of this wait are taken out of `ok`. Its `started` must be the sum of the outcomes
+    plus the scrape in flight, or the reconciliation fails."""
+    m, scrapes = metrics.quiescent(url)
+    counts = m.outcomes()
+    counts["ok"] -= scrapes - 1
+    counts["ignored_events"] = m.total("webhook_ingest_ignored_events_total")
+    counts["started"] = m.started - scrapes
     return counts
 
 
@@ -350,14 +218,20 @@ def reconcile_fleet(out_path, rows_path, urls):
     for i, url in enumerate(urls):
         counts = ledger(url)
         ignored += counts.pop("ignored_events", 0)
+        started = counts.pop("started")
+        if started != sent["sent"][i]["ok"] + sent["sent"][i]["handled"]:
+            problems.append(f"instance {i}: started {started}, sent {sent['sent'][i]}")
+        totals["started"] = totals.get("started", 0) + started
         for outcome in totals:
             totals[outcome] += counts.get(outcome, 0)
-        others = {k: v for k, v in counts.items() if k not in totals and v}
+        others = {k: v for k, v in counts.items() if k not in ("ok", "handled") and v}
         if counts.get("ok", 0) != sent["sent"][i]["ok"] or counts.get("handled", 0) != sent["sent"][i]["handled"] or others:
             problems.append(f"instance {i}: ledger {counts}, sent {sent['sent'][i]}")
-    want = {k: sum(s[k] for s in sent["sent"]) for k in totals}
+    want = {k: sum(s[k] for s in sent["sent"]) for k in ("ok", "handled")}
+    want["started"] = want["ok"] + want["handled"]
     print(f"fleet: sum of the {len(urls)} ledgers: ok {totals['ok']} (sent {want['ok']}), "
-          f"handled {totals['handled']} (sent {want['handled']})")
+          f"handled {totals['handled']} (sent {want['handled']}), started {totals['started']} "
+          f"= the outcomes (each instance's scrapes taken out)")
     if totals != want:
         problems.append(f"ledgers {totals} != sent {want}")
     print(f"fleet: ignored events counted by the instances: {ignored} (sent {FLEET_IGNORED})")
@@ -368,43 +242,10 @@ def reconcile_fleet(out_path, rows_path, urls):
     print("fleet: reconciled")
 
 
-# A sender that got no answer (the instance is down) waits this long before its next
-# delivery, as a provider backs off, so a storm outlasts an instance's restart.
-NO_ANSWER_PAUSE_S = 0.2
-
-
 def storm(env_path, log_path, prefix, count, senders, urls):
-    """COUNT pushes with fresh delivery ids; each answer is appended to LOG at once, so a
-    script can watch the storm's progress (and kill an instance in the middle of it)."""
-    env = json.load(open(env_path))
-    lock = threading.Lock()
-    counter = iter(range(count))
-    log = open(log_path, "a")
-
-    def work(_):
-        conns = [Conn(url) for url in urls]
-        while True:
-            with lock:
-                n = next(counter, None)
-            if n is None:
-                return
-            vcs, delivery, commits = PROVIDERS[n % len(PROVIDERS)], f"{prefix}-{n}", 1 + n % (MAX_COMMITS - 1)
-            body = push_body(vcs, delivery, commits)
-            status, answer, _ = conns[n % len(urls)].request(
-                "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))
-            line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits,
-                               "status": status, "label": label(status, answer)})
-            with lock:
-                log.write(line + "\n")
-                log.flush()
-            if status == 0:
-                time.sleep(NO_ANSWER_PAUSE_S)
-
-    started = time.monotonic()
-    run_parallel(senders, work)
-    elapsed = time.monotonic() - started
-    log.close()
-    entries = [json.loads(line) for line in open(log_path) if f'"{prefix}-' in line]
+    """COUNT pushes with fresh delivery ids (harness.storm.storm); prints the rate."""
+    entries, elapsed = storms.storm(json.load(open(env_path)), urls, log_path, prefix, senders,
+                                    count=count)
     stored = sum(1 for e in entries if e["status"] == 201)
     acked = [e for e in entries if 200 <= e["status"] < 300]
     print(f"storm: {len(entries)} deliveries, {stored} stored, {len(acked)} acknowledged in "

@@ -19,10 +19,8 @@
 # INGEST_WORK must name a directory before ingest_start.
 
 source "$(dirname "${BASH_SOURCE[0]}")/../proc.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/../webhook/service.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../ingest/service.sh"
 
-# A cold debug binary on a busy 2-core machine can take a few seconds to print its address.
-INGEST_START_TIMEOUT_SECS=30
 declare -A INGEST_PORT=() INGEST_PID=()
 
 ingest_build() {
@@ -32,8 +30,7 @@ ingest_build() {
     fi
     "${WEBHOOK_INGEST_BUILD[@]}" --quiet "${flags[@]}"
     local target
-    target=$(cargo metadata --format-version 1 --no-deps |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+    target=$(harness target-dir)
     INGEST_BIN=$target/$profile/$WEBHOOK_INGEST_PATH
 }
 
@@ -42,18 +39,14 @@ ingest_start() {
     ingest_wait "$1"
 }
 
-# The two halves of ingest_start, so that several instances can start at the same moment.
+# The two halves of ingest_start (service.sh's service_launch and service_wait), so that
+# several instances can start at the same moment.
 ingest_launch() {
     local name=$1 db=$2 port=${3:-0}
     shift $(($# < 3 ? $# : 3))
     # shellcheck disable=SC2153 # INGEST_WORK is set by the sourcing script
-    : >"$INGEST_WORK/$name.out"
-    # Without RUST_BACKTRACE: the instances run as in production, and no backtrace capture
-    # (which this shell may ask for) weighs on the throughput they show.
-    env -u RUST_BACKTRACE "$INGEST_BIN" --port "$port" --db "$db" \
-        --spool "$INGEST_WORK/$name.spool" "$@" \
-        >"$INGEST_WORK/$name.out" 2>>"$INGEST_WORK/$name.log" &
-    INGEST_PID[$name]=$!
+    service_launch "$INGEST_BIN" "$INGEST_WORK" "$name" "$port" --db "$db" "$@"
+    INGEST_PID[$name]=$SERVICE_PID
 }
 
 ingest_start_all() {
@@ -70,13 +63,8 @@ ingest_start_all() {
 }
 
 ingest_wait() {
-    local name=$1 out=$INGEST_WORK/$1.out
-    if ! wait_for "${INGEST_PID[$name]}" "$INGEST_START_TIMEOUT_SECS" test -s "$out"; then
-        echo "ingest.sh: instance $name did not start; its log ends:" >&2
-        tail -n 20 "$INGEST_WORK/$name.log" >&2
-        return 1
-    fi
-    INGEST_PORT[$name]=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$out")
+    service_wait "$INGEST_WORK" "$1" "${INGEST_PID[$1]}" || return 1
+    INGEST_PORT[$1]=$SERVICE_PORT
 }
 
 ingest_url() {

@@ -10,7 +10,7 @@
 #                        Then makes the run's work directory (FLEET_WORK, also INGEST_WORK),
 #                        arms the exit trap below and builds the service (INGEST_BIN).
 #   fleet_require TOOL...
-#                        exits 1, naming the tool, unless every TOOL is on PATH
+#                        the missing-tool check (proc.sh's require) as this script
 #   fleet_watch PID      a background job of the script, killed by the exit trap unless
 #   fleet_wait PID       has waited for it first; returns the job's exit status
 #
@@ -51,10 +51,7 @@ fleet_begin() {
 }
 
 fleet_require() {
-    local tool
-    for tool in "$@"; do
-        command -v "$tool" >/dev/null || { echo "$FLEET_NAME: $tool is required" >&2; exit 1; }
-    done
+    require "$FLEET_NAME" "$@"
 }
 
 fleet_watch() {
@@ -80,7 +77,7 @@ _fleet_cleanup() {
         wait "$pid" 2>/dev/null || true
     done
     ingest_stop_all
-    pg_stop
+    pg_stop || echo "$FLEET_NAME: postgres did not stop" >&2
     if ((status != 0)); then
         _fleet_show_failure
     fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The push storm of outage.sh and its reconciliation; standard library only, 127.0.0.1 only.
+"""The push storm of outage.sh and its reconciliation; standard library and the harness only,
+127.0.0.1 only.
 
   storm ENV LOG SECONDS SENDERS URL...   pushes with fresh delivery ids for SECONDS from
                                          SENDERS threads, each to the next instance, every
@@ -19,11 +20,9 @@ when its connection was opened after the kill).
 
 import json
 import sys
-import threading
-import time
 
 import hookload
-from hookload import PROVIDERS, die, label, push_body, headers, hook_path
+from hookload import die, storms
 
 # Every this many deliveries, one is sent a second time at once to the next instance: a
 # redelivery that two instances (and their spools) see.
@@ -31,58 +30,10 @@ REDELIVER_EVERY = 4
 SENDERS_RESEND = 24
 
 
-class Conn(hookload.Conn):
-    """A keep-alive connection that says when it was opened."""
-
-    def request(self, method, path, body=None, headers=None):
-        if self.conn is None:
-            self.conn = hookload.http.client.HTTPConnection(
-                self.host, self.port, timeout=hookload.REQUEST_TIMEOUT_S)
-            try:
-                self.conn.connect()
-            except OSError:
-                self.conn = None
-                return 0, None, None
-            self.opened = time.time()
-        return super().request(method, path, body, headers)
-
-
 def storm(env_path, log_path, seconds, senders, urls):
-    env = json.load(open(env_path))
-    lock = threading.Lock()
-    counter = iter(range(10**9))
-    log = open(log_path, "a")
-    stop = time.monotonic() + seconds
-
-    def send(conns, i, vcs, delivery, commits, body):
-        status, answer, _ = conns[i].request(
-            "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))
-        line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits, "instance": i,
-                           "opened": getattr(conns[i], "opened", 0), "t": time.time(),
-                           "status": status, "label": label(status, answer)})
-        with lock:
-            log.write(line + "\n")
-            log.flush()
-        if status == 0:
-            time.sleep(hookload.NO_ANSWER_PAUSE_S)
-
-    def work(_):
-        conns = [Conn(url) for url in urls]
-        while time.monotonic() < stop:
-            with lock:
-                n = next(counter)
-            vcs, commits = PROVIDERS[n % len(PROVIDERS)], 1 + n % (hookload.MAX_COMMITS - 1)
-            delivery = f"outage-{n}"
-            body = push_body(vcs, delivery, commits)
-            send(conns, n % len(urls), vcs, delivery, commits, body)
-            if n % REDELIVER_EVERY == 0:
-                send(conns, (n + 1) % len(urls), vcs, delivery, commits, body)
-
-    started = time.monotonic()
-    hookload.run_parallel(senders, work)
-    elapsed = time.monotonic() - started
-    log.close()
-    entries = [json.loads(line) for line in open(log_path)]
+    """Pushes for SECONDS (harness.storm.storm), every REDELIVER_EVERY-th twice at once."""
+    entries, elapsed = storms.storm(json.load(open(env_path)), urls, log_path, "outage", senders,
+                                    seconds=seconds, redeliver_every=REDELIVER_EVERY)
     acked = sum(1 for e in entries if 200 <= e["status"] < 300)
     print(f"outage: storm: {len(entries)} requests in {elapsed:.1f}s from {senders} senders, "
           f"{acked} answered 2xx")
@@ -153,7 +104,9 @@ def check_ledgers(env, entries, resent, meta, polls, urls, problems):
     got = []
     for url in urls:
         counts = hookload.ledger(url)
-        got.append(sum(v for k, v in counts.items() if k != "ignored_events"))
+        got.append(sum(v for k, v in counts.items() if k not in ("ignored_events", "started")))
+        if counts["started"] != got[-1]:
+            problems.append(f"{url}: started {counts['started']} != the outcomes {got[-1]}")
     print(f"outage: sum of the {len(urls)} ledgers: {sum(got)} requests (answered {sum(want)}; "
           f"per instance {got} against {want})")
     if got != want:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the inbox page check: the lab, a bounded load, headless Chromium, the DOM checks.
 
-Standard library only. Chromium runs as `--headless --dump-dom` (the DOM after the page's
+Standard library and the harness only. Chromium runs as `--headless --dump-dom` (the DOM after the page's
 script ran); the page keeps its filters in the URL fragment, so a filtered view is one more
 dump. The budget section is checked against what was sent (`budget.py`), and the fit of the
 page at a laptop's width by measuring it in the browser over the DevTools protocol
@@ -14,7 +14,6 @@ import html.parser
 import http.client
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -23,9 +22,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import budget
 import cdp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import lab as labs  # noqa: E402
+from harness.metrics import Metrics  # noqa: E402
+from harness.procs import Failure  # noqa: E402
 
 # Requests per failure kind: enough for distinct counts, few enough for seconds in a debug
 # build. Distinct numbers, so a row showing another group's count cannot pass. Each with the
@@ -70,19 +75,13 @@ def fail(message):
     sys.exit(1)
 
 
-def start_lab(binary):
-    env = dict(os.environ)
-    env.pop("RUST_BACKTRACE", None)
-    lab = subprocess.Popen([binary, "--port", "0"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, env=env, text=True)
-    # The first line, within a bound: a lab that hangs before printing it fails the run.
-    ready = select.select([lab.stdout], [], [], TIMEOUT_S)[0]
-    line = lab.stdout.readline().strip() if ready else ""
-    if not line.startswith("listening on "):
-        lab.kill()
-        lab.wait()
-        fail(f"the lab did not start: {line!r}")
-    return lab, "http://" + line.removeprefix("listening on ")
+def start_lab(binary, work):
+    """The lab (harness.lab), RUST_BACKTRACE cleared, its log lines kept in `work`."""
+    try:
+        lab = labs.start(binary, Path(work))
+    except Failure as failure:
+        fail(f"the lab did not start: {failure}")
+    return lab, lab.url
 
 
 def send(base, method, path, body):
@@ -135,9 +134,7 @@ def settle(base):
     gauge of /metrics counts its own request only."""
     deadline = time.monotonic() + TIMEOUT_S
     while True:
-        exposition = get(base, "/metrics").decode().splitlines()
-        in_flight = next(int(line.split()[1]) for line in exposition
-                         if line.startswith("faultline_in_flight "))
+        in_flight = Metrics(get(base, "/metrics").decode()).in_flight
         if in_flight == 1:
             return
         if time.monotonic() > deadline:
@@ -351,7 +348,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("inbox.py: stopped by SIGTERM"))
     began = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
-    lab, base = start_lab(args.lab)
+    work = tempfile.mkdtemp(prefix="faultline-inbox-lab.")
+    lab, base = start_lab(args.lab, work)
     try:
         print(f"== load: {sum(n for _, _, n, *_ in LOAD) + CANCELLED} requests, "
               "every failure kind")
@@ -379,12 +377,8 @@ def main():
         check_filter(url, "q=hostile", lambda g: "hostile" in g["code"] + g["route"], groups)
         check_fit(url, args.out)
     finally:
-        lab.send_signal(signal.SIGTERM)
-        try:
-            lab.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            lab.kill()
-            lab.wait()
+        lab.stop()
+        shutil.rmtree(work, ignore_errors=True)
     print(f"inbox.py: passed in {time.monotonic() - began:.0f} s")
 
 

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source load-scripts/proc.sh
 
-require inbox.sh chromium python3
+require inbox.sh chromium
 
 profile=${INBOX_PROFILE:-debug}
 flags=()

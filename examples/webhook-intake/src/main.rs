@@ -7,7 +7,7 @@
 //!     --inbox repo=github:"$GITHUB_WEBHOOK_SECRET" --inbox billing=stripe:"$STRIPE_WEBHOOK_SECRET"
 //! ```
 //!
-//! Prints `listening on ADDR` first (`--port 0` picks a free port). `load-scripts/webhooks/
+//! Prints `listening on ADDR` first (`--port 0` picks a free port). `load-scripts/verifiers/
 //! sdks.sh` sends it deliveries signed by the senders' own libraries.
 //!
 //! `webhook-intake sign SENDER SECRET ID < body` prints, as a JSON object, the headers

@@ -7,15 +7,13 @@
 # instance restarted during the outage knows from its file); and the store at
 # --sqlite-sync normal, which the check must catch. The spool has no weakened setting.
 #
-#   load-scripts/webhook/durable.sh     # debug build: reuses what `cargo test` compiled
-#   CI_PROFILE=release load-scripts/webhook/durable.sh
+#   load-scripts/ingest/durable.sh     # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/ingest/durable.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
 source "$LOAD_DIR/service.sh"
-for tool in strace python3; do
-    command -v "$tool" >/dev/null || { echo "durable: $tool is required (apt-get install $tool)" >&2; exit 1; }
-done
+require durable strace
 build_service
 work=$(mktemp -d "${TMPDIR:-/tmp}/faultline-durable.XXXXXX")
 # durable.py stops the servers it starts; what is left to remove is the directory.

@@ -2,6 +2,8 @@
 # M signed GitHub pushes, each with new commits and its own delivery id: all 201.
 source "$(dirname "$0")/lib.sh"
 SCRIPT_NAME=post-github-push
+# Signs every request: one signer process for the copy.
+SIGNING=1
 EXPECTED="201:-"
 COMMITS_PER_PUSH=3
 

@@ -1,12 +1,11 @@
 # shellcheck shell=bash
-# Shared by the load scripts; sourced, never run. Needs bash, curl, coreutils, and openssl
-# or the service binary (for `--sign`).
+# Shared by the load scripts; sourced, never run. Needs bash, curl, coreutils and python3
+# (the harness signs).
 #
 # Environment:
 #   FAULTLINE_URL      the service, default http://127.0.0.1:3000; only 127.0.0.1 is accepted
-#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/webhook/.env
+#   FAULTLINE_ENV      the file setup.sh writes, default load-scripts/ingest/.env
 #   FAULTLINE_RESULTS  where tallies and spans go, default $TMPDIR/faultline-load-results
-#   WEBHOOK_INGEST_BIN the service binary, used to sign when openssl is missing
 #   LATENCY_LOG        if set, each request appends `END_US SCRIPT STATUS SECONDS` to this file:
 #                      when its answer came (microseconds since the epoch), which scenario sent
 #                      it, and how long it took
@@ -18,7 +17,6 @@ source "$LOAD_DIR/service.sh"
 FAULTLINE_URL=${FAULTLINE_URL:-http://127.0.0.1:3000}
 FAULTLINE_ENV=${FAULTLINE_ENV:-$LOAD_DIR/.env}
 FAULTLINE_RESULTS=${FAULTLINE_RESULTS:-${TMPDIR:-/tmp}/faultline-load-results}
-WEBHOOK_INGEST_BIN=${WEBHOOK_INGEST_BIN:-$LOAD_DIR/../../target/release/$WEBHOOK_INGEST_PATH}
 
 # One request may take this long before it counts as failed (status 000): far above the
 # service's worst case under this load, far below a run's length.
@@ -41,7 +39,8 @@ case $FAULTLINE_URL in
     *) die "FAULTLINE_URL must point at http://127.0.0.1 (got $FAULTLINE_URL)" ;;
 esac
 
-command -v curl >/dev/null || die "curl is required"
+# A copy's runner has checked already: a copy spares itself the Python start.
+[[ -n ${RUNNER_ID:-} ]] || require "${0##*/}" curl
 
 now_ns() {
     date +%s%N
@@ -51,18 +50,6 @@ now_ns() {
 seconds() {
     local ms=$(($1 / 1000000))
     printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
-}
-
-# The value of a string member in a compact JSON document (the service's own output).
-json_string() {
-    local name=$1 text=$2
-    [[ $text =~ \"$name\":\"([^\"]*)\" ]] && printf '%s' "${BASH_REMATCH[1]}"
-}
-
-# The value of a number member.
-json_number() {
-    local name=$1 text=$2
-    [[ $text =~ \"$name\":([0-9]+) ]] && printf '%s' "${BASH_REMATCH[1]}"
 }
 
 load_env() {
@@ -80,16 +67,38 @@ secret_header_file() {
     printf '%s' "$file"
 }
 
-# The hex HMAC-SHA256 of a file's bytes under a secret.
+# The hex HMAC-SHA256 of a file's bytes under a secret, by harness/signing.py: in a copy whose
+# scenario sets SIGNING=1, by its one signer process (copy_begin starts it: a Python start per
+# request would cost more than the request); otherwise by a process of its own. Either way the
+# secret travels through a pipe or the environment, never the command line (`ps`).
 sign_file() {
-    local secret=$1 file=$2 out
-    if command -v openssl >/dev/null; then
-        out=$(openssl dgst -sha256 -hmac "$secret" <"$file")
-        printf '%s' "${out##* }"
+    local secret=$1 file=$2 tag
+    if [[ -n ${SIGN_TO:-} ]]; then
+        printf '%s\n%s\n' "$secret" "$(wc -c <"$file")" >&"$SIGN_TO"
+        cat "$file" >&"$SIGN_TO"
+        IFS= read -r tag <&"$SIGN_FROM" || die "the signer stopped"
+        printf '%s' "$tag"
     else
-        [[ -x $WEBHOOK_INGEST_BIN ]] || die "neither openssl nor $WEBHOOK_INGEST_BIN to sign with"
-        WEBHOOK_SECRET=$secret "$WEBHOOK_INGEST_BIN" --sign <"$file"
+        WEBHOOK_SECRET=$secret harness sign <"$file"
     fi
+}
+
+# Starts the copy's signer; its pipes get descriptors of their own, which the command
+# substitutions that sign inherit (a coprocess's own do not reach a subshell).
+signer_begin() {
+    coproc SIGNER { harness sign-serve; }
+    exec {SIGN_TO}>&"${SIGNER[1]}" {SIGN_FROM}<&"${SIGNER[0]}"
+    SIGNER_PID_OF_COPY=$SIGNER_PID
+    # The coprocess's own descriptors closed: the signer sees its input end with SIGN_TO.
+    eval "exec ${SIGNER[1]}>&- ${SIGNER[0]}<&-"
+}
+
+# Ends the signer: its stdin closes, it exits, and is waited for.
+signer_end() {
+    [[ -n ${SIGN_TO:-} ]] || return 0
+    exec {SIGN_TO}>&- {SIGN_FROM}<&-
+    SIGN_TO=
+    wait "$SIGNER_PID_OF_COPY" 2>/dev/null || true
 }
 
 # Writes to FILE a GitHub-shaped push of REPO with COMMITS new commits, push I of this copy:
@@ -129,7 +138,8 @@ copy_begin() {
     COPY=${COPY:-1}
     mkdir -p "$FAULTLINE_RESULTS/tallies" "$FAULTLINE_RESULTS/spans/$RUNNER_ID"
     SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/faultline-copy.XXXXXX")
-    trap 'rm -rf "$SCRATCH"' EXIT
+    trap 'signer_end; rm -rf "$SCRATCH"' EXIT
+    [[ -z ${SIGNING:-} ]] || signer_begin
     RESPONSE_FILE=$SCRATCH/response
     # Every copy waits for the runner's go, so they all start their loops together.
     if [[ -n ${RUNNER_GO:-} ]]; then

@@ -27,30 +27,50 @@ build_service() {
     SERVICE_BIN=${CARGO_TARGET_DIR:-$PWD/target}/$profile/$WEBHOOK_INGEST_PATH
 }
 
-# start_service DIR [ARGS...]: starts $SERVICE_BIN on a free port of 127.0.0.1 with ARGS,
-# stdout to DIR/server.out and logs to DIR/server.log; once it prints its address, sets
-# SERVER_PID and SERVER_PORT.
-start_service() {
-    local dir=$1
-    shift
-    # Its own spool in the run's directory, removed with it.
-    "$SERVICE_BIN" --port 0 --spool "$dir/spool" "$@" >"$dir/server.out" 2>"$dir/server.log" &
-    SERVER_PID=$!
-    SERVER_PORT=
-    wait_for "$SERVER_PID" "$STARTUP_TIMEOUT_SECS" _service_port_printed "$dir/server.out" &&
-        return 0
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        echo "the server printed no address" >&2
+# The two halves of a start, so that several instances can start at the same moment:
+# service_launch BIN DIR NAME PORT [ARGS...] starts BIN on PORT (0: a free one) of 127.0.0.1
+# with its own spool DIR/NAME.spool (kept across its restarts) and ARGS, stdout to
+# DIR/NAME.out and logs appended to DIR/NAME.log, without RUST_BACKTRACE (the service runs as
+# in production, and no backtrace capture this shell may ask for weighs on its figures); sets
+# SERVICE_PID. service_wait DIR NAME PID: once it printed its address, sets SERVICE_PORT;
+# otherwise says why and returns 1.
+service_launch() {
+    local bin=$1 dir=$2 name=$3 port=$4
+    shift 4
+    : >"$dir/$name.out"
+    env -u RUST_BACKTRACE "$bin" --port "$port" --spool "$dir/$name.spool" "$@" \
+        >"$dir/$name.out" 2>>"$dir/$name.log" &
+    SERVICE_PID=$!
+}
+
+service_wait() {
+    local dir=$1 name=$2 pid=$3
+    SERVICE_PORT=
+    wait_for "$pid" "$STARTUP_TIMEOUT_SECS" _service_port_printed "$dir/$name.out" && return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "$name printed no address; its log ends:" >&2
     else
-        echo "the server exited" >&2
+        echo "$name exited; its log ends:" >&2
     fi
+    tail -n 20 "$dir/$name.log" >&2
     return 1
 }
 
-# Sets SERVER_PORT from the address the server printed in FILE, if it has.
+# Sets SERVICE_PORT from the address the server printed in FILE, if it has.
 _service_port_printed() {
     [[ -s $1 && $(<"$1") =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]] || return 1
-    SERVER_PORT=${BASH_REMATCH[1]}
+    SERVICE_PORT=${BASH_REMATCH[1]}
+}
+
+# start_service DIR [ARGS...]: $SERVICE_BIN as `server` in DIR (service_launch) with ARGS; once
+# it prints its address, sets SERVER_PID and SERVER_PORT.
+start_service() {
+    local dir=$1
+    shift
+    service_launch "$SERVICE_BIN" "$dir" server 0 "$@"
+    SERVER_PID=$SERVICE_PID
+    service_wait "$dir" server "$SERVER_PID" || return 1
+    SERVER_PORT=$SERVICE_PORT
 }
 
 # stop_service: SIGTERM to the server start_service started, as an orchestrator would send;

@@ -3,6 +3,8 @@
 # signed by their documented formula (the hex HMAC-SHA256 of the body, no prefix): all 201.
 source "$(dirname "$0")/lib.sh"
 SCRIPT_NAME=post-forge-push
+# Signs every request: one signer process for the copy.
+SIGNING=1
 EXPECTED="201:-"
 COMMITS_PER_PUSH=2
 

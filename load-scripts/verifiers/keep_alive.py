@@ -1,5 +1,7 @@
 """Real deliveries behind nginx's kept-alive upstream connections, interleaved with forged
-ones whose large bodies the intake refuses before reading (keep-alive.sh starts both servers).
+ones whose large bodies the intake refuses before reading (keep-alive.sh): nginx (upstream
+keepalive 16) in front of examples/webhook-intake's `Verified` GitHub route, both started here
+and stopped by their PIDs.
 
 Each of CLIENTS threads alternates, ROUNDS times per body size, a forged delivery (no
 signature, or a malformed one) with a real one signed as GitHub signs it. Every real delivery
@@ -7,19 +9,24 @@ must be answered 200 and every forged one 401: before the fault layer drained wh
 left of its body, hyper closed the upstream connection without a word and nginx answered a
 real delivery queued behind it 502. Then the ledger on /metrics, read straight from the intake
 before and after, must have counted each request once: the concurrency is proven by the peak
-of requests in flight at once, and the totals are checked against the script's own tally.
+of requests in flight at once, and the totals are checked against the script's own tally. nginx's error log must show no upstream connection lost.
 
-    python3 keep_alive.py PROXY_ADDR INTAKE_ADDR SECRET
+    python3 keep_alive.py INTAKE_BIN
 """
 
-import hashlib
-import hmac
 import http.client
 import json
 import re
 import sys
-import threading
+import tempfile
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import metrics, nginx  # noqa: E402
+from harness.procs import Failure, Server, Servers  # noqa: E402
+from harness.signing import github_headers  # noqa: E402
+from harness.storm import Tally, run_parallel  # noqa: E402
 
 CLIENTS = 8
 ROUNDS = 50
@@ -27,25 +34,9 @@ ROUNDS = 50
 SIZES = [1_000, 100_000, 1_000_000]
 
 
-class Tally:
-    """What the clients sent and saw, and the most requests they had in flight at once."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.statuses = {}
-        self.in_flight = 0
-        self.peak = 0
-        self.failures = []
-
-    def begin(self):
-        with self.lock:
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-
-    def end(self, kind, status):
-        with self.lock:
-            self.in_flight -= 1
-            self.statuses[(kind, status)] = self.statuses.get((kind, status), 0) + 1
+SECRET = "a github webhook secret"
+# What nginx says when it lost an upstream connection.
+LOST = re.compile(r"upstream prematurely closed|Broken pipe|reset by peer")
 
 
 def post(conn, tally, kind, body, headers):
@@ -57,14 +48,12 @@ def post(conn, tally, kind, body, headers):
         response.read()
         status = response.status
     finally:
-        tally.end(kind, status)
+        tally.end((kind, status))
     return status
 
 
-def client(proxy, secret, tally, start):
-    host, port = proxy.split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
-    start.wait()
+def client(port, secret, tally):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for size in SIZES:
         forged_body = b"x" * size
         for n in range(ROUNDS):
@@ -78,10 +67,7 @@ def client(proxy, secret, tally, start):
                 tally.failures.append(f"forged {size}: {error!r}")
                 conn.close()
             body = json.dumps({"ref": "refs/heads/main", "size": size, "n": n}).encode()
-            digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-            real = {"x-github-event": "push", "x-github-delivery": str(uuid.uuid4()),
-                    "x-hub-signature-256": "sha256=" + digest,
-                    "content-type": "application/json"}
+            real = github_headers(secret, str(uuid.uuid4()), body)
             try:
                 post(conn, tally, "real", body, real)
             except (OSError, http.client.HTTPException) as error:
@@ -90,43 +76,22 @@ def client(proxy, secret, tally, start):
     conn.close()
 
 
-def scrape(intake):
-    host, port = intake.split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    values = {}
-    for name, labels, value in re.findall(r"^(faultline_\w+)(\{[^}]*\})? (\d+)$", text, re.M):
-        values[name + (labels or "")] = int(value)
-    return values
-
-
-def main():
-    proxy, intake, secret = sys.argv[1:4]
-    before = scrape(intake)
+def check(proxy, intake):
+    before = metrics.scrape(intake.url)
     tally = Tally()
-    start = threading.Event()
-    threads = [threading.Thread(target=client, args=(proxy, secret, tally, start))
-               for _ in range(CLIENTS)]
-    for thread in threads:
-        thread.start()
-    start.set()
-    for thread in threads:
-        thread.join()
-    after = scrape(intake)
+    run_parallel(CLIENTS, lambda _: client(proxy.port, SECRET, tally))
+    after = metrics.scrape(intake.url)
 
     each = ROUNDS * len(SIZES) * CLIENTS
     print(f"keep_alive.py: {2 * each} deliveries from {CLIENTS} clients, peak {tally.peak} "
-          f"in flight; answers {sorted((k, s, n) for (k, s), n in tally.statuses.items())}")
-    assert not tally.failures, tally.failures[:5]
+          f"in flight; answers {sorted((k, s, n) for (k, s), n in tally.counts.items())}")
     assert tally.peak >= CLIENTS // 2, f"the clients ran one after another: peak {tally.peak}"
     # Unsigned ones are refused 401, malformed ones 400: every other round.
-    expected = {("real", 200): each, ("forged", 401): each // 2, ("forged", 400): each // 2}
-    assert tally.statuses == expected, tally.statuses
+    tally.check({("real", 200): each, ("forged", 401): each // 2, ("forged", 400): each // 2},
+                CLIENTS)
 
     def grew(series):
-        return after.get(series, 0) - before.get(series, 0)
+        return after.value(series) - before.value(series)
 
     # The scrape before was in flight while it was rendered, and counted ok after it.
     outcome = 'faultline_requests_total{outcome="%s"}'
@@ -134,12 +99,36 @@ def main():
     assert grew(outcome % "handled") == each, ("handled", grew(outcome % "handled"))
     for other in ["rejected", "service_error", "panicked", "aborted", "cancelled"]:
         assert grew(outcome % other) == 0, (other, grew(outcome % other))
-    assert after["faultline_in_flight"] == 1, after["faultline_in_flight"]
+    assert after.in_flight == 1, after.in_flight
+    problem = metrics.unreconciled(after.started, after.outcomes(), after.in_flight)
+    assert problem is None, problem
     drained = grew('faultline_unread_bodies_total{action="drained"}')
     closed = grew('faultline_unread_bodies_total{action="closed"}')
     assert (drained, closed) == (each, 0), (drained, closed)
     assert grew("faultline_unread_body_bytes_total") == ROUNDS * CLIENTS * sum(SIZES)
     print(f"keep_alive.py: ledger ok, {drained} refused bodies drained, none closed")
+
+
+def main():
+    intake_bin = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix="faultline-keep-alive.") as work:
+        try:
+            with Servers() as servers:
+                intake = servers.add(Server("intake", [intake_bin, "--port", 0, "--inbox",
+                                                       f"repo=github:{SECRET}"], work))
+                proxy = servers.add(nginx.start(Path(work), intake.port))
+                try:
+                    check(proxy, intake)
+                except AssertionError as failed:
+                    raise Failure(f"{failed!r}; nginx's errors: "
+                                  f"{nginx.error_log(Path(work))[-600:]}") from None
+                lost = LOST.findall(nginx.error_log(Path(work)))
+                if lost:
+                    raise Failure(f"nginx lost upstream connections: {lost[:3]}")
+        except Failure as failure:
+            print(f"keep-alive.sh: {failure}", file=sys.stderr)
+            sys.exit(1)
+    print("keep-alive.sh: every real delivery behind nginx answered 200, every request counted once")
 
 
 if __name__ == "__main__":

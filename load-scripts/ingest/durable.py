@@ -22,19 +22,18 @@ usage: durable.py store|spool|known|weakened BIN WORKDIR
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import http.client
-import json
 import os
 import re
 import signal
-import socket
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import ingest  # noqa: E402
+from harness.client import Conn  # noqa: E402
+from harness.procs import Server, free_port, wait_until  # noqa: E402
+from harness.signing import github_headers  # noqa: E402
+from harness.storm import run_parallel  # noqa: E402
 
 # Two phases, (senders, deliveries each): one sender alone, where an answer that does not
 # wait for its own fsync finds no other fsync to hide behind; then parallel senders, enough
@@ -53,87 +52,48 @@ RESULT = re.compile(r"\)\s+=\s+(-?\d+)(?:<[^>]*>)?.*<(\d+\.\d+)>\s*$")
 FD = re.compile(r"^(\d+)<(TCP:\[[^\]]*\]|[^>]*)>")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def start(bin_path: str, work: Path, args: list[str], traced: bool = True) -> Server:
+    strace = ["strace", "-f", "-ttt", "-T", "-yy", "-s", "200", "-e", f"trace={SYSCALLS}",
+              "-o", str(work / "trace.txt")]
+    return ingest.start(bin_path, work, args, name="server", spool=work / "spool",
+                        wrap=strace if traced else None, timeout_s=START_TIMEOUT_S)
 
 
-def start(bin_path: str, work: Path, args: list[str],
-          traced: bool = True) -> tuple[subprocess.Popen, int]:
-    trace = work / "trace.txt"
-    out = open(work / "server.out", "w+")
-    command = [bin_path, "--port", "0", "--spool", str(work / "spool"), *args]
-    if traced:
-        command = ["strace", "-f", "-ttt", "-T", "-yy", "-s", "200", "-e", f"trace={SYSCALLS}",
-                   "-o", str(trace), *command]
-    proc = subprocess.Popen(command, stdout=out, stderr=open(work / "server.log", "w"))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        out.seek(0)
-        found = re.search(r"listening on 127\.0\.0\.1:(\d+)", out.read())
-        if found:
-            return proc, int(found.group(1))
-        if proc.poll() is not None:
-            raise SystemExit(f"durable: the service exited: {(work / 'server.log').read_text()[-1500:]}")
-        time.sleep(0.1)
-    raise SystemExit("durable: the service printed no address")
-
-
-def stop(strace: subprocess.Popen, traced: bool = True) -> None:
+def stop(server: Server, traced: bool = True) -> None:
     """SIGTERM to the traced service itself (strace only detaches on one), then the wait."""
-    if not traced:
-        strace.terminate()
-    children = Path(f"/proc/{strace.pid}/task/{strace.pid}/children")
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
     for pid in children.read_text().split() if traced and children.exists() else []:
         os.kill(int(pid), signal.SIGTERM)
-    strace.wait(STOP_TIMEOUT_S)
-
-
-def post(port: int, path: str, body: bytes | None, headers: dict) -> tuple[int, dict]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", path, body, headers)
-    answer = conn.getresponse()
-    text = answer.read()
-    conn.close()
-    return answer.status, json.loads(text) if text else {}
+    if traced:
+        server.process.wait(STOP_TIMEOUT_S)
+    server.stop(timeout_s=STOP_TIMEOUT_S)
 
 
 def health(port: int) -> dict:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("GET", "/health")
-    body = json.loads(conn.getresponse().read())
-    conn.close()
+    status, body, _ = Conn(f"http://127.0.0.1:{port}", timeout_s=60).request("GET", "/health")
+    if status != 200:
+        raise SystemExit(f"durable: /health answered {status}")
     return body
 
 
 def inbox(port: int) -> tuple[str, str]:
     """A real inbox of a fresh instance: its delivery path and secret."""
-    json_type = {"Content-Type": "application/json"}
-    _, instance = post(port, "/api/instances", None, {})
-    auth = {**json_type, "Authorization": f"Bearer {instance['api_key']}"}
-    base = f"/api/{instance['id']}"
-    _, digest = post(port, f"{base}/digests", b'{"description":"durable"}', auth)
-    _, box = post(port, f"{base}/digests/{digest['id']}/inboxes",
-                  b'{"vcs":"github","name":"durable/widgets"}', auth)
-    return f"{base}/inboxes/{box['id']}/commits", box["secret"]
+    env = ingest.setup(f"http://127.0.0.1:{port}", ["github"], "durable")
+    return ingest.hook_path(env, "github"), env["inboxes"]["github"]["secret"]
 
 
 def known_inbox(bin_path: str, work: Path) -> tuple[str, str]:
     """An inbox made through an instance on a SQLite store, which is then stopped: what a
     restart knows of it is the file of known inboxes in the spool directory."""
-    proc, port = start(bin_path, work, ["--db", str(work / "setup.db")], traced=False)
+    server = start(bin_path, work, ["--db", str(work / "setup.db")], traced=False)
     try:
-        path, secret = inbox(port)
+        path, secret = inbox(server.port)
         box = path.split("/")[4]
         known = work / "spool" / "known-inboxes.json"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while box not in (known.read_text() if known.exists() else ""):
-            if time.monotonic() > deadline:
-                raise SystemExit(f"durable: known: {box} never reached {known}")
-            time.sleep(0.1)
+        wait_until(lambda: box in (known.read_text() if known.exists() else ""),
+                   START_TIMEOUT_S, f"durable: known: {box} reaching {known}", pause_s=0.1)
     finally:
-        stop(proc, traced=False)
+        stop(server, traced=False)
     return path, secret
 
 
@@ -150,29 +110,20 @@ def send_all(port: int, path: str, secret: str, want: int, phase: int) -> list[s
     senders, per_sender = PHASES[phase]
 
     def sender(s: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = Conn(f"http://127.0.0.1:{port}", timeout_s=60)
         for n in range(per_sender):
             delivery = f"durable-{phase}-{s}-{n}"
-            body = json.dumps({"ref": "refs/heads/main",
-                               "repository": {"full_name": "durable/widgets"},
-                               "commits": [{"id": f"{s:04x}{n:04x}", "message": "m"}]}).encode()
-            tag = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-            conn.request("POST", path, body, {
-                "Content-Type": "application/json", "X-GitHub-Event": "push",
-                "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": f"sha256={tag}"})
-            answer = conn.getresponse()
-            text = answer.read()
-            if answer.status == want:
+            body = (b'{"ref":"refs/heads/main","repository":{"full_name":"durable/widgets"},'
+                    b'"commits":[{"id":"%04x%04x","message":"m"}]}' % (s, n))
+            status, text, _ = conn.raw("POST", path, body,
+                                       github_headers(secret, delivery, body))
+            if status == want:
                 acked.append(delivery)
             else:
-                failures.append(f"{delivery}: {answer.status} {text[:120]!r}")
+                failures.append(f"{delivery}: {status} {text[:120]!r}")
         conn.close()
 
-    threads = [threading.Thread(target=sender, args=(s,)) for s in range(senders)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_parallel(senders, sender)
     if failures:
         raise SystemExit(f"durable: {len(failures)} answers were not {want}: {failures[:3]}")
     return acked
@@ -248,7 +199,8 @@ def main() -> int:
         durable_file, status = re.compile(r"/store\.db-wal$"), "201"
     if mode == "known":
         path, secret = known_inbox(bin_path, work)
-    proc, port = start(bin_path, work, args)
+    server = start(bin_path, work, args)
+    port = server.port
     try:
         if mode == "spool":
             path, secret = "/api/in_nowhere/inboxes/ib_nowhere/commits", "made-up"
@@ -269,7 +221,7 @@ def main() -> int:
             if went != want:
                 raise SystemExit(f"durable: {mode}: (main, unverified) spooled {went}, not {want}")
     finally:
-        stop(proc)
+        stop(server)
     checked, bad = uncovered(events(work / "trace.txt"), durable_file, status)
     phases = " then ".join(f"{n} × {each}" for n, each in PHASES)
     print(f"durable: {mode}: {len(acked)} deliveries answered {status} ({phases} at once); "

@@ -13,11 +13,10 @@
 #   - on SIGTERM the service exits cleanly, and its final ledger counts exactly the requests
 #     of the last scrape (which reconcile.sh and the gauge loop account for) and that scrape
 #     itself: every outcome, `started`, nothing in flight, consistent.
-# Prints the figures. Exits non-zero on any failure. Needs bash, curl, python3, and openssl
-# or the service binary (to sign).
+# Prints the figures. Exits non-zero on any failure. Needs bash, curl and python3.
 #
-#   load-scripts/webhook/hostile.sh                     # debug build (CI runs this)
-#   CI_PROFILE=release load-scripts/webhook/hostile.sh
+#   load-scripts/ingest/hostile.sh                     # debug build (CI runs this)
+#   CI_PROFILE=release load-scripts/ingest/hostile.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
@@ -45,9 +44,7 @@ PROBES_PER_COPY=60
 MAX_GAUGE_SCRAPES=100
 
 began=$(date +%s%N)
-for tool in curl python3; do
-    command -v "$tool" >/dev/null || { echo "hostile.sh: $tool is required" >&2; exit 1; }
-done
+require hostile.sh curl
 if (($(ulimit -n) < DESCRIPTORS)); then
     ulimit -n "$DESCRIPTORS" 2>/dev/null ||
         { echo "hostile.sh: needs $DESCRIPTORS descriptors; ulimit -Hn is $(ulimit -Hn)" >&2; exit 1; }
@@ -75,7 +72,6 @@ echo "server $SERVER_PID on 127.0.0.1:$SERVER_PORT"
 export FAULTLINE_URL=http://127.0.0.1:$SERVER_PORT
 export FAULTLINE_ENV=$work/env
 export FAULTLINE_RESULTS=$work/results
-export WEBHOOK_INGEST_BIN=$SERVICE_BIN
 export LATENCY_LOG=$work/latency
 source "$LOAD_DIR/lib.sh"
 
@@ -85,14 +81,14 @@ open_gauge() {
     local metrics
     metrics=$(curl -sf --max-time "$CURL_MAX_TIME" "$FAULTLINE_URL/metrics") || die "no /metrics"
     printf '%s\n' "$metrics" >"$work/last-scrape"
-    [[ $metrics =~ webhook_ingest_open_connections\ ([0-9]+) ]] || die "no open-connection gauge"
-    printf '%s' "${BASH_REMATCH[1]}"
+    metrics=$(harness value "$work/last-scrape" webhook_ingest_open_connections)
+    [[ $metrics != none ]] || die "no open-connection gauge"
+    printf '%s' "$metrics"
 }
 
-# An outcome's count in the last scrape.
+# An outcome's count in the last scrape, or `none`.
 scraped() {
-    awk -v series="faultline_requests_total{outcome=\"$1\"}" \
-        '$1 == series { print $2; found = 1 } END { if (!found) print "none" }' "$work/last-scrape"
+    harness value "$work/last-scrape" "faultline_requests_total{outcome=\"$1\"}"
 }
 
 "$LOAD_DIR/setup.sh" >/dev/null

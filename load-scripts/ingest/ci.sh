@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the webhook ingestion service, starts it on a fresh temporary database and a free
+# Runs the harness's own checks (load-scripts/harness/test_harness.py), then builds the
+# webhook ingestion service, starts it on a fresh temporary database and a free
 # port of 127.0.0.1, runs setup.sh, the classic 20 x 50 ignored Bitbucket pull requests,
 # a mixed run of every scenario at once, and reconcile.sh; checks that no key or secret reached
 # the service's log; stops the server by its PID. Exits non-zero on any failure.
 #
-#   load-scripts/webhook/ci.sh     # debug build: reuses what `cargo test` compiled
-#   CI_PROFILE=release load-scripts/webhook/ci.sh
+#   load-scripts/ingest/ci.sh     # debug build: reuses what `cargo test` compiled
+#   CI_PROFILE=release load-scripts/ingest/ci.sh
 set -euo pipefail
 LOAD_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$LOAD_DIR/../.."
@@ -17,10 +18,10 @@ MIXED_CLIENTS=4
 MIXED_REQUESTS=20
 
 began=$(date +%s%N)
-command -v curl >/dev/null || { echo "ci.sh: curl is required" >&2; exit 1; }
-if ! command -v openssl >/dev/null; then
-    echo "ci.sh: no openssl; the scripts sign with the service's --sign mode"
-fi
+require ci.sh curl
+
+echo "== the harness's own checks"
+(cd "$LOAD_DIR/.." && python3 -m unittest -q harness.test_harness)
 
 build_service
 bin=$SERVICE_BIN
@@ -43,7 +44,6 @@ echo "server $SERVER_PID on 127.0.0.1:$port, database $work/ingest.db"
 export FAULTLINE_URL=http://127.0.0.1:$port
 export FAULTLINE_ENV=$work/env
 export FAULTLINE_RESULTS=$work/results
-export WEBHOOK_INGEST_BIN=$bin
 
 curl -sf --max-time 5 "$FAULTLINE_URL/health" >/dev/null
 

@@ -1,0 +1,20 @@
+"""The load scripts' harness: everything two of them would otherwise write twice.
+
+Standard library only, and every byte of traffic to 127.0.0.1. A script in a folder of
+`load-scripts/` imports it after putting `load-scripts/` on its path; a shell script calls it
+as `python3 -m harness COMMAND` (see `__main__.py`) with `load-scripts/` as PYTHONPATH.
+
+    tools       the missing-tool check: a failure in CI (FAULTLINE_REQUIRE_TOOLS=1), a skip
+                elsewhere
+    procs       free ports, server processes: started, waited for, stopped by their PID
+    client      a keep-alive client for 127.0.0.1 only, and the label of an answer
+    signing     the signatures and headers of every sender the scripts sign for
+    ingest      the webhook-ingest service: its binary, its start, an instance and its inboxes,
+                push bodies
+    lab         the failure lab's servers
+    postgres    a throwaway PostgreSQL server
+    prometheus  a Prometheus scraping some targets, and its query API
+    nginx       nginx in front of one upstream
+    metrics     /metrics parsed, and the reconciliation of `started` with the outcomes
+    storm       parallel clients that prove they ran at once and check their own totals
+"""

@@ -1,0 +1,138 @@
+"""The harness for shell scripts: `PYTHONPATH=load-scripts python3 -m harness COMMAND …`.
+
+  free-port                  a TCP port of 127.0.0.1 that was free a moment ago
+  target-dir                 the workspace's target directory, as cargo reports it
+  require SCRIPT TOOL...     the missing-tool check (harness.tools.verdict): exits 0 when every
+                             TOOL is on PATH; otherwise 1 in CI (FAULTLINE_REQUIRE_TOOLS set),
+                             or 3 after a `skipped:` line (the shell's `require` exits 0)
+  sign                       the hex HMAC-SHA256 of stdin under $WEBHOOK_SECRET (kept out of
+                             the command line, so out of `ps`)
+  sign-serve                 the same for many bodies, one process for all of them: reads a
+                             secret line, a byte count line and that many bytes, writes the hex
+                             and a newline, until stdin ends
+  value FILE SERIES          the sample of SERIES (`name` or `name{labels}` as exported) in the
+                             exposition FILE, or `none`
+  setup URL ENV [--shell]    an instance, a digest and an inbox per forge -> ENV, as JSON, or
+                             with --shell as the variables the scenario scripts source
+  postgres start WORK        a fresh server in WORK/pg; prints PG_URL, PG_PASSWORD, PG_PORT,
+                             PG_PID, PG_DIR, PG_BIN as shell assignments to eval
+  postgres restart WORK      the same server again, on its data directory and port; prints PG_PID
+  postgres stop WORK         SIGINT to the postmaster by its PID, and a wait until it is gone
+  postgres sql WORK SQL      runs SQL as the superuser on the scripts' database, rows as
+                             tab-separated lines
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from . import ingest, metrics, postgres, procs, signing, tools
+
+
+def shell(**values) -> None:
+    for name, value in values.items():
+        print(f"{name}={shlex.quote(str(value))}")
+
+
+def sign_serve() -> None:
+    """One signer for a shell script's whole run: a Python start costs more than a thousand
+    signatures, and a scenario signs every request."""
+    source, out = sys.stdin.buffer, sys.stdout
+    while True:
+        secret = source.readline()
+        size = source.readline()
+        if not secret or not size:
+            return
+        body = source.read(int(size))
+        out.write(signing.hex_signature(secret.rstrip(b"\n").decode(), body) + "\n")
+        out.flush()
+
+
+def setup(url: str, env_path: str, as_shell: bool) -> None:
+    env = ingest.setup(url)
+    old = os.umask(0o077)
+    try:
+        with open(env_path, "w") as out:
+            if not as_shell:
+                json.dump(env, out)
+                return
+            out.write(f"# written by the load scripts for {url}; holds secrets, never commit it\n")
+            values = {"INSTANCE_ID": env["instance"], "API_KEY": env["key"],
+                      "DIGEST_ID": env["digest"]}
+            for vcs, inbox in env["inboxes"].items():
+                values[f"{vcs.upper()}_INBOX"] = inbox["id"]
+                values[f"{vcs.upper()}_SECRET"] = inbox["secret"]
+            out.writelines(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+    finally:
+        os.umask(old)
+    print(f"instance {env['instance']}, digest {env['digest']}")
+    for vcs, inbox in env["inboxes"].items():
+        print(f"  {vcs} inbox {inbox['id']}")
+    print(f"ids, key and secrets written to {env_path}")
+
+
+def pg(command: str, work: str, rest: list[str]) -> None:
+    if command == "start":
+        server = postgres.PgServer(Path(work))
+        try:
+            server.database(postgres.DATABASE)
+        except BaseException:
+            server.stop()
+            raise
+        server.save()
+        shell(PG_URL=server.url, PG_PASSWORD=server.password, PG_PORT=server.port,
+              PG_PID=server.pid, PG_DIR=server.dir, PG_BIN=server.bin)
+        return
+    server = postgres.PgServer(Path(work), fresh=False)
+    if command == "restart":
+        server.stop()
+        server.launch()
+        server.save()
+        shell(PG_PID=server.pid)
+    elif command == "stop":
+        server.stop()
+        server.save()
+    elif command == "sql" and rest:
+        for row in server.sql(rest[0], postgres.DATABASE):
+            print("\t".join(row))
+    else:
+        raise SystemExit(__doc__)
+
+
+def main(argv: list[str]) -> None:
+    command, args = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "free-port" and not args:
+        print(procs.free_port())
+    elif command == "target-dir" and not args:
+        print(ingest.target_dir())
+    elif command == "require" and len(args) >= 2:
+        found = tools.verdict(args[0], *args[1:])
+        sys.exit({None: 0, "fail": 1, "skip": tools.SKIPPED_STATUS}[found])
+    elif command == "sign-serve" and not args:
+        sign_serve()
+    elif command == "sign" and not args:
+        secret = os.environ.get("WEBHOOK_SECRET")
+        if not secret:
+            raise SystemExit("harness sign: WEBHOOK_SECRET is not set")
+        print(signing.hex_signature(secret, sys.stdin.buffer.read()), end="")
+    elif command == "value" and len(args) == 2:
+        found = metrics.Metrics(Path(args[0]).read_text()).samples.get(args[1])
+        print("none" if found is None else int(found))
+    elif command == "setup" and len(args) in (2, 3) and args[2:] in ([], ["--shell"]):
+        setup(args[0], args[1], args[2:] == ["--shell"])
+    elif command == "postgres" and len(args) >= 2 and args[0] in ("start", "restart", "stop", "sql"):
+        pg(args[0], args[1], args[2:])
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except procs.Failure as failure:
+        print(f"harness: {failure}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,95 @@
+"""The webhook-ingest service: where cargo puts it, its start, an instance with its inboxes
+through the management API, and the pushes the scripts send it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from .client import Conn
+from .procs import Failure, Server, server_env
+from .signing import FORGES
+
+# The package and binary: the one place to change when the service moves.
+PACKAGE = "webhook-ingest"
+BINARY = "webhook-ingest"
+# Where each provider's push says it came from (Gitea's and Forgejo's payloads are GitHub's).
+REPOSITORIES = {"github": "acme/widgets", "gitea": "acme/sprockets", "forgejo": "acme/cogs"}
+
+
+def target_dir() -> Path:
+    """The workspace's target directory, as cargo reports it."""
+    meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
+                          capture_output=True, text=True, check=True)
+    return Path(json.loads(meta.stdout)["target_directory"])
+
+
+def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False) -> Path:
+    """Builds `package` (the service by default) and returns its binary's path."""
+    subprocess.run(["cargo", "build", "--quiet", "-p", package] + (["--release"] if release else []),
+                   check=True)
+    return target_dir() / ("release" if release else "debug") / binary
+
+
+def start(binary: Path, work: Path, args: list, name: str = "service", port: int = 0,
+          spool: Path | None = None, wrap: list | None = None, **kwargs) -> Server:
+    """The service on `port` (a free one by default) with its own spool (WORK/NAME.spool, kept
+    across restarts of the same NAME) and `args`; `wrap` runs it under another program
+    (strace). Returned once it printed its address."""
+    spool = spool or Path(work) / f"{name}.spool"
+    argv = [*(wrap or []), binary, "--port", port, "--spool", spool, *args]
+    return Server(name, argv, work, env=kwargs.pop("env", None) or server_env(), **kwargs)
+
+
+def created(conn: Conn, path: str, body: dict | None, key: str | None = None) -> dict:
+    """POST of a management resource; its JSON, or a failure unless answered 201."""
+    headers = {"content-type": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    status, answer, _ = conn.request("POST", path, json.dumps(body) if body is not None else None,
+                                     headers)
+    if status != 201 or not isinstance(answer, dict):
+        raise Failure(f"POST {path} answered {status}")
+    return answer
+
+
+def setup(url: str, providers=FORGES, description: str = "load") -> dict:
+    """An instance, a digest and an inbox per provider: {instance, key, digest, inboxes:
+    {vcs: {id, secret}}, setup_requests} (the requests it took, each answered 201)."""
+    conn = Conn(url)
+    instance = created(conn, "/api/instances", None)
+    iid, key = instance["id"], instance["api_key"]
+    digest = created(conn, f"/api/{iid}/digests", {"description": description}, key)
+    inboxes = {}
+    for vcs in providers:
+        inbox = created(conn, f"/api/{iid}/digests/{digest['id']}/inboxes",
+                        {"vcs": vcs, "name": f"{description} {vcs}"}, key)
+        inboxes[vcs] = {"id": inbox["id"], "secret": inbox["secret"]}
+    conn.close()
+    return {"instance": iid, "key": key, "digest": digest["id"], "inboxes": inboxes,
+            "setup_requests": 2 + len(providers)}
+
+
+def hook_path(env: dict, vcs: str) -> str:
+    """The path deliveries of `vcs` go to, in an environment `setup` made."""
+    return f"/api/{env['instance']}/inboxes/{env['inboxes'][vcs]['id']}/commits"
+
+
+def push_body(vcs: str, delivery: str, commits: int) -> bytes:
+    """A push of `vcs` with `commits` commits whose shas are unique to the delivery."""
+    listed = [{"sha": f"{delivery}.{i}", "message": f"change {i} of {delivery}",
+               "author": "Ada <ada@example.com>", "when": f"2026-11-30T06:{i:02d}:00Z"}
+              for i in range(commits)]
+    if vcs == "bitbucket":
+        payload = {"repository": {"full_name": "acme/gizmos"}, "push": {"changes": [
+            {"new": {"type": "branch", "name": "main"}, "commits": [
+                {"hash": c["sha"], "message": c["message"], "date": c["when"],
+                 "author": {"raw": c["author"]}} for c in listed]}]}}
+    else:
+        repository = ({"repository": {"full_name": REPOSITORIES[vcs]}} if vcs in REPOSITORIES
+                      else {"project": {"path_with_namespace": "acme/gadgets"}})
+        payload = dict(repository, ref="refs/heads/main", commits=[
+            {"id": c["sha"], "message": c["message"], "timestamp": c["when"],
+             "author": {"name": "Ada"}} for c in listed])
+    return json.dumps(payload).encode()

@@ -1,0 +1,98 @@
+"""The harness's own checks, the parts that need no server: `python3 -m unittest harness.test_harness`
+from load-scripts/ (ingest/ci.sh runs them first)."""
+
+import os
+import time
+import unittest
+from unittest import mock
+
+from . import metrics, signing, storm, tools
+
+EXPOSITION = """# HELP faultline_requests_started_total Requests started.
+faultline_requests_started_total 12
+faultline_requests_total{outcome="ok"} 7
+faultline_requests_total{outcome="handled"} 3
+faultline_requests_total{outcome="rejected"} 1
+faultline_in_flight 1
+faultline_errors_total{route="/a",code="bad-signature",status="401"} 2
+faultline_errors_total{route="/b/{inbox}",code="bad-signature",status="401"} 1
+webhook_ingest_ignored_events_total{vcs="github"} 4
+webhook_ingest_ignored_events_total{vcs="gitlab"} 5
+"""
+
+
+class MetricsTest(unittest.TestCase):
+    def test_an_exposition_is_read_series_by_series(self):
+        m = metrics.Metrics(EXPOSITION)
+        self.assertEqual(m.started, 12)
+        self.assertEqual(m.in_flight, 1)
+        self.assertEqual(m.outcomes(), {"ok": 7, "handled": 3, "rejected": 1, "service_error": 0,
+                                        "panicked": 0, "aborted": 0, "cancelled": 0})
+        self.assertEqual(m.errors(), {("bad-signature", "401"): 3})
+        self.assertEqual(m.total("webhook_ingest_ignored_events_total"), 9)
+        self.assertEqual(m.total("faultline_errors_total", route="/a"), 2)
+        self.assertEqual(m.total("faultline_errors_total", route="/b/{inbox}"), 1)
+        self.assertEqual(m.value('faultline_requests_total{outcome="ok"}'), 7)
+
+    def test_started_reconciles_with_the_outcomes_and_what_is_in_flight(self):
+        m = metrics.Metrics(EXPOSITION)
+        self.assertIsNone(metrics.unreconciled(m.started, m.outcomes(), m.in_flight))
+        # One request started and never finished, or finished twice, is caught.
+        self.assertIsNotNone(metrics.unreconciled(m.started + 1, m.outcomes(), m.in_flight))
+        self.assertIsNotNone(metrics.unreconciled(m.started, m.outcomes(), 0))
+
+
+class SigningTest(unittest.TestCase):
+    def test_the_hex_signature_is_githubs(self):
+        # The example of GitHub's documentation on validating deliveries.
+        self.assertEqual(signing.hex_signature("It's a Secret to Everybody", b"Hello, World!"),
+                         "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
+
+    def test_each_forge_signs_with_its_own_headers(self):
+        body = b"{}"
+        hex_tag = signing.hex_signature("s", body)
+        self.assertEqual(signing.forge_headers("github", "s", "d", body)["x-hub-signature-256"],
+                         "sha256=" + hex_tag)
+        self.assertEqual(signing.forge_headers("gitlab", "s", "d", body)["x-gitlab-token"], "s")
+        self.assertEqual(signing.forge_headers("bitbucket", "s", "d", body)["x-hub-signature"],
+                         "sha256=" + hex_tag)
+        forgejo = signing.forge_headers("forgejo", "s", "d", body)
+        self.assertEqual((forgejo["x-forgejo-signature"], forgejo["x-gitea-signature"]),
+                         (hex_tag, hex_tag))
+
+
+class StormTest(unittest.TestCase):
+    def test_clients_that_never_overlap_fail(self):
+        with self.assertRaises(Exception):
+            storm.Tally().check({}, clients=2)
+
+    def test_a_tally_off_by_one_fails(self):
+        tally = storm.Tally()
+        for _ in range(2):
+            tally.begin()
+        tally.end("ok")
+        tally.end("ok")
+        tally.check({"ok": 2}, clients=2)
+        with self.assertRaises(Exception):
+            tally.check({"ok": 3}, clients=2)
+
+    def test_parallel_clients_all_run_at_once(self):
+        # Each client waits as a request does, so the others run meanwhile.
+        def client(i):
+            time.sleep(0.05)
+            return i * i
+
+        self.assertEqual(storm.run_parallel(4, client), [0, 1, 4, 9])
+
+
+class ToolsTest(unittest.TestCase):
+    def test_a_missing_tool_fails_when_tools_are_required(self):
+        with mock.patch.dict(os.environ, {tools.REQUIRE_TOOLS_ENV: "1"}):
+            self.assertEqual(tools.verdict("t", "sh", "no-such-tool-here"), "fail")
+        with mock.patch.dict(os.environ, {tools.REQUIRE_TOOLS_ENV: "0"}):
+            self.assertEqual(tools.verdict("t", "no-such-tool-here"), "skip")
+        self.assertIsNone(tools.verdict("t", "sh"))
+
+
+if __name__ == "__main__":
+    unittest.main()
