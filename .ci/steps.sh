@@ -134,8 +134,8 @@ step load/webhook "the webhook service under parallel load, every total reconcil
     'bash load-scripts/ingest/ci.sh'
 step load/durable "under strace, every 201 and 202 queued preceded by an fsync after its request; --sqlite-sync normal caught" \
     'bash load-scripts/ingest/durable.sh'
-step load/inbox "the error inbox page in headless Chromium, checked through its DOM" \
-    'bash load-scripts/inbox/inbox.sh'
+step load/errors-page "the errors page in headless Chromium, checked through its DOM" \
+    'bash load-scripts/errors-page/errors-page.sh'
 step load/hostile "thousands of stalled connections closed, pushes served meanwhile, totals reconciled" \
     'bash load-scripts/ingest/hostile.sh'
 

@@ -1,5 +1,5 @@
 """The failure lab (examples/failure-lab): a server on 127.0.0.1 whose routes fail in every
-way the layer counts, for the benchmarks, the error inbox page and the Prometheus fleet."""
+way the layer counts, for the benchmarks, the errors page and the Prometheus fleet."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ pub(super) fn render(
 ) -> String {
     let mut page = String::with_capacity(4096 + groups.len() * 2048);
     // The page's title and the groups table's id (`#inbox`) are the page as it was first
-    // served: scripts and the browser checks of `load-scripts/inbox/` read them, so the
+    // served: scripts and the browser checks of `load-scripts/errors-page/` read them, so the
     // rename to "errors page" stops at the code.
     page.push_str(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\

@@ -53,7 +53,7 @@ class Browser:
 
     def __init__(self, width, height, timeout_s):
         self.deadline = time.monotonic() + timeout_s
-        self.profile = tempfile.mkdtemp(prefix="faultline-inbox-cdp.")
+        self.profile = tempfile.mkdtemp(prefix="faultline-errors-page-cdp.")
         to_child, self.to_browser = (_spare(fd) for fd in os.pipe())
         self.from_browser, from_child = (_spare(fd) for fd in os.pipe())
 

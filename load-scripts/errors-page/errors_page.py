@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drives the inbox page check: the lab, a bounded load, headless Chromium, the DOM checks.
+"""Drives the errors page check: the lab, a bounded load, headless Chromium, the DOM checks.
 
 Standard library and the harness only. Chromium runs as `--headless --dump-dom` (the DOM after the page's
 script ran); the page keeps its filters in the URL fragment, so a filtered view is one more
@@ -71,7 +71,7 @@ CHROMIUM_TIMEOUT_S = 60
 
 
 def fail(message):
-    print(f"inbox.py: FAILED: {message}", file=sys.stderr)
+    print(f"errors_page.py: FAILED: {message}", file=sys.stderr)
     sys.exit(1)
 
 
@@ -143,7 +143,7 @@ def settle(base):
 
 
 def chromium(*args):
-    profile = tempfile.mkdtemp(prefix="faultline-inbox-chromium.")
+    profile = tempfile.mkdtemp(prefix="faultline-errors-page-chromium.")
     browser = subprocess.Popen([*cdp.CHROMIUM, f"--user-data-dir={profile}", *args],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -345,10 +345,10 @@ def main():
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     # A CI timeout's SIGTERM runs the finally clauses below: the lab and Chromium stop.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("inbox.py: stopped by SIGTERM"))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("errors_page.py: stopped by SIGTERM"))
     began = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="faultline-inbox-lab.")
+    work = tempfile.mkdtemp(prefix="faultline-errors-page-lab.")
     lab, base = start_lab(args.lab, work)
     try:
         print(f"== load: {sum(n for _, _, n, *_ in LOAD) + CANCELLED} requests, "
@@ -379,7 +379,7 @@ def main():
     finally:
         lab.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"inbox.py: passed in {time.monotonic() - began:.0f} s")
+    print(f"errors_page.py: passed in {time.monotonic() - began:.0f} s")
 
 
 if __name__ == "__main__":

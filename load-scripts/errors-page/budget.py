@@ -1,4 +1,4 @@
-"""The inbox page's error budget section, checked against what the load sent.
+"""The errors page's error budget section, checked against what the load sent.
 
 The expectation is computed here from the load alone, by the definition of the Prometheus
 rules (docs/alerts.md): only the server's own failures spend the budget, a handler's 5xx
@@ -16,7 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "deploy" / 
 import generate  # noqa: E402 (the settings the committed rules were written from)
 
 # The page judges by the rules' defaults (`deploy/prometheus/check.sh` holds
-# `src/export/inbox/budget.rs` to them): the objective, the fast burn's factor, the guard.
+# `src/export/errors_page/budget.rs` to them): the objective, the fast burn's factor, the guard.
 SLO = round(generate.SETTINGS["slo"] / 100, 12)  # 0.999, as the page writes it
 FAST_BURN = next(a[2] for a in generate.BURN_ALERTS if a[0] == "FaultlineFastBurn")
 MIN_REQUESTS = generate.SETTINGS["min_requests"]
