@@ -4,9 +4,9 @@ the harness only, 127.0.0.1 only.
 
     alerts.py [--release]
 
-Starts three failure-lab instances and a Prometheus that scrapes them under job `faultline`
+Starts three failure-lab nodes and a Prometheus that scrapes them under job `faultline`
 and evaluates deploy/prometheus/rules/faultline.yml itself (not a copy), both every second.
-Then sends the instances a planned load,
+Then sends the nodes a planned load,
 waits until Prometheus has scraped all of it and evaluated the rules after that, and checks
 through /api/v1/alerts that exactly the planned alerts are active:
 
@@ -41,7 +41,7 @@ import generate  # noqa: E402 (the settings the committed rules were written fro
 from harness import lab, prometheus, tools  # noqa: E402
 from harness.procs import Failure, Servers  # noqa: E402
 
-INSTANCES = 3
+NODES = 3
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "faultline.yml"
 JOB = prometheus.JOB
 GUARD = generate.SETTINGS["min_requests"]
@@ -61,11 +61,11 @@ RATIO_TOLERANCE = 1e-9
 
 @dataclasses.dataclass(frozen=True)
 class Load:
-    """What one route gets from each instance, and how the ledger counts it."""
+    """What one route gets from each node, and how the ledger counts it."""
 
     route: str  # the route label
-    path: str  # what is requested; {i} is the instance's index
-    per_instance: int
+    path: str  # what is requested; {i} is the node's index
+    per_node: int
     status: int
     outcome: str
     code: str  # the failure code in faultline_errors_total, if any
@@ -78,7 +78,7 @@ class Load:
         return labels
 
 
-# With three instances, against the traffic guard of 100 requests in the long window:
+# With three nodes, against the traffic guard of 100 requests in the long window:
 # 180 5xx answers of a handler and nothing else, past the guard: the burn alerts fire.
 BURST = Load("/internal", "/internal", 60, 500, "handled", "store-failed")
 # As many 4xx answers of a handler, past the guard were they counted: the client's mistakes,
@@ -114,11 +114,11 @@ def judged(load):
 
 def pages(load, n):
     """Whether the model says the load's route burns faster than the fast burn's threshold
-    and past the traffic guard, on n instances; each route gets one kind of answer only, so
+    and past the traffic guard, on n nodes; each route gets one kind of answer only, so
     its ratio is 1 or 0."""
     counted, failed = judged(load)
     ratio = 1.0 if failed else 0.0
-    return counted and ratio > THRESHOLD and n * load.per_instance >= GUARD
+    return counted and ratio > THRESHOLD and n * load.per_node >= GUARD
 
 
 def expected_alerts(n):
@@ -183,10 +183,10 @@ def send(host, port, path, count, status, wrong):
         conn.close()
 
 
-def send_all(instances, per_load):
-    """Each instance gets per_load(load) requests of each load, all at once, one thread each."""
+def send_all(nodes, per_load):
+    """Each node gets per_load(load) requests of each load, all at once, one thread each."""
     wrong, threads = [], []
-    for i, (host, port) in enumerate(instances):
+    for i, (host, port) in enumerate(nodes):
         for load in LOADS:
             args = (host, port, load.path.format(i=i), per_load(load), load.status, wrong)
             threads.append(threading.Thread(target=send, args=args))
@@ -237,28 +237,28 @@ def evaluated_after(prom, rules_file, moment):
     return wait_for(f"an evaluation of the rules after {moment:.3f}", check)
 
 
-def prime(prom, instances):
-    """One request of each load to each instance, then a wait until Prometheus holds a sample
+def prime(prom, nodes):
+    """One request of each load to each node, then a wait until Prometheus holds a sample
     of every route's series. The ledger exports a route's series at its first request, already
     counting it, and rate() sees no increase in a series' first sample: a burst sent to a route
     Prometheus has not scraped yet can be invisible to every ratio, or partly so, depending on
     where the scrape falls. Priming is exact where spreading the burst over a few scrapes would
     only make it likely."""
-    send_all(instances, lambda load: 1)
+    send_all(nodes, lambda load: 1)
     routes = "|".join(load.route for load in LOADS)
-    want = len(instances) * len(LOADS)
+    want = len(nodes) * len(LOADS)
     query = f'count(faultline_route_requests_total{{job="{JOB}",outcome="ok",route=~"{routes}"}})'
     wait_for("every primed route scraped", lambda: equals(prom, query, want))
-    print(f"alerts: primed {len(LOADS)} routes on {len(instances)} instances; Prometheus holds their series")
+    print(f"alerts: primed {len(LOADS)} routes on {len(nodes)} nodes; Prometheus holds their series")
 
 
-def all_scraped(prom, instances):
+def all_scraped(prom, nodes):
     """Waits until Prometheus's latest samples count every request sent; returns a moment no
     earlier than those samples."""
     def check():
         seen = {}
         for load in LOADS:
-            want = len(instances) * (load.per_instance + 1)
+            want = len(nodes) * (load.per_node + 1)
             got = value(prom, f"sum(faultline_route_requests_total{selector(load, **load.labels())})")
             seen[load.route] = f"{got} of {want}"
             if got != want:
@@ -301,7 +301,7 @@ def planned(load, seen, n):
     want = 1.0 if failed else 0.0
     plan = [(f"{route}: error ratio {want:g} over {FAST_LONG} and {FAST_SHORT}",
              near(seen["ratio_1h"], want) and near(seen["ratio_5m"], want))]
-    if n * load.per_instance >= GUARD:
+    if n * load.per_node >= GUARD:
         plan.append((f"{route}: at least {GUARD} requests", (seen["requests_1h"] or 0) >= GUARD))
     else:
         plan.append((f"{route}: requests, fewer than {GUARD}", 0 < (seen["requests_1h"] or 0) < GUARD))
@@ -380,14 +380,14 @@ def check_alerts(alerts, n):
     if not notes["description"].startswith(f"{BURST.route} on {JOB}: 100% of requests failed"):
         die(f"{FAST_BURN}: description does not name the route, job and ratio: {notes['description']!r}")
     counted(notes["description"], rf"Codes over {FAST_LONG}: {BURST.code} \({BURST.status}\): (\d+); $",
-            n * BURST.per_instance, f"{FAST_BURN}'s description")
+            n * BURST.per_node, f"{FAST_BURN}'s description")
     panics = alerts[("FaultlinePanics", UNDER_GUARD.outcome)]
     print(f"alerts: FaultlinePanics description: {panics['annotations']['description']}")
-    if float(panics["value"]) < n * (UNDER_GUARD.per_instance + 1):
-        die(f"FaultlinePanics counts {panics['value']} panics, {n * (UNDER_GUARD.per_instance + 1)} were sent")
+    if float(panics["value"]) < n * (UNDER_GUARD.per_node + 1):
+        die(f"FaultlinePanics counts {panics['value']} panics, {n * (UNDER_GUARD.per_node + 1)} were sent")
     counted(panics["annotations"]["description"],
             rf"By route and code: {re.escape(UNDER_GUARD.route)} {UNDER_GUARD.code}: (\d+); $",
-            n * UNDER_GUARD.per_instance, "FaultlinePanics' description")
+            n * UNDER_GUARD.per_node, "FaultlinePanics' description")
 
 
 def check_health(prom, rules_file):
@@ -411,21 +411,21 @@ def main():
         try:
             with Servers() as servers:
                 labs = [servers.add(lab.start(binary, pathlib.Path(work), f"lab{i}"))
-                        for i in range(INSTANCES)]
+                        for i in range(NODES)]
                 prom = servers.add(prometheus.start(
                     pathlib.Path(work), [f"127.0.0.1:{s.port}" for s in labs], [RULES]))
-                print(f"alerts: instances on ports {' '.join(str(s.port) for s in labs)}; "
+                print(f"alerts: nodes on ports {' '.join(str(s.port) for s in labs)}; "
                       f"Prometheus on {prom.url} evaluates {RULES}")
                 check(prom.url, str(RULES), [("127.0.0.1", s.port) for s in labs])
         except Failure as failure:
             die(str(failure))
 
 
-def check(prom, rules_file, instances):
-    n = len(instances)
-    if 2 * n * UNDER_GUARD.per_instance >= GUARD or n * BURST.per_instance < GUARD \
-            or n * CLIENT_BURST.per_instance < GUARD:
-        die(f"the planned load does not straddle the traffic guard of {GUARD} with {n} instances,"
+def check(prom, rules_file, nodes):
+    n = len(nodes)
+    if 2 * n * UNDER_GUARD.per_node >= GUARD or n * BURST.per_node < GUARD \
+            or n * CLIENT_BURST.per_node < GUARD:
+        die(f"the planned load does not straddle the traffic guard of {GUARD} with {n} nodes,"
             " with room for rate()'s extrapolation")
     if not pages(BURST, n) or pages(CLIENT_BURST, n):
         die(f"with these settings {BURST.route} would not page, or {CLIENT_BURST.route} would:"
@@ -433,15 +433,15 @@ def check(prom, rules_file, instances):
     group = wait_for("the rules loaded and evaluated once", lambda: evaluated_once(prom, rules_file))
     print(f"alerts: {len(group['rules'])} rules loaded from {rules_file},"
           f" evaluated every {group['interval']} s")
-    # Every instance scraped before the first request: faultline_requests_total then starts
+    # Every node scraped before the first request: faultline_requests_total then starts
     # at 0 in Prometheus, and FaultlinePanics counts every panic.
     up = f'count(up{{job="{JOB}"}} == 1)'
-    wait_for("every instance scraped", lambda: equals(prom, up, n))
-    prime(prom, instances)
-    send_all(instances, lambda load: load.per_instance)
-    sent = (f"{n * load.per_instance} x {load.status} to {load.route}" for load in LOADS)
+    wait_for("every node scraped", lambda: equals(prom, up, n))
+    prime(prom, nodes)
+    send_all(nodes, lambda load: load.per_node)
+    sent = (f"{n * load.per_node} x {load.status} to {load.route}" for load in LOADS)
     print("alerts: sent " + ", ".join(sent))
-    moment = all_scraped(prom, instances)
+    moment = all_scraped(prom, nodes)
     print(f"alerts: rules evaluated after the last scrape, at {evaluated_after(prom, rules_file, moment)}")
     check_ratios(prom, n)
     check_alerts(wait_for_alerts(prom, n), n)

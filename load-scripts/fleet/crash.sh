@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Crash safety, shown: an instance killed with SIGKILL in the middle of a parallel push storm
+# Crash safety, shown: a node killed with SIGKILL in the middle of a parallel push storm
 # loses nothing it answered, and stores nothing by halves.
 #
-# For each store (SQLite, then a throwaway PostgreSQL): starts an instance, sends a storm of
-# pushes from parallel senders, kills the instance with SIGKILL once part of the storm is
+# For each store (SQLite, then a throwaway PostgreSQL): starts a node, sends a storm of
+# pushes from parallel senders, kills the node with SIGKILL once part of the storm is
 # answered, restarts it on the same store and port while the storm goes on, and then checks
 # that every delivery answered 2xx is stored once with all its commits, that every stored
 # delivery is whole, and that resending every delivery answers "duplicate" for exactly the

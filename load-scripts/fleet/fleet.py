@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""A fleet of failure-lab instances scraped by a real Prometheus on 127.0.0.1 (fleet.sh).
+"""A fleet of failure-lab nodes scraped by a real Prometheus on 127.0.0.1 (fleet.sh).
 
-Sends a known mixed load spread across the instances, then asks Prometheus's HTTP API for
+Sends a known mixed load spread across the nodes, then asks Prometheus's HTTP API for
 sum(faultline_requests_started_total), sum(faultline_requests_total) and the per-outcome
 sums, and fails unless they equal what was sent and reconcile: started is the outcomes plus
 what is in flight, and once the load is over that is each target's scrape. This is how a
-service outgrows one machine: Prometheus aggregates the instances' ledgers; faultline keeps no
+service outgrows one machine: Prometheus aggregates the nodes' ledgers; faultline keeps no
 cluster state of its own.
 
     fleet.py [--release]
@@ -22,7 +22,7 @@ from harness import lab, metrics, prometheus, storm, tools  # noqa: E402
 from harness.client import Conn  # noqa: E402
 from harness.procs import Failure, Servers  # noqa: E402
 
-INSTANCES = 3
+NODES = 3
 # Give Prometheus this long to scrape what the load left behind before calling it a mismatch.
 SETTLE_TIMEOUT_S = 30
 JOB = prometheus.JOB
@@ -33,14 +33,14 @@ TARGETS_UP = f'count(up{{job="{JOB}"}} == 1)'
 
 
 def plan(i):
-    """Instance i's load: a different mix each, so a wrong sum cannot pass by symmetry;
+    """Node i's load: a different mix each, so a wrong sum cannot pass by symmetry;
     (path, count, status, outcome)."""
     return [("/ok", 200 + 50 * i, 200, "ok"), ("/handled", 60 + 7 * i, 422, "handled"),
             (f"/missing/{i}", 30 + 3 * i, 404, "rejected"), ("/panic", 10 + i, 500, "panicked")]
 
 
 def send_load(labs):
-    """Every (instance, route) on a keep-alive connection of its own, all at once; the answers'
+    """Every (node, route) on a keep-alive connection of its own, all at once; the answers'
     statuses checked exactly. Returns the requests sent per outcome."""
     jobs = [(server, path, count, status) for i, server in enumerate(labs)
             for path, count, status, _ in plan(i)]
@@ -86,7 +86,7 @@ def reconciled(prom, sent):
     problems = [metrics.unreconciled(started, got, up)]
     if got != want:
         problems.append(f"per outcome {got} != sent {sent} + {scraped} scrapes")
-    if up != INSTANCES or in_flight != up:
+    if up != NODES or in_flight != up:
         problems.append(f"{up} targets up, {in_flight} in flight")
     problems = [p for p in problems if p]
     if problems:
@@ -102,8 +102,8 @@ def reconciled(prom, sent):
 
 
 def run(binary, work, servers):
-    labs = [servers.add(lab.start(binary, work, f"lab{i}")) for i in range(INSTANCES)]
-    print(f"fleet: instances on ports {' '.join(str(s.port) for s in labs)}")
+    labs = [servers.add(lab.start(binary, work, f"lab{i}")) for i in range(NODES)]
+    print(f"fleet: nodes on ports {' '.join(str(s.port) for s in labs)}")
     prom = servers.add(prometheus.start(work, [f"127.0.0.1:{s.port}" for s in labs]))
     sent = send_load(labs)
     print(f"fleet: sent {sum(sent.values())} requests (ok {sent['ok']}, handled {sent['handled']},"

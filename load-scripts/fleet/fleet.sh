@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fleet of three failure-lab instances scraped by a real Prometheus server on 127.0.0.1,
+# A fleet of three failure-lab nodes scraped by a real Prometheus server on 127.0.0.1,
 # every total reconciled through Prometheus's API (fleet.py says how).
 #
 # usage: load-scripts/fleet/fleet.sh [--release]

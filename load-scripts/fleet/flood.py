@@ -3,7 +3,7 @@
 the harness only.
 Every request goes to 127.0.0.1. Subcommands:
 
-  wait-known ENV URL                 waits until the instance knows every inbox ENV made
+  wait-known ENV URL                 waits until the node knows every inbox ENV made
   flood URL FIRST COUNT BYTES WANT   COUNT made-up GitHub pushes of BYTES bytes at once, each to
                                      an instance and inbox that never existed, signed with
                                      nothing; prints the answers and the spools; fails unless
@@ -40,7 +40,7 @@ def wait_known(env_path, url):
     deadline = time.monotonic() + KNOWN_TIMEOUT_S
     while health(url)["spool"].get("known_inboxes") != count:
         if time.monotonic() > deadline:
-            die(f"the instance never knew {count} inboxes: {health(url)}")
+            die(f"the node never knew {count} inboxes: {health(url)}")
         time.sleep(0.1)
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The spool only real senders fill, measured as the hole was found: one instance on a
+# The spool only real senders fill, measured as the hole was found: one node on a
 # throwaway PostgreSQL, its inboxes made and known; PostgreSQL stopped; 60 made-up pushes of
 # 4 MiB at once to instances and inboxes that never existed (none may get a 2xx: each is past
 # the per-body cap); then 160 of 512 KiB (the unverified bound takes what fits, the rest get
-# 503 with Retry-After); the instance killed with SIGKILL and restarted on its spool with the
+# 503 with Retry-After); the node killed with SIGKILL and restarted on its spool with the
 # database still down (it still knows the inboxes; 60 more made-up pushes all get 503: what
 # the bound holds still counts); then 30 signed pushes of the real senders to the known
 # inboxes, all 202 queued. PostgreSQL back: the real deliveries are stored, nothing else.
@@ -30,7 +30,7 @@ work=$FLEET_WORK
 pg_start "$work"
 ingest_start f1 "$PG_URL"
 url=$(ingest_url f1)
-echo "flood: one instance $url on postgres :$PG_PORT"
+echo "flood: one node $url on postgres :$PG_PORT"
 "${HOOKLOAD[@]}" setup "$url" "$work/env.json"
 "${FLOOD[@]}" wait-known "$work/env.json" "$url"
 pg_stop

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Signed push deliveries for webhook-ingest instances, and the checks that reconcile them.
+"""Signed push deliveries for webhook-ingest nodes, and the checks that reconcile them.
 
 Run by pg-fleet.sh, crash.sh and throughput.sh; standard library and the harness only. Every request goes to
 127.0.0.1. Subcommands:
 
   setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
   fleet ENV OUT URL...               the fleet load: pushes of all providers, 20 copies of one
-                                     delivery at once to different instances (per provider),
+                                     delivery at once to different nodes (per provider),
                                      bad signatures, ignored events; what was sent -> OUT
   storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
                                      spread across the URLs; one JSON line per delivery -> LOG;
@@ -17,7 +17,7 @@ Run by pg-fleet.sh, crash.sh and throughput.sh; standard library and the harness
   rows SQLITE_PATH                   prints a SQLite store's delivery rows as ROWS expects
   rows-sql                           prints the query behind ROWS, for psql
   probe ENV URL DELIVERY STATUS      one GitHub push; fails unless answered STATUS
-  drained URL...                     waits until every instance's store is up and spool empty
+  drained URL...                     waits until every node's store is up and spool empty
 
 ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored for it (what
 `ROWS_SQL` selects; the shell scripts run it with psql for PostgreSQL).
@@ -40,7 +40,7 @@ from harness.storm import MAX_COMMITS, NO_ANSWER_PAUSE_S, run_parallel  # noqa: 
 # The fleet load, per provider: deliveries, and how many carry no commits (tag pushes).
 FLEET_PUSHES = 72
 FLEET_SENDERS = 24
-# Copies of one delivery sent at the same instant, each to the next instance.
+# Copies of one delivery sent at the same instant, each to the next node.
 REDELIVERY_COPIES = 20
 FLEET_BAD_SIGNATURES = 45
 FLEET_IGNORED = 45
@@ -69,25 +69,25 @@ def headers(env, vcs, delivery, body, event=None, secret=None):
     return signing.forge_headers(vcs, secret or env["inboxes"][vcs]["secret"], delivery, body, event)
 
 
-def fleet_jobs(env, instances):
-    """Every request of the fleet load but the redelivery bursts: (instance, vcs, delivery,
+def fleet_jobs(env, nodes):
+    """Every request of the fleet load but the redelivery bursts: (node, vcs, delivery,
     event, secret, commits, expected status, expected label)."""
     ignored = {"github": "issues", "gitlab": "Issue Hook", "bitbucket": "pullrequest:created",
                "gitea": "issues", "forgejo": "issues"}
     jobs = []
     for p, vcs in enumerate(PROVIDERS):
         for n in range(FLEET_PUSHES):
-            jobs.append((n % instances, vcs, f"fleet-{vcs}-{n}", None, None, n % MAX_COMMITS,
+            jobs.append((n % nodes, vcs, f"fleet-{vcs}-{n}", None, None, n % MAX_COMMITS,
                          201, "stored"))
     for n in range(FLEET_BAD_SIGNATURES):
         vcs = PROVIDERS[n % len(PROVIDERS)]
-        jobs.append(((n + 1) % instances, vcs, f"forged-{n}", None, "not-the-secret", 1, 401,
+        jobs.append(((n + 1) % nodes, vcs, f"forged-{n}", None, "not-the-secret", 1, 401,
                      "bad-signature"))
     for n in range(FLEET_IGNORED):
         vcs = PROVIDERS[n % len(PROVIDERS)]
-        jobs.append(((n + 2) % instances, vcs, f"other-{n}", ignored[vcs], None, 0, 202,
+        jobs.append(((n + 2) % nodes, vcs, f"other-{n}", ignored[vcs], None, 0, 202,
                      "ignored"))
-    # Interleaved, so each instance takes every kind at once; a fixed order keeps runs alike.
+    # Interleaved, so each node takes every kind at once; a fixed order keeps runs alike.
     jobs.sort(key=lambda job: hashlib.sha256(job[2].encode()).digest())
     return jobs
 
@@ -108,9 +108,9 @@ def send_all(env, urls, jobs, senders):
                 with lock:
                     done.extend(mine)
                 return
-            instance, vcs, delivery, event, secret, commits = job[:6]
+            node, vcs, delivery, event, secret, commits = job[:6]
             body = push_body(vcs, delivery, commits)
-            status, answer, _ = conns[instance].request(
+            status, answer, _ = conns[node].request(
                 "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body, event, secret))
             mine.append((job, status, label(status, answer)))
 
@@ -120,19 +120,19 @@ def send_all(env, urls, jobs, senders):
 
 def fleet(env_path, out_path, urls):
     env = json.load(open(env_path))
-    instances = len(urls)
+    nodes = len(urls)
     sent = [{"ok": 0, "handled": 0} for _ in urls]
     sent[0]["ok"] += env["setup_requests"]
     accepted, problems, tallies = {}, [], {}
 
-    def tally(instance, status, got, want_status, want_label, what):
+    def tally(node, status, got, want_status, want_label, what):
         tallies[f"{status} {got}"] = tallies.get(f"{status} {got}", 0) + 1
-        sent[instance]["ok" if 200 <= status < 300 else "handled"] += 1
+        sent[node]["ok" if 200 <= status < 300 else "handled"] += 1
         if (status, got) != (want_status, want_label):
             problems.append(f"{what}: {status} {got}, expected {want_status} {want_label}")
 
     started = time.monotonic()
-    for job, status, got in send_all(env, urls, fleet_jobs(env, instances), FLEET_SENDERS):
+    for job, status, got in send_all(env, urls, fleet_jobs(env, nodes), FLEET_SENDERS):
         tally(job[0], status, got, job[6], job[7], job[2])
         if status == 201:
             accepted[job[2]] = job[5]
@@ -142,13 +142,13 @@ def fleet(env_path, out_path, urls):
         body = push_body(vcs, delivery, commits)
 
         def copy(i, vcs=vcs, delivery=delivery, body=body):
-            return Conn(urls[i % instances]).request(
+            return Conn(urls[i % nodes]).request(
                 "POST", hook_path(env, vcs), body, headers(env, vcs, delivery, body))
 
         answers = run_parallel(REDELIVERY_COPIES, copy)
         stored = sum(1 for status, _, _ in answers if status == 201)
         for i, (status, answer, _) in enumerate(answers):
-            tally(i % instances, status, label(status, answer), status,
+            tally(i % nodes, status, label(status, answer), status,
                   label(status, answer) if status in (200, 201) else "stored", delivery)
         duplicates = sum(1 for status, answer, _ in answers if label(status, answer) == "duplicate")
         if stored != 1 or duplicates != REDELIVERY_COPIES - 1:
@@ -159,7 +159,7 @@ def fleet(env_path, out_path, urls):
     elapsed = time.monotonic() - started
     for line in sorted(tallies.items()):
         print(f"fleet: answered {line[0]}: {line[1]}")
-    print(f"fleet: {sum(tallies.values())} requests in {elapsed:.2f}s across {instances} instances")
+    print(f"fleet: {sum(tallies.values())} requests in {elapsed:.2f}s across {nodes} nodes")
     json.dump({"sent": sent, "accepted": accepted, "redelivered": redelivered,
                "copies": REDELIVERY_COPIES}, open(out_path, "w"))
     if problems:
@@ -184,7 +184,7 @@ def sqlite_rows(path):
 
 
 def ledger(url):
-    """The instance's outcome counters and ignored events, once it is quiescent; the earlier
+    """The node's outcome counters and ignored events, once it is quiescent; the earlier
     scrapes of this wait are taken out of `ok`. Its `started` must be the sum of the outcomes
     plus the scrape in flight, or the reconciliation fails."""
     m, scrapes = metrics.quiescent(url)
@@ -220,21 +220,21 @@ def reconcile_fleet(out_path, rows_path, urls):
         ignored += counts.pop("ignored_events", 0)
         started = counts.pop("started")
         if started != sent["sent"][i]["ok"] + sent["sent"][i]["handled"]:
-            problems.append(f"instance {i}: started {started}, sent {sent['sent'][i]}")
+            problems.append(f"node {i}: started {started}, sent {sent['sent'][i]}")
         totals["started"] = totals.get("started", 0) + started
         for outcome in totals:
             totals[outcome] += counts.get(outcome, 0)
         others = {k: v for k, v in counts.items() if k not in ("ok", "handled") and v}
         if counts.get("ok", 0) != sent["sent"][i]["ok"] or counts.get("handled", 0) != sent["sent"][i]["handled"] or others:
-            problems.append(f"instance {i}: ledger {counts}, sent {sent['sent'][i]}")
+            problems.append(f"node {i}: ledger {counts}, sent {sent['sent'][i]}")
     want = {k: sum(s[k] for s in sent["sent"]) for k in ("ok", "handled")}
     want["started"] = want["ok"] + want["handled"]
     print(f"fleet: sum of the {len(urls)} ledgers: ok {totals['ok']} (sent {want['ok']}), "
           f"handled {totals['handled']} (sent {want['handled']}), started {totals['started']} "
-          f"= the outcomes (each instance's scrapes taken out)")
+          f"= the outcomes (each node's scrapes taken out)")
     if totals != want:
         problems.append(f"ledgers {totals} != sent {want}")
-    print(f"fleet: ignored events counted by the instances: {ignored} (sent {FLEET_IGNORED})")
+    print(f"fleet: ignored events counted by the nodes: {ignored} (sent {FLEET_IGNORED})")
     if ignored != FLEET_IGNORED:
         problems.append(f"{ignored} ignored events counted, {FLEET_IGNORED} sent")
     if problems:
@@ -320,7 +320,7 @@ DRAIN_TIMEOUT_S = 120
 
 
 def drained(urls):
-    """Waits until every instance's /health says its store is up and its spools (the main one
+    """Waits until every node's /health says its store is up and its spools (the main one
     and the unverified one) empty; the number of /health requests sent to each."""
     polls = [0] * len(urls)
     deadline = time.monotonic() + DRAIN_TIMEOUT_S

@@ -1,20 +1,20 @@
 # shellcheck shell=bash
-# Instances of the webhook ingestion service for the fleet scripts; sourced, never run.
+# Nodes of the webhook ingestion service for the fleet scripts; sourced, never run.
 #
 #   ingest_build [--release]       builds the service; sets INGEST_BIN
 #   ingest_start NAME DB [PORT [ARGS...]]
-#                                  starts instance NAME on store DB (a SQLite path or a
+#                                  starts node NAME on store DB (a SQLite path or a
 #                                  postgres:// URL) and PORT (default: a free one), with its own
 #                                  spool $INGEST_WORK/NAME.spool (kept across its restarts) and
 #                                  any further ARGS; waits for its first line; sets
 #                                  INGEST_PORT[NAME] and INGEST_PID[NAME]. Its log is appended
 #                                  to $INGEST_WORK/NAME.log
 #   ingest_launch, ingest_wait     the two halves of ingest_start
-#   ingest_start_all DB NAME...    launches every instance NAME on DB at the same moment, then
+#   ingest_start_all DB NAME...    launches every node NAME on DB at the same moment, then
 #                                  waits for each; sets INGEST_URLS to their URLs, in order
-#   ingest_url NAME                http://127.0.0.1:PORT of instance NAME
-#   ingest_kill NAME SIGNAL        signals instance NAME by its PID and waits for it to exit
-#   ingest_stop_all                SIGTERM to every instance still running, by PID
+#   ingest_url NAME                http://127.0.0.1:PORT of node NAME
+#   ingest_kill NAME SIGNAL        signals node NAME by its PID and waits for it to exit
+#   ingest_stop_all                SIGTERM to every node still running, by PID
 #
 # INGEST_WORK must name a directory before ingest_start.
 
@@ -40,7 +40,7 @@ ingest_start() {
 }
 
 # The two halves of ingest_start (service.sh's service_launch and service_wait), so that
-# several instances can start at the same moment.
+# several nodes can start at the same moment.
 ingest_launch() {
     local name=$1 db=$2 port=${3:-0}
     shift $(($# < 3 ? $# : 3))

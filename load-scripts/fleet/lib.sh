@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034 # BUILD_FLAGS, FLEET_ARGS and HOOKLOAD are for the script
-# The start and the end of every fleet script that runs webhook-ingest instances; sourced
+# The start and the end of every fleet script that runs webhook-ingest nodes; sourced
 # first, never run. It sources pg.sh and ingest.sh, moves to the workspace root, and gives:
 #
 #   fleet_begin USAGE PATTERN [ARGS...]
@@ -15,8 +15,8 @@
 #   fleet_wait PID       has waited for it first; returns the job's exit status
 #
 # The exit trap, whatever the status: kills the watched jobs and waits for them, stops every
-# instance and PostgreSQL by PID; on failure shows the end of the logs and the errors the
-# instances logged; removes the work directory; exits with the script's status.
+# node and PostgreSQL by PID; on failure shows the end of the logs and the errors the
+# nodes logged; removes the work directory; exits with the script's status.
 
 FLEET_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The script's name, without .sh: the prefix of every line it prints.
@@ -26,7 +26,7 @@ source "$FLEET_DIR/pg.sh"
 source "$FLEET_DIR/ingest.sh"
 
 HOOKLOAD=(python3 "$FLEET_DIR/hookload.py")
-# On failure, this many lines of each log, and this many of the errors the instances logged.
+# On failure, this many lines of each log, and this many of the errors the nodes logged.
 FLEET_FAILURE_LOG_LINES=10
 FLEET_WATCHED=()
 
@@ -85,14 +85,14 @@ _fleet_cleanup() {
     exit "$status"
 }
 
-# The instances' logs are $FLEET_WORK/NAME.log; PostgreSQL's, when it ran, pg/server.log.
+# The nodes' logs are $FLEET_WORK/NAME.log; PostgreSQL's, when it ran, pg/server.log.
 # The database password is blanked out of what is shown: PostgreSQL logs a failed statement
 # whole, and pg-tls.sh fails precisely when the password reached a log.
 _fleet_show_failure() {
     echo "$FLEET_NAME: failed; the logs end:" >&2
     tail -n "$FLEET_FAILURE_LOG_LINES" "$FLEET_WORK"/*.log "$FLEET_WORK/pg/server.log" 2>/dev/null |
         _fleet_redact >&2 || true
-    echo "$FLEET_NAME: the errors and warnings the instances logged:" >&2
+    echo "$FLEET_NAME: the errors and warnings the nodes logged:" >&2
     grep -h -E ' (ERROR|WARN) ' "$FLEET_WORK"/*.log 2>/dev/null |
         tail -n "$FLEET_FAILURE_LOG_LINES" | _fleet_redact >&2 || true
 }

@@ -3,18 +3,18 @@
 127.0.0.1 only.
 
   storm ENV LOG SECONDS SENDERS URL...   pushes with fresh delivery ids for SECONDS from
-                                         SENDERS threads, each to the next instance, every
+                                         SENDERS threads, each to the next node, every
                                          REDELIVER_EVERY-th sent again at once to another
-                                         instance; one JSON line per answer -> LOG
+                                         node; one JSON line per answer -> LOG
   drained POLLS URL...                   waits until every spool is drained -> POLLS (JSON)
   reconcile ENV LOG ROWS META POLLS URL... the checks below, then a resend of every delivery
 
 META (JSON, written by outage.sh): down_from and down_to (when PostgreSQL was stopped and
-back), killed (the index of the instance killed) and killed_at (when it had exited).
+back), killed (the index of the node killed) and killed_at (when it had exited).
 
 Checks: no 5xx while the database was down; every delivery answered 2xx is stored once with
 all its commits; a resend of each answers `duplicate`; and the ledgers, summed, count every
-request they answered (the killed instance's from its restart on: a request counts for it
+request they answered (the killed node's from its restart on: a request counts for it
 when its connection was opened after the kill).
 """
 
@@ -24,8 +24,8 @@ import sys
 import hookload
 from hookload import die, storms
 
-# Every this many deliveries, one is sent a second time at once to the next instance: a
-# redelivery that two instances (and their spools) see.
+# Every this many deliveries, one is sent a second time at once to the next node: a
+# redelivery that two nodes (and their spools) see.
 REDELIVER_EVERY = 4
 SENDERS_RESEND = 24
 
@@ -89,13 +89,13 @@ def reconcile(env_path, log_path, rows_path, meta_path, polls_path, urls):
 
 
 def check_ledgers(env, entries, resent, meta, polls, urls, problems):
-    """Each instance's ledger counts every request it answered since it (re)started."""
+    """Each node's ledger counts every request it answered since it (re)started."""
     want = [0] * len(urls)
     want[0] += env["setup_requests"]
     for e in entries:
-        restarted = e["instance"] != meta["killed"] or e["opened"] > meta["killed_at"]
+        restarted = e["node"] != meta["killed"] or e["opened"] > meta["killed_at"]
         if e["status"] and restarted:
-            want[e["instance"]] += 1
+            want[e["node"]] += 1
     for job, status, _ in resent:
         if status:
             want[job[0]] += 1
@@ -108,7 +108,7 @@ def check_ledgers(env, entries, resent, meta, polls, urls, problems):
         if counts["started"] != got[-1]:
             problems.append(f"{url}: started {counts['started']} != the outcomes {got[-1]}")
     print(f"outage: sum of the {len(urls)} ledgers: {sum(got)} requests (answered {sum(want)}; "
-          f"per instance {got} against {want})")
+          f"per node {got} against {want})")
     if got != want:
         problems.append(f"ledgers {got} != answered {want}")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# No push lost while the database is down: three instances on a throwaway PostgreSQL, each
+# No push lost while the database is down: three nodes on a throwaway PostgreSQL, each
 # with its own spool, take a push storm (some deliveries sent again at once to a second
-# instance); mid-storm PostgreSQL is stopped for several seconds, one instance is killed
+# node); mid-storm PostgreSQL is stopped for several seconds, one node is killed
 # with SIGKILL while it is down and restarted on its spool (with the database still down).
 # Once the database is back and the spools are drained, it checks: no 5xx while the
 # database was down; every delivery answered 2xx stored once with all its commits; a resend
@@ -14,7 +14,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 OUTAGE=(python3 "$FLEET_DIR/outage.py")
-INSTANCES=(o1 o2 o3)
+NODES=(o1 o2 o3)
 # The storm: long enough to hold the outage with seconds to spare on both sides.
 STORM_SECS=18
 STORM_SENDERS=24
@@ -30,9 +30,9 @@ work=$FLEET_WORK
 now() { date +%s.%N; }
 
 pg_start "$work"
-ingest_start_all "$PG_URL" "${INSTANCES[@]}"
+ingest_start_all "$PG_URL" "${NODES[@]}"
 urls=("${INGEST_URLS[@]}")
-echo "outage: instances ${urls[*]} on postgres :$PG_PORT, each with its own spool"
+echo "outage: nodes ${urls[*]} on postgres :$PG_PORT, each with its own spool"
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
 
 log=$work/storm.log
@@ -68,7 +68,7 @@ printf '{"down_from": %s, "down_to": %s, "killed": 1, "killed_at": %s}\n' \
 pg_sql "COPY ($("${HOOKLOAD[@]}" rows-sql)) TO STDOUT" >"$work/rows.tsv"
 "${OUTAGE[@]}" reconcile "$work/env.json" "$log" "$work/rows.tsv" "$work/meta.json" \
     "$work/polls.json" "${urls[@]}"
-for name in "${INSTANCES[@]}"; do
+for name in "${NODES[@]}"; do
     grep -h 'spool' "$work/$name.log" | grep -E 'cut|from before' | sed "s/^/outage: $name: /" || true
 done
 echo "outage: OK"

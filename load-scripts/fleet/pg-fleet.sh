@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Three webhook-ingest instances on one real PostgreSQL server, all on 127.0.0.1.
+# Three webhook-ingest nodes on one real PostgreSQL server, all on 127.0.0.1.
 #
 # Starts a throwaway PostgreSQL (temporary data directory, a free port, a password for the
-# service's role), starts three instances on it at the same moment (their migrations race
+# service's role), starts three nodes on it at the same moment (their migrations race
 # and must not collide), and sends parallel load spread across them: pushes from GitHub,
 # GitLab, Bitbucket, Gitea and Forgejo, 20 copies of one delivery at once to different
-# instances (per provider), bad signatures and ignored events. Then it reconciles: the deliveries and
+# nodes (per provider), bad signatures and ignored events. Then it reconciles: the deliveries and
 # commits in the database equal what was accepted, each redelivered delivery is stored once,
-# and the three ledgers (each instance's /metrics) add up to what was sent, per outcome.
+# and the three ledgers (each node's /metrics) add up to what was sent, per outcome.
 # Before the load it runs the service's own PostgreSQL tests on the same server, those of its
 # group commit included.
 # Last, it stops PostgreSQL under the fleet: a push must be spooled (202 queued) and a
-# management request get 503; once the server is back the same instance must store again and
+# management request get 503; once the server is back the same node must store again and
 # drain the spooled push into the store. The database password must appear in no
 # log line, problem body or /errors. Everything it starts is stopped by PID at the end.
 #
@@ -20,7 +20,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-INSTANCES=3
+NODES=3
 # The bearer token of /errors for this run, so the error groups can be searched for secrets.
 export WEBHOOK_INGEST_ADMIN_TOKEN=fleet-admin-$$
 
@@ -31,7 +31,7 @@ pg_start "$work"
 echo "pg-fleet: postgres $(pg_sql 'SHOW server_version') on 127.0.0.1:$PG_PORT (pid $PG_PID)"
 
 # The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
-# and copies of one delivery at two instances at once stored once.
+# and copies of one delivery at two nodes at once stored once.
 # --workspace, so that CI reuses what its `cargo test --workspace` compiled.
 echo "pg-fleet: cargo test --workspace --test provider_fixtures --test postgres --test rotation --test failures"
 # A database of their own, so that their rows stay out of the fleet's reconciliation.
@@ -56,12 +56,12 @@ if ((tested != 0)); then
 fi
 
 names=()
-for i in $(seq 1 "$INSTANCES"); do
+for i in $(seq 1 "$NODES"); do
     names+=("i$i")
 done
 ingest_start_all "$PG_URL" "${names[@]}"
 urls=("${INGEST_URLS[@]}")
-echo "pg-fleet: instances ${urls[*]}, migrations applied: $(pg_sql 'SELECT count(*) FROM schema_migrations')"
+echo "pg-fleet: nodes ${urls[*]}, migrations applied: $(pg_sql 'SELECT count(*) FROM schema_migrations')"
 
 "${HOOKLOAD[@]}" setup "${urls[0]}" "$work/env.json"
 "${HOOKLOAD[@]}" fleet "$work/env.json" "$work/sent.json" "${urls[@]}"

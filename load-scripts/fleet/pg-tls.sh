@@ -57,7 +57,7 @@ encrypted() {
             WHERE a.usename = '$PG_USER'"
 }
 
-# The CA file the next instance trusts, through its environment variable; none when empty.
+# The CA file the next node trusts, through its environment variable; none when empty.
 use_ca() {
     if [[ -n $1 ]]; then
         export WEBHOOK_INGEST_DB_CA=$1
@@ -66,7 +66,7 @@ use_ca() {
     fi
 }
 
-# Starts instance NAME on URL with CA (may be empty), expecting it to serve, then checks
+# Starts node NAME on URL with CA (may be empty), expecting it to serve, then checks
 # /health and whether its connections are encrypted (WANT: t or f), and stops it.
 expect_serves() {
     local name=$1 url=$2 ca=$3 want=$4

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Deliveries stored per second by one instance, on each store, at 1, 8 and 64 concurrent
+# Deliveries stored per second by one node, on each store, at 1, 8 and 64 concurrent
 # senders: the figure that says when one SQLite file is no longer enough. Then the spool's
 # row: deliveries acknowledged (202 queued, flushed to disk) per second by the PostgreSQL
-# instance with its database stopped.
+# node with its database stopped.
 #
 # Each level sends DELIVERIES fresh pushes (1 to 5 commits each, the five providers in turn)
 # over keep-alive connections from python3 threads to a fresh store, and counts the 201s.
@@ -38,7 +38,7 @@ for store in sqlite postgres; do
     done
     [[ $store == postgres ]] || ingest_kill "$store" TERM
 done
-# The spool row: the same instance with PostgreSQL stopped. Its inboxes were seen, so each
+# The spool row: the same node with PostgreSQL stopped. Its inboxes were seen, so each
 # delivery is verified, written to the spool and flushed before its 202 queued.
 pg_stop
 for senders in "${SENDERS[@]}"; do

@@ -29,7 +29,7 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
 # What the figures depend on, stated on the command line rather than left to the defaults:
 # every commit waits for its WAL flush (the service refuses to call itself durable without),
-# and the pool of every instance of a run fits.
+# and the pool of every node of a run fits.
 SETTINGS = {
     "fsync": "on",
     "synchronous_commit": "on",

@@ -15,8 +15,8 @@ from .signing import FORGES, forge_headers
 
 # A storm's pushes carry 1 to MAX_COMMITS - 1 commits.
 MAX_COMMITS = 6
-# A sender that got no answer (the instance is down) waits this long before its next
-# delivery, as a provider backs off, so a storm outlasts an instance's restart.
+# A sender that got no answer (the node is down) waits this long before its next
+# delivery, as a provider backs off, so a storm outlasts a node's restart.
 NO_ANSWER_PAUSE_S = 0.2
 # The most deliveries one storm may send, whatever it is asked: keeps every run bounded.
 MAX_STORM_DELIVERIES = 1_000_000
@@ -83,11 +83,11 @@ def run_parallel(clients: int, work) -> list:
 def storm(env: dict, urls: list[str], log_path: str, prefix: str, senders: int,
           count: int | None = None, seconds: float | None = None,
           redeliver_every: int = 0) -> tuple[list[dict], float]:
-    """Pushes with fresh delivery ids `PREFIX-N`, each to the next instance, from `senders`
+    """Pushes with fresh delivery ids `PREFIX-N`, each to the next node, from `senders`
     threads: `count` of them, or as many as fit in `seconds`. Every `redeliver_every`-th is
-    sent a second time at once to the instance after. Each answer is appended to `log_path`
+    sent a second time at once to the node after. Each answer is appended to `log_path`
     as one JSON line the moment it comes, so a script can watch the storm (and kill an
-    instance in the middle of it). Returns the log's entries of this storm and its seconds."""
+    node in the middle of it). Returns the log's entries of this storm and its seconds."""
     if count is None and seconds is None:
         raise ValueError("a storm needs a count or a duration")
     total = min(count if count is not None else MAX_STORM_DELIVERIES, MAX_STORM_DELIVERIES)
@@ -99,7 +99,7 @@ def storm(env: dict, urls: list[str], log_path: str, prefix: str, senders: int,
     def send(conns, i, vcs, delivery, commits, body):
         status, answer, _ = conns[i].request("POST", hook_path(env, vcs), body, forge_headers(
             vcs, env["inboxes"][vcs]["secret"], delivery, body))
-        line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits, "instance": i,
+        line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits, "node": i,
                            "opened": conns[i].opened, "t": time.time(), "status": status,
                            "label": label(status, answer)})
         with lock:

@@ -11,7 +11,7 @@ usage: durable.py store|spool|known|weakened BIN WORKDIR
 - spool:    a PostgreSQL URL nothing listens on, to an inbox nobody knows, so every delivery
             goes to the unverified spool; every 202 queued must be covered by an fdatasync of
             one of its segments.
-- known:    an inbox made through an instance on SQLite, then the instance restarted on a
+- known:    an inbox made through a node on SQLite, then the node restarted on a
             PostgreSQL URL nothing listens on with the same spool directory: its file of known
             inboxes verifies the deliveries, which go to the main spool; every 202 queued must
             be covered by an fdatasync of a main spool segment.
@@ -77,13 +77,13 @@ def health(port: int) -> dict:
 
 
 def inbox(port: int) -> tuple[str, str]:
-    """A real inbox of a fresh instance: its delivery path and secret."""
+    """A real inbox of a fresh node: its delivery path and secret."""
     env = ingest.setup(f"http://127.0.0.1:{port}", ["github"], "durable")
     return ingest.hook_path(env, "github"), env["inboxes"]["github"]["secret"]
 
 
 def known_inbox(bin_path: str, work: Path) -> tuple[str, str]:
-    """An inbox made through an instance on a SQLite store, which is then stopped: what a
+    """An inbox made through a node on a SQLite store, which is then stopped: what a
     restart knows of it is the file of known inboxes in the spool directory."""
     server = start(bin_path, work, ["--db", str(work / "setup.db")], traced=False)
     try:

@@ -4,7 +4,7 @@
 # pushes, and durable.py matches each answer against the fsync that must come between its
 # request and it. Four runs: the store (201); with the database unreachable, the unverified
 # spool (202 queued to an inbox nobody knows) and the main spool (202 queued to an inbox an
-# instance restarted during the outage knows from its file); and the store at
+# node restarted during the outage knows from its file); and the store at
 # --sqlite-sync normal, which the check must catch. The spool has no weakened setting.
 #
 #   load-scripts/ingest/durable.sh     # debug build: reuses what `cargo test` compiled

@@ -27,7 +27,7 @@ build_service() {
     SERVICE_BIN=${CARGO_TARGET_DIR:-$PWD/target}/$profile/$WEBHOOK_INGEST_PATH
 }
 
-# The two halves of a start, so that several instances can start at the same moment:
+# The two halves of a start, so that several nodes can start at the same moment:
 # service_launch BIN DIR NAME PORT [ARGS...] starts BIN on PORT (0: a free one) of 127.0.0.1
 # with its own spool DIR/NAME.spool (kept across its restarts) and ARGS, stdout to
 # DIR/NAME.out and logs appended to DIR/NAME.log, without RUST_BACKTRACE (the service runs as
