@@ -139,18 +139,18 @@ step load/errors-page "the errors page in headless Chromium, checked through its
 step load/hostile "thousands of stalled connections closed, pushes served meanwhile, totals reconciled" \
     'bash load-scripts/ingest/hostile.sh'
 
-# fleet: several instances, a real Prometheus and a real PostgreSQL.
-step fleet/fleet "three instances, a real Prometheus, totals reconciled" \
+# fleet: several nodes, a real Prometheus and a real PostgreSQL.
+step fleet/fleet "three nodes, a real Prometheus, totals reconciled" \
     'bash load-scripts/fleet/fleet.sh'
 step fleet/alerts "the alert rules in a real Prometheus, a burst of failures pages for its route alone" \
     'bash load-scripts/fleet/alerts.sh'
-step fleet/pg-fleet "three instances on a real PostgreSQL, every delivery and ledger reconciled" \
+step fleet/pg-fleet "three nodes on a real PostgreSQL, every delivery and ledger reconciled" \
     'bash load-scripts/fleet/pg-fleet.sh'
 step fleet/pg-tls "TLS to PostgreSQL: verify-full with the right CA connects, a wrong CA or host is refused" \
     'bash load-scripts/fleet/pg-tls.sh'
 step fleet/crash "SIGKILL mid push storm, on SQLite and on PostgreSQL, nothing answered lost" \
     'bash load-scripts/fleet/crash.sh'
-step fleet/outage "PostgreSQL stopped mid push storm, an instance killed meanwhile, nothing acknowledged lost" \
+step fleet/outage "PostgreSQL stopped mid push storm, a node killed meanwhile, nothing acknowledged lost" \
     'bash load-scripts/fleet/outage.sh'
 step fleet/flood "PostgreSQL stopped, made-up large pushes to unknown inboxes, a SIGKILL restart, then real senders acknowledged" \
     'bash load-scripts/fleet/flood.sh'
