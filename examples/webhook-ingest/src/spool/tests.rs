@@ -13,6 +13,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::segment::{self, HEADER_BYTES};
 use super::{Spool, SpoolConfig, SpoolError};
 
+/// Drains `spool` of exactly `expected`, in order, acknowledging each, and checks that
+/// nothing comes after them; `case` names the crash in a failure. Returns what was drained.
+async fn drain_exactly(spool: &Spool, expected: &[Vec<u8>], case: &str) -> Vec<Vec<u8>> {
+    let mut drained = Vec::new();
+    for _ in 0..expected.len() {
+        let entry = spool.next().await.unwrap();
+        spool.ack(&entry).await.unwrap();
+        drained.push(entry.payload);
+    }
+    assert_eq!(drained, expected, "{case}");
+    let more = super::lock(&spool.reader).next();
+    assert!(
+        matches!(more, Ok(None)),
+        "{case}: a record past those expected"
+    );
+    drained
+}
+
 /// A fresh directory per test, removed when dropped.
 struct TempDir(PathBuf);
 

@@ -20,7 +20,7 @@ use std::fs;
 use std::path::Path;
 
 use super::super::segment::{self, Position};
-use super::super::{lock, Spool, SpoolConfig};
+use super::super::{Spool, SpoolConfig};
 use super::TempDir;
 
 /// Small segments, so that the drain finishes and deletes several.
@@ -140,18 +140,7 @@ async fn reopen(files: &Path, ack: &[u8], new: &[u8], undrained: &[Vec<u8>], cas
 
     let spool = Spool::open(config(&dir.0)).unwrap();
     assert_eq!(spool.stats().depth, expected.len() as u64, "{case}");
-    let mut drained = Vec::new();
-    for _ in 0..expected.len() {
-        let entry = spool.next().await.unwrap();
-        spool.ack(&entry).await.unwrap();
-        drained.push(entry.payload);
-    }
-    assert_eq!(drained, expected, "{case}");
-    let more = lock(&spool.reader).next();
-    assert!(
-        matches!(more, Ok(None)),
-        "{case}: a record past those expected"
-    );
+    let drained = super::drain_exactly(&spool, &expected, case).await;
     // Nothing acknowledged and not drained is lost: it is what comes last.
     let repeats = drained
         .len()

@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::super::segment;
-use super::super::{lock, Spool, SpoolConfig};
+use super::super::{Spool, SpoolConfig};
 use super::TempDir;
 
 /// Small segments, so that the script starts new ones (and a crash hits a batch that opens
@@ -157,18 +157,7 @@ async fn crashed(
         "{case}"
     );
     assert_eq!(stats.depth, expected.len() as u64, "{case}");
-    let mut drained = Vec::new();
-    for _ in 0..expected.len() {
-        let entry = spool.next().await.unwrap();
-        spool.ack(&entry).await.unwrap();
-        drained.push(entry.payload);
-    }
-    assert_eq!(drained, expected, "{case}");
-    let more = lock(&spool.reader).next();
-    assert!(
-        matches!(more, Ok(None)),
-        "{case}: a record past those expected"
-    );
+    super::drain_exactly(&spool, &expected, &case).await;
     spool.append(AFTER.to_vec()).await.unwrap();
     let entry = spool.next().await.unwrap();
     assert_eq!(entry.payload, AFTER, "{case}");
