@@ -90,5 +90,5 @@ async fn the_prometheus_exposition_passes_promtool() {
     }
     assert!(exposition.contains("http_server_request_duration_bucket{"));
 
-    common::promtool_check_metrics(&exposition);
+    common::tools::promtool_check_metrics(&exposition);
 }

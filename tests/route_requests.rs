@@ -123,5 +123,5 @@ async fn per_route_totals_are_exact_under_parallel_clients_and_capped() {
             "{line} missing from\n{exposition}"
         );
     }
-    common::promtool_check_metrics(&exposition);
+    common::tools::promtool_check_metrics(&exposition);
 }

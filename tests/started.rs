@@ -126,7 +126,7 @@ async fn started_on_metrics_reconciles_with_the_outcomes_sent() {
     assert_eq!(outcomes, sent, "{exposition}");
     assert_eq!(in_flight, HELD + 1, "{exposition}");
     assert_eq!(started - outcomes.iter().sum::<u64>(), in_flight);
-    common::promtool_check_metrics(&exposition);
+    common::tools::promtool_check_metrics(&exposition);
 
     gate.add_permits(HELD as usize);
     for holder in holders {

@@ -10,9 +10,7 @@ pub mod subscriber;
 pub mod threads;
 pub mod tools;
 
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use faultline::ledger::Snapshot;
@@ -134,32 +132,4 @@ pub fn problem(
         value["request_id"].as_str().unwrap()
     );
     value
-}
-
-/// Fails unless `promtool check metrics` accepts `exposition` as Prometheus text; skipped
-/// without promtool unless CI asks for it ([`tools::tool`]).
-pub fn promtool_check_metrics(exposition: &str) {
-    let Some(promtool) = tools::tool("promtool", "Debian package `prometheus`") else {
-        return;
-    };
-    let mut promtool = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(exposition.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool check metrics: {}{}\n{exposition}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
 }

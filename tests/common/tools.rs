@@ -5,6 +5,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 /// Set (to anything but empty or `0`) by `.ci/run`: a missing program is then a failure.
 pub const REQUIRE_TOOLS_ENV: &str = "FAULTLINE_REQUIRE_TOOLS";
@@ -48,4 +49,32 @@ fn is_executable(path: &std::path::Path) -> bool {
 #[cfg(not(unix))]
 fn is_executable(path: &std::path::Path) -> bool {
     path.is_file()
+}
+
+/// Fails unless `promtool check metrics` accepts `exposition` as Prometheus text; skipped
+/// without promtool unless CI asks for it ([`tool`]).
+pub fn promtool_check_metrics(exposition: &str) {
+    let Some(promtool) = tool("promtool", "Debian package `prometheus`") else {
+        return;
+    };
+    let mut promtool = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}\n{exposition}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
 }

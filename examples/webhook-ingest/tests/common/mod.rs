@@ -8,7 +8,6 @@
 mod binary;
 mod fixtures;
 mod outage;
-mod promtool;
 mod refusals;
 mod requests;
 mod server;
@@ -21,7 +20,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use binary::*;
 pub use fixtures::*;
 pub use outage::*;
-pub use promtool::*;
 pub use refusals::*;
 pub use requests::*;
 pub use server::*;
@@ -38,9 +36,13 @@ pub const CONCURRENT_COPIES: usize = 20;
 /// `.ci/run test` and `load-scripts/fleet/pg-fleet.sh` start a throwaway server and set it.
 pub const TEST_POSTGRES_ENV: &str = "WEBHOOK_INGEST_TEST_POSTGRES";
 
-/// Set (to anything but empty or `0`) by `.ci/run`: a test whose outside service or program is
-/// missing then fails instead of being skipped, so nothing is skipped unseen in CI.
-pub const REQUIRE_TOOLS_ENV: &str = "FAULTLINE_REQUIRE_TOOLS";
+/// The library's tests' outside programs, found on `PATH` or skipped, shared rather than
+/// written again: `promtool_check_metrics`, and `REQUIRE_TOOLS_ENV` (set by `.ci/run`: a
+/// test whose outside service or program is missing then fails instead of being skipped).
+#[path = "../../../../tests/common/tools.rs"]
+mod tools;
+
+pub use tools::{promtool_check_metrics, tools_required, REQUIRE_TOOLS_ENV};
 
 /// The PostgreSQL URL the tests may use, or `None`, said on stderr as `skipped: …`, when none
 /// was given; a panic instead when [`REQUIRE_TOOLS_ENV`] is set.
@@ -49,9 +51,8 @@ pub fn test_postgres(test: &str) -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty());
     if url.is_none() {
-        let required = std::env::var(REQUIRE_TOOLS_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
         assert!(
-            !required,
+            !tools_required(),
             "{test}: {TEST_POSTGRES_ENV} not set and {REQUIRE_TOOLS_ENV} is set: \
              start a PostgreSQL (.ci/run test does) and name its database there"
         );
