@@ -42,11 +42,16 @@ pub(crate) fn count() -> usize {
     }
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *COUNT.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores * STRIPES_PER_CORE)
-            .clamp(MIN_STRIPES, MAX_STRIPES)
-            .next_power_of_two()
+        for_cores(std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
+}
+
+/// The stripes of a machine of `cores` cores: [`STRIPES_PER_CORE`] each, within
+/// [`MIN_STRIPES`] and [`MAX_STRIPES`], rounded up to a power of two.
+fn for_cores(cores: usize) -> usize {
+    (cores * STRIPES_PER_CORE)
+        .clamp(MIN_STRIPES, MAX_STRIPES)
+        .next_power_of_two()
 }
 
 /// The stripe every thread without one of its own shares.
@@ -233,6 +238,13 @@ fn thread_stripe(index: usize) -> ThreadStripe {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_machine_has_four_stripes_a_core_a_power_of_two_within_the_bounds() {
+        let cores = [1, 2, 3, 5, 16, 24, 128, 129, 1000];
+        let stripes = [8, 8, 16, 32, 64, 128, 512, 512, 512];
+        assert_eq!(cores.map(for_cores), stripes);
+    }
 
     #[test]
     fn threads_own_their_stripes_and_counts_stay_exact_past_the_owned_ones() {
