@@ -41,9 +41,7 @@ pub(crate) fn count() -> usize {
         return 2;
     }
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *COUNT.get_or_init(|| {
-        for_cores(std::thread::available_parallelism().map_or(1, |n| n.get()))
-    })
+    *COUNT.get_or_init(|| for_cores(std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
 /// The stripes of a machine of `cores` cores: [`STRIPES_PER_CORE`] each, within
@@ -73,7 +71,12 @@ loom::lazy_static! {
 /// A stripe for the calling thread: one given back, else the next never claimed, else the
 /// shared one.
 fn claim() -> usize {
-    let mut free = lock(&FREE);
+    claim_from(&FREE)
+}
+
+/// [`claim`] from `registry` (the process's, but for a test's own).
+fn claim_from(registry: &Registry) -> usize {
+    let mut free = lock(registry);
     let (given_back, next) = &mut *free;
     if let Some(stripe) = given_back.pop() {
         return stripe;
@@ -88,8 +91,13 @@ fn claim() -> usize {
 /// Gives back the stripe of a thread that exits, through the registry's lock: the lock
 /// orders this thread's last writes there before those of the thread that claims it next.
 fn give_back(stripe: usize) {
+    give_back_to(&FREE, stripe);
+}
+
+/// [`give_back`] to `registry`.
+fn give_back_to(registry: &Registry, stripe: usize) {
     if stripe != shared_stripe() {
-        lock(&FREE).0.push(stripe);
+        lock(registry).0.push(stripe);
     }
 }
 
@@ -244,6 +252,37 @@ mod tests {
         let cores = [1, 2, 3, 5, 16, 24, 128, 129, 1000];
         let stripes = [8, 8, 16, 32, 64, 128, 512, 512, 512];
         assert_eq!(cores.map(for_cores), stripes);
+    }
+
+    #[test]
+    fn every_stripe_but_the_shared_one_is_claimed_once_until_given_back() {
+        let registry = Registry::default();
+        let claimed: Vec<usize> = (0..count() + 2).map(|_| claim_from(&registry)).collect();
+        // Every stripe below the shared one, in order, then the shared one for all others.
+        let expected: Vec<usize> = (0..shared_stripe()).chain([shared_stripe(); 3]).collect();
+        assert_eq!(claimed, expected);
+        // A stripe given back is claimed again, the last given back first; the shared one
+        // is never given back, so it is never handed out as owned.
+        give_back_to(&registry, shared_stripe());
+        give_back_to(&registry, 2);
+        give_back_to(&registry, 5);
+        let again: Vec<usize> = (0..3).map(|_| claim_from(&registry)).collect();
+        assert_eq!(again, [5, 2, shared_stripe()]);
+    }
+
+    #[test]
+    fn a_thread_that_exits_gives_its_stripe_back_for_the_next_thread() {
+        // Threads one after another: each finds a stripe another gave back on exit. Were
+        // they not given back, no more than `count() - 1` threads in the whole process would
+        // ever own one. Other tests' threads may hold stripes meanwhile, so not all own one.
+        let threads = 10 * count();
+        let owned = (0..threads)
+            .filter(|_| std::thread::spawn(|| this_thread().owned).join().unwrap())
+            .count();
+        assert!(
+            owned >= count(),
+            "{owned} of {threads} threads owned a stripe"
+        );
     }
 
     #[test]
