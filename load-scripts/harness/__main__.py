@@ -54,21 +54,16 @@ def sign_serve() -> None:
 
 def setup(url: str, env_path: str, as_shell: bool) -> None:
     env = ingest.setup(url)
-    old = os.umask(0o077)
-    try:
-        with open(env_path, "w") as out:
-            if not as_shell:
+    if as_shell:
+        ingest.write_shell_env(ingest.shell_values(env), env_path, url)
+    else:
+        old = os.umask(0o077)
+        try:
+            with open(env_path, "w") as out:
                 json.dump(env, out)
-                return
-            out.write(f"# written by the load scripts for {url}; holds secrets, never commit it\n")
-            values = {"INSTANCE_ID": env["instance"], "API_KEY": env["key"],
-                      "DIGEST_ID": env["digest"]}
-            for vcs, inbox in env["inboxes"].items():
-                values[f"{vcs.upper()}_INBOX"] = inbox["id"]
-                values[f"{vcs.upper()}_SECRET"] = inbox["secret"]
-            out.writelines(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
-    finally:
-        os.umask(old)
+        finally:
+            os.umask(old)
+        return
     print(f"instance {env['instance']}, digest {env['digest']}")
     for vcs, inbox in env["inboxes"].items():
         print(f"  {vcs} inbox {inbox['id']}")
