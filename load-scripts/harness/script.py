@@ -11,6 +11,7 @@ took) or why it failed.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,7 +68,8 @@ def main(name: str, body: Callable[[Run], None], tools_needed: tuple = (),
             with run.servers:
                 body(run)
             run.settle()
-        except Failure as failure:
+        # A command run with check=True (a build, an install) that failed is a failure too.
+        except (Failure, subprocess.CalledProcessError) as failure:
             print(f"{name}: {failure}", file=sys.stderr)
             for server in run.started:
                 print(f"--- {server.name}'s log ends:\n{tail(server.log_path)}", file=sys.stderr)

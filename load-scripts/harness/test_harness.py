@@ -4,6 +4,7 @@ from load-scripts/ (ingest/ci.sh runs them first)."""
 
 import io
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -156,6 +157,10 @@ class ScriptTest(unittest.TestCase):
         status, out, err = self.run_script(lambda run: run.check(1 + 1 == 3, "arithmetic"))
         self.assertEqual((status, out), (1, ""))
         self.assertIn("1 checks failed", err)
+        status, _, err = self.run_script(
+            lambda run: subprocess.run([sys.executable, "-c", "raise SystemExit(3)"], check=True))
+        self.assertEqual(status, 1)
+        self.assertIn("returned non-zero exit status 3", err)
         status, out, _ = self.run_script(lambda run: run.check(True, "never said"))
         self.assertEqual(status, 0)
         self.assertTrue(out.startswith("t: passed in "))
