@@ -34,7 +34,7 @@ class Scenarios:
                               stderr=subprocess.STDOUT if quiet else None)
         if done.returncode != 0:
             print(done.stdout or "", end="", file=sys.stderr)
-            raise Failure(f"{script} {' '.join(args)} exited {done.returncode}")
+            raise Failure(f"{' '.join([script, *args])} exited {done.returncode}")
 
     def setup(self, quiet: bool = False) -> dict[str, str]:
         """setup.sh: an instance, a digest and an inbox per provider; what it wrote, as the
