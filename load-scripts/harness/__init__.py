@@ -7,10 +7,12 @@ as `python3 -m harness COMMAND` (see `__main__.py`) with `load-scripts/` as PYTH
     tools       the missing-tool check: a failure in CI (FAULTLINE_REQUIRE_TOOLS=1), a skip
                 elsewhere
     procs       free ports, server processes: started, waited for, stopped by their PID
+    script      the frame of a script in Python: tools checked, a scratch directory, servers
+                stopped by their PIDs however it ends, `passed in` or why it failed
     client      a keep-alive client for 127.0.0.1 only, and the label of an answer
     signing     the signatures and headers of every sender the scripts sign for
-    ingest      the webhook-ingest service: its binary, its start, an instance and its inboxes,
-                push bodies
+    ingest      the webhook-ingest service: its build ($CI_PROFILE), its start, an instance and
+                its inboxes (also as the scenario scripts' environment file), push bodies
     lab         the failure lab's servers
     postgres    a throwaway PostgreSQL server
     prometheus  a Prometheus scraping some targets, and its query API

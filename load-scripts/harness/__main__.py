@@ -1,6 +1,5 @@
 """The harness for shell scripts: `PYTHONPATH=load-scripts python3 -m harness COMMAND …`.
 
-  free-port                  a TCP port of 127.0.0.1 that was free a moment ago
   target-dir                 the workspace's target directory, as cargo reports it
   require SCRIPT TOOL...     the missing-tool check (harness.tools.verdict): exits 0 when every
                              TOOL is on PATH; otherwise 1 in CI (FAULTLINE_REQUIRE_TOOLS set),
@@ -10,8 +9,6 @@
   sign-serve                 the same for many bodies, one process for all of them: reads a
                              secret line, a byte count line and that many bytes, writes the hex
                              and a newline, until stdin ends
-  value FILE SERIES          the sample of SERIES (`name` or `name{labels}` as exported) in the
-                             exposition FILE, or `none`
   setup URL ENV [--shell]    an instance, a digest and an inbox per forge -> ENV, as JSON, or
                              with --shell as the variables the scenario scripts source
   postgres start WORK        a fresh server in WORK/pg; prints PG_URL, PG_PASSWORD, PG_PORT,
@@ -30,7 +27,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import ingest, metrics, postgres, procs, signing, tools
+from . import ingest, postgres, procs, signing, tools
 
 
 def shell(**values) -> None:
@@ -54,21 +51,16 @@ def sign_serve() -> None:
 
 def setup(url: str, env_path: str, as_shell: bool) -> None:
     env = ingest.setup(url)
-    old = os.umask(0o077)
-    try:
-        with open(env_path, "w") as out:
-            if not as_shell:
+    if as_shell:
+        ingest.write_shell_env(ingest.shell_values(env), env_path, url)
+    else:
+        old = os.umask(0o077)
+        try:
+            with open(env_path, "w") as out:
                 json.dump(env, out)
-                return
-            out.write(f"# written by the load scripts for {url}; holds secrets, never commit it\n")
-            values = {"INSTANCE_ID": env["instance"], "API_KEY": env["key"],
-                      "DIGEST_ID": env["digest"]}
-            for vcs, inbox in env["inboxes"].items():
-                values[f"{vcs.upper()}_INBOX"] = inbox["id"]
-                values[f"{vcs.upper()}_SECRET"] = inbox["secret"]
-            out.writelines(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
-    finally:
-        os.umask(old)
+        finally:
+            os.umask(old)
+        return
     print(f"instance {env['instance']}, digest {env['digest']}")
     for vcs, inbox in env["inboxes"].items():
         print(f"  {vcs} inbox {inbox['id']}")
@@ -105,9 +97,7 @@ def pg(command: str, work: str, rest: list[str]) -> None:
 
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
-    if command == "free-port" and not args:
-        print(procs.free_port())
-    elif command == "target-dir" and not args:
+    if command == "target-dir" and not args:
         print(ingest.target_dir())
     elif command == "require" and len(args) >= 2:
         found = tools.verdict(args[0], *args[1:])
@@ -119,9 +109,6 @@ def main(argv: list[str]) -> None:
         if not secret:
             raise SystemExit("harness sign: WEBHOOK_SECRET is not set")
         print(signing.hex_signature(secret, sys.stdin.buffer.read()), end="")
-    elif command == "value" and len(args) == 2:
-        found = metrics.Metrics(Path(args[0]).read_text()).samples.get(args[1])
-        print("none" if found is None else int(found))
     elif command == "setup" and len(args) in (2, 3) and args[2:] in ([], ["--shell"]):
         setup(args[0], args[1], args[2:] == ["--shell"])
     elif command == "postgres" and len(args) >= 2 and args[0] in ("start", "restart", "stop", "sql"):

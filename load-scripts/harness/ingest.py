@@ -4,6 +4,8 @@ through the management API, and the pushes the scripts send it."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -23,6 +25,19 @@ def target_dir() -> Path:
     meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"],
                           capture_output=True, text=True, check=True)
     return Path(json.loads(meta.stdout)["target_directory"])
+
+
+# The variable that picks the build of the scripts CI runs: `debug` (the default: it reuses
+# what `cargo test` compiled) or `release`.
+PROFILE_ENV = "CI_PROFILE"
+
+
+def release_profile() -> bool:
+    """Whether $CI_PROFILE asks for a release build; a failure for anything but the two."""
+    profile = os.environ.get(PROFILE_ENV) or "debug"
+    if profile not in ("debug", "release"):
+        raise Failure(f"{PROFILE_ENV} must be debug or release, not {profile}")
+    return profile == "release"
 
 
 def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False) -> Path:
@@ -69,6 +84,38 @@ def setup(url: str, providers=FORGES, description: str = "load") -> dict:
     conn.close()
     return {"instance": iid, "key": key, "digest": digest["id"], "inboxes": inboxes,
             "setup_requests": 2 + len(providers)}
+
+
+def shell_values(env: dict) -> dict[str, str]:
+    """What `setup` made, as the variables the scenario scripts source: INSTANCE_ID, API_KEY,
+    DIGEST_ID, and VCS_INBOX and VCS_SECRET per provider."""
+    values = {"INSTANCE_ID": env["instance"], "API_KEY": env["key"], "DIGEST_ID": env["digest"]}
+    for vcs, inbox in env["inboxes"].items():
+        values[f"{vcs.upper()}_INBOX"] = inbox["id"]
+        values[f"{vcs.upper()}_SECRET"] = inbox["secret"]
+    return values
+
+
+def write_shell_env(values: dict[str, str], path: str, url: str) -> None:
+    """`values` as shell assignments in a file only its owner reads: it holds secrets."""
+    old = os.umask(0o077)
+    try:
+        with open(path, "w") as out:
+            out.write(f"# written by the load scripts for {url}; holds secrets, never commit it\n")
+            out.writelines(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+    finally:
+        os.umask(old)
+
+
+def read_shell_env(path) -> dict[str, str]:
+    """The assignments `write_shell_env` wrote, read back without a shell."""
+    values = {}
+    for line in Path(path).read_text().splitlines():
+        if line and not line.startswith("#"):
+            (assignment,) = shlex.split(line)
+            name, value = assignment.split("=", 1)
+            values[name] = value
+    return values
 
 
 def hook_path(env: dict, vcs: str) -> str:

@@ -1,12 +1,19 @@
-"""The harness's own checks, the parts that need no server: `python3 -m unittest harness.test_harness`
+"""The harness's own checks, the parts that need no service of this repository:
+`python3 -m unittest harness.test_harness`
 from load-scripts/ (ingest/ci.sh runs them first)."""
 
+import io
 import os
+import subprocess
+import sys
+import tempfile
 import time
 import unittest
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 from unittest import mock
 
-from . import metrics, signing, storm, tools
+from . import ingest, metrics, procs, script, signing, storm, tools
 
 EXPOSITION = """# HELP faultline_requests_started_total Requests started.
 faultline_requests_started_total 12
@@ -92,6 +99,71 @@ class ToolsTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {tools.REQUIRE_TOOLS_ENV: "0"}):
             self.assertEqual(tools.verdict("t", "no-such-tool-here"), "skip")
         self.assertIsNone(tools.verdict("t", "sh"))
+
+
+class IngestTest(unittest.TestCase):
+    def test_the_scenarios_environment_reads_back_what_was_written(self):
+        values = ingest.shell_values({"instance": "in_1", "key": "k 'quoted' $HOME", "digest": "dg_1",
+                                      "inboxes": {"github": {"id": "ib_1", "secret": "s\"; rm -rf"}}})
+        with tempfile.TemporaryDirectory() as work:
+            path = Path(work) / "env"
+            ingest.write_shell_env(values, str(path), "http://127.0.0.1:1")
+            self.assertEqual(path.stat().st_mode & 0o777, 0o600)
+            self.assertEqual(ingest.read_shell_env(path), values)
+        self.assertEqual(values["GITHUB_SECRET"], "s\"; rm -rf")
+
+    def test_the_profile_is_debug_release_or_a_failure(self):
+        for profile, release in (("", False), ("debug", False), ("release", True)):
+            with mock.patch.dict(os.environ, {ingest.PROFILE_ENV: profile}):
+                self.assertEqual(ingest.release_profile(), release)
+        with mock.patch.dict(os.environ, {ingest.PROFILE_ENV: "fast"}):
+            with self.assertRaises(procs.Failure):
+                ingest.release_profile()
+
+
+class ScriptTest(unittest.TestCase):
+    def run_script(self, body) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        status = 0
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                script.main("t", body)
+            except SystemExit as exit:
+                status = exit.code
+        return status, out.getvalue(), err.getvalue()
+
+    def test_a_failed_run_says_why_and_stops_its_server_by_pid(self):
+        started = []
+
+        def body(run):
+            port = procs.free_port()
+            server = run.add(procs.Server("http", [sys.executable, "-m", "http.server", "--bind",
+                                                   "127.0.0.1", port], run.work, port=port))
+            started.append((server, run.work))
+            run.check(False, "the first check")
+            raise procs.Failure("the second")
+
+        status, out, err = self.run_script(body)
+        (server, work), = started
+        self.assertEqual(status, 1)
+        self.assertNotIn("passed", out)
+        self.assertIn("t: the first check", err)
+        self.assertIn("t: the second", err)
+        self.assertIn("--- http's log ends", err)
+        self.assertFalse(server.alive())
+        self.assertFalse(work.exists())
+
+    def test_a_check_that_fails_fails_the_run_at_its_end(self):
+        status, out, err = self.run_script(lambda run: run.check(1 + 1 == 3, "arithmetic"))
+        self.assertEqual((status, out), (1, ""))
+        self.assertIn("1 checks failed", err)
+        status, _, err = self.run_script(
+            lambda run: subprocess.run([sys.executable, "-c", "raise SystemExit(3)"], check=True))
+        self.assertEqual(status, 1)
+        self.assertIn("returned non-zero exit status 3", err)
+        status, out, _ = self.run_script(lambda run: run.check(True, "never said"))
+        self.assertEqual(status, 0)
+        self.assertTrue(out.startswith("t: passed in "))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 set -euo pipefail
 
 LOAD_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$LOAD_DIR/service.sh"
+source "$LOAD_DIR/../proc.sh"
 FAULTLINE_URL=${FAULTLINE_URL:-http://127.0.0.1:3000}
 FAULTLINE_ENV=${FAULTLINE_ENV:-$LOAD_DIR/.env}
 FAULTLINE_RESULTS=${FAULTLINE_RESULTS:-${TMPDIR:-/tmp}/faultline-load-results}

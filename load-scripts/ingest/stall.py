@@ -9,7 +9,7 @@ Then every socket is watched until the service closes it (or DEADLINE_SECS pass)
 `name value` line per figure: connections opened and closed, when the last was closed, the
 slowest and the median time from a connection's last byte sent to its close, and the
 statuses the stalled bodies got.
-Run by hostile.sh; standard library only.
+Run by hostile.py; standard library only.
 """
 
 import selectors

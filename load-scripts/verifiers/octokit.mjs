@@ -6,7 +6,7 @@
 // tally of answers by code as JSON.
 //
 //     node octokit.mjs ADDR     (SECRET_GITHUB and WEBHOOK_INTAKE in the environment, as
-//                                sdks.sh sets them)
+//                                sdks.py sets them)
 import { execFileSync } from "node:child_process";
 import { sign, verify } from "@octokit/webhooks-methods";
 

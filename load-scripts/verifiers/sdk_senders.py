@@ -12,7 +12,7 @@ each answer's status and problem code are checked. Prints the tally of answers b
 JSON.
 
     sdk_senders.py ADDR      (secrets in the environment, and WEBHOOK_INTAKE, the binary
-                              that signs, as sdks.sh sets them)
+                              that signs, as sdks.py sets them)
 """
 
 import base64

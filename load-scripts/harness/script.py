@@ -1,0 +1,85 @@
+"""The frame of a load script written in Python: its tools checked, a scratch directory, its
+servers stopped by their PIDs however it ends, one line that says it passed (and how long it
+took) or why it failed.
+
+    def body(run: script.Run) -> None:
+        server = run.add(ingest.start(binary, run.work, [...]))
+        run.check(condition, "what went wrong")
+
+    script.main("ci.sh", body, tools=("curl",))
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from . import tools
+from .procs import Failure, Servers
+
+# How much of each server's log a failure shows: the last lines say why, the rest is noise.
+FAILURE_LOG_CHARS = 2000
+
+
+class Run:
+    """One run of a script: `work` (removed at the end), the servers it `add`s (stopped by
+    their PIDs at the end) and its `failures`, collected by `check` so that a run can say
+    everything that went wrong, not only the first."""
+
+    def __init__(self, name: str, work: Path):
+        self.name, self.work = name, work
+        self.servers = Servers()
+        self.failures: list[str] = []
+        # Every server ever added, stopped or not: their logs explain a failure.
+        self.started: list = []
+
+    def add(self, server):
+        """`server`, stopped by its PID when the run ends (or before, by the script)."""
+        self.started.append(server)
+        return self.servers.add(server)
+
+    def check(self, holds: bool, failure: str) -> bool:
+        """Notes `failure` unless `holds`; the run fails at its end (or at `settle`)."""
+        if not holds:
+            self.failures.append(failure)
+            print(f"{self.name}: {failure}", file=sys.stderr)
+        return holds
+
+    def settle(self) -> None:
+        """Fails now if any check so far has failed."""
+        if self.failures:
+            raise Failure(f"{len(self.failures)} checks failed")
+
+
+def main(name: str, body: Callable[[Run], None], tools_needed: tuple = (),
+         install: str = ".ci/setup installs it") -> None:
+    """Runs `body` as script `name` and exits: 0 with `NAME: passed in S s`; 1 with
+    `NAME: WHY` and the end of every server's log on a failure. The missing-tool check
+    (`tools.require`) comes first: without a tool the script fails in CI, or is skipped."""
+    tools.require(name, *tools_needed, install=install)
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"faultline-{Path(name).stem}.") as work:
+        run = Run(name, Path(work))
+        try:
+            with run.servers:
+                body(run)
+            run.settle()
+        # A command run with check=True (a build, an install) that failed is a failure too.
+        except (Failure, subprocess.CalledProcessError) as failure:
+            print(f"{name}: {failure}", file=sys.stderr)
+            for server in run.started:
+                print(f"--- {server.name}'s log ends:\n{tail(server.log_path)}", file=sys.stderr)
+            sys.exit(1)
+    print(f"{name}: passed in {time.monotonic() - began:.3f}s")
+
+
+def tail(path: Path) -> str:
+    """The end of a log."""
+    try:
+        return path.read_text(errors="replace")[-FAILURE_LOG_CHARS:]
+    except OSError:
+        return "(none)"
