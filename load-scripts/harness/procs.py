@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -185,3 +186,29 @@ class Servers:
         self.running.clear()
         if failures:
             raise Failure("; ".join(failures))
+
+
+def start_together(starts: list) -> list:
+    """Calls every function of `starts` (each starts a server and returns it once it listens)
+    at the same moment, on threads of their own; their servers in order. When one fails, the
+    others that started are stopped by their PID and the failure is raised."""
+    results: list = [None] * len(starts)
+
+    def start(i):
+        try:
+            results[i] = starts[i]()
+        except Exception as failure:  # noqa: BLE001 (raised below, once all have returned)
+            results[i] = failure
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(len(starts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failures = [r for r in results if isinstance(r, Exception)]
+    if failures:
+        for server in results:
+            if not isinstance(server, Exception):
+                server.stop()
+        raise failures[0]
+    return results
