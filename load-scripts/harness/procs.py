@@ -94,8 +94,10 @@ class Server:
                 wait_until(lambda: self.accepts(), timeout_s, f"{name} accepting on {port}",
                            self.alive)
         except Failure as failure:
+            # Read before the stop, which closes the log (and may delete it).
+            tail = self.log_tail()
             self.stop()
-            raise Failure(f"{failure}; its log ends: {self.log_tail()}") from None
+            raise Failure(f"{failure}; its log ends: {tail}") from None
 
     @property
     def url(self) -> str:
