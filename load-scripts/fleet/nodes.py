@@ -76,6 +76,7 @@ class Run:
         def redact(text: str) -> str:
             return text.replace(password, "[password]") if password else text
 
+        # The nodes' logs (NAME.log; a storm's answers are NAME.storm) and PostgreSQL's.
         logs = sorted(self.work.glob("*.log")) + [self.work / "pg" / "server.log"]
         print(f"{self.name}: failed; the logs end:", file=sys.stderr)
         for log in (log for log in logs if log.exists()):

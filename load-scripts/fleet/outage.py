@@ -153,7 +153,7 @@ def scenario(run, _args):
     urls = [s.url for s in servers]
     run.say(f"nodes {' '.join(urls)} on postgres :{pg.port}, each with its own spool")
     env = hookload.setup(urls[0])
-    log = run.work / "storm.log"
+    log = run.work / "outage.storm"
     log.touch()
     storming = nodes.Background(lambda: storm(env, log, STORM_S, STORM_SENDERS, urls))
     nodes.wait_for_lines(log, DOWN_AFTER, WAIT_S, storming)

@@ -23,7 +23,7 @@ DELIVERIES = 300
 def level(run, env, node, row, senders, deliveries):
     """One level of the table: DELIVERIES pushes from SENDERS threads; its rate, once every
     one was stored (acknowledged, for the spool's row)."""
-    found = hookload.storm(env, run.work / f"{row}.{senders}.log", f"tp-{row}-{senders}",
+    found = hookload.storm(env, run.work / f"{row}.{senders}.storm", f"tp-{row}-{senders}",
                            deliveries, senders, [node.url])
     say = "spool (postgres down)" if row == "spool" else row
     run.say(f"{say}: {found['line']}")
