@@ -40,7 +40,7 @@ class Run:
         self.pg: postgres.PgServer | None = None
 
     def say(self, line: str) -> None:
-        print(f"{self.name}: {line}", flush=True)
+        print(f"{self.name}: {line}")
 
     def postgres(self) -> postgres.PgServer:
         """A throwaway PostgreSQL with the scripts' database (its URL is `pg.url`), stopped by
@@ -141,6 +141,8 @@ def main(name: str, scenario, usage: str, pattern: str | None = None,
     """Runs SCENARIO(run, args) as script NAME (see the module's doc)."""
     release, args = parse(sys.argv[1:], usage, pattern)
     tools.require(name, *need)
+    # Line by line, so that a failure (on stderr) comes after what led to it, in CI's log too.
+    sys.stdout.reconfigure(line_buffering=True)
     # A run stopped from outside (a CI timeout) still stops its servers on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     work = Path(tempfile.mkdtemp(prefix=f"faultline-{name}."))
