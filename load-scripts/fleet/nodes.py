@@ -54,11 +54,11 @@ class Run:
         """Rows of `query` on the scripts' database."""
         return self.pg.sql(query, postgres.DATABASE)
 
-    def node(self, name: str, db: str, port: int = 0, args: tuple = ()) -> Server:
+    def node(self, name: str, db: str, port: int = 0) -> Server:
         """Node NAME on store DB (a SQLite path or a postgres:// URL) and PORT (a free one by
         default) with its own spool, kept across its restarts."""
-        return self.servers.add(ingest.start(self.binary, self.work, ["--db", db, *args],
-                                             name=name, port=port))
+        return self.servers.add(ingest.start(self.binary, self.work, ["--db", db], name=name,
+                                             port=port))
 
     def nodes(self, db: str, names: list[str]) -> list[Server]:
         """Every node of `names` on DB, launched at the same moment (their migrations race)."""
