@@ -5,8 +5,6 @@
 #   require NAME TOOL...        the missing-tool check: returns when every TOOL is on PATH;
 #                               otherwise exits 1 in CI (FAULTLINE_REQUIRE_TOOLS set), or 0
 #                               after saying the script was skipped
-#   wait_for PID SECONDS CMD... runs CMD every 0.1 s until it succeeds; returns 1 as soon as
-#                               process PID has exited, or once SECONDS of tries have failed
 
 HARNESS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -23,15 +21,4 @@ require() {
         3) exit 0 ;;
         *) exit 1 ;;
     esac
-}
-
-wait_for() {
-    local pid=$1 tries=$(($2 * 10))
-    shift 2
-    until "$@"; do
-        if ! kill -0 "$pid" 2>/dev/null || ((tries-- <= 0)); then
-            return 1
-        fi
-        sleep 0.1
-    done
 }

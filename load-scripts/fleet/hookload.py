@@ -1,26 +1,10 @@
 #!/usr/bin/env python3
-"""Signed push deliveries for webhook-ingest nodes, and the checks that reconcile them.
+"""Signed push deliveries for webhook-ingest nodes, and the checks that reconcile them: the
+fleet scenarios' library (pg_fleet.py, crash.py, outage.py, flood.py, throughput.py); standard
+library and the harness only. Every request goes to 127.0.0.1.
 
-Run by pg-fleet.sh, crash.sh and throughput.sh; standard library and the harness only. Every request goes to
-127.0.0.1. Subcommands:
-
-  setup URL ENV                      an instance, a digest, an inbox per provider -> ENV (JSON)
-  fleet ENV OUT URL...               the fleet load: pushes of all providers, 20 copies of one
-                                     delivery at once to different nodes (per provider),
-                                     bad signatures, ignored events; what was sent -> OUT
-  storm ENV LOG COUNT SENDERS URL... COUNT pushes with fresh delivery ids from SENDERS threads,
-                                     spread across the URLs; one JSON line per delivery -> LOG;
-                                     prints deliveries acknowledged (2xx) per second
-  reconcile-fleet OUT ROWS URL...    the database rows (ROWS) and every ledger against OUT
-  reconcile-crash ENV LOG ROWS URL.. every 2xx of LOG stored once with all its commits; then
-                                     resends all of LOG: "duplicate" exactly for those stored
-  rows SQLITE_PATH                   prints a SQLite store's delivery rows as ROWS expects
-  rows-sql                           prints the query behind ROWS, for psql
-  probe ENV URL DELIVERY STATUS      one GitHub push; fails unless answered STATUS
-  drained URL...                     waits until every node's store is up and spool empty
-
-ROWS is tab-separated: delivery_id, commit_count, redeliveries, commits stored for it (what
-`ROWS_SQL` selects; the shell scripts run it with psql for PostgreSQL).
+ROWS are a store's delivery rows: delivery_id, commit_count, redeliveries, commits stored for
+it (what `ROWS_SQL` selects, from PostgreSQL or from SQLite with `sqlite_rows`).
 """
 
 import hashlib
@@ -33,9 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import ingest, metrics, signing, storm as storms  # noqa: E402
-from harness.client import Conn, check_url, label  # noqa: E402,F401 (outage.py, flood.py)
-from harness.ingest import hook_path, push_body  # noqa: E402,F401
-from harness.storm import MAX_COMMITS, NO_ANSWER_PAUSE_S, run_parallel  # noqa: E402,F401
+from harness.client import Conn, label  # noqa: E402
+from harness.ingest import hook_path, push_body  # noqa: E402
+from harness.procs import Failure  # noqa: E402
+from harness.storm import MAX_COMMITS, run_parallel  # noqa: E402
 
 # The fleet load, per provider: deliveries, and how many carry no commits (tag pushes).
 FLEET_PUSHES = 72
@@ -55,14 +40,9 @@ ROWS_SQL = (
 )
 
 
-def die(message):
-    print(f"hookload: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def setup(url, env_path):
-    with open(env_path, "w") as out:
-        json.dump(ingest.setup(url, PROVIDERS, "fleet"), out)
+def setup(url):
+    """An instance, a digest and an inbox per provider (harness.ingest.setup)."""
+    return ingest.setup(url, PROVIDERS, "fleet")
 
 
 def headers(env, vcs, delivery, body, event=None, secret=None):
@@ -118,8 +98,9 @@ def send_all(env, urls, jobs, senders):
     return done
 
 
-def fleet(env_path, out_path, urls):
-    env = json.load(open(env_path))
+def fleet(env, urls):
+    """The fleet load: pushes of all providers, REDELIVERY_COPIES copies of one delivery at
+    once to different nodes (per provider), bad signatures, ignored events; what was sent."""
     nodes = len(urls)
     sent = [{"ok": 0, "handled": 0} for _ in urls]
     sent[0]["ok"] += env["setup_requests"]
@@ -160,27 +141,29 @@ def fleet(env_path, out_path, urls):
     for line in sorted(tallies.items()):
         print(f"fleet: answered {line[0]}: {line[1]}")
     print(f"fleet: {sum(tallies.values())} requests in {elapsed:.2f}s across {nodes} nodes")
-    json.dump({"sent": sent, "accepted": accepted, "redelivered": redelivered,
-               "copies": REDELIVERY_COPIES}, open(out_path, "w"))
     if problems:
-        die("MISMATCH: " + "; ".join(problems[:10]))
+        raise Failure("MISMATCH: " + "; ".join(problems[:10]))
+    return {"sent": sent, "accepted": accepted, "redelivered": redelivered,
+            "copies": REDELIVERY_COPIES}
 
 
-def read_rows(path):
+def read_rows(found):
+    """ROWS by delivery: {delivery: (commit_count, redeliveries, commits stored)}."""
     rows = {}
-    for line in open(path):
-        if line.strip():
-            delivery, count, redeliveries, stored = line.rstrip("\n").split("\t")
-            if delivery in rows:
-                die(f"delivery {delivery} has two rows")
-            rows[delivery] = (int(count), int(redeliveries), int(stored))
+    for delivery, count, redeliveries, stored in found:
+        if delivery in rows:
+            raise Failure(f"delivery {delivery} has two rows")
+        rows[delivery] = (int(count), int(redeliveries), int(stored))
     return rows
 
 
 def sqlite_rows(path):
+    """ROWS of the SQLite store at PATH, read only."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    for row in db.execute(ROWS_SQL):
-        print("\t".join(str(v) for v in row))
+    try:
+        return db.execute(ROWS_SQL).fetchall()
+    finally:
+        db.close()
 
 
 def ledger(url):
@@ -195,9 +178,9 @@ def ledger(url):
     return counts
 
 
-def reconcile_fleet(out_path, rows_path, urls):
-    sent = json.load(open(out_path))
-    rows = read_rows(rows_path)
+def reconcile_fleet(sent, found, urls):
+    """The store's ROWS (FOUND) and every node's ledger against what `fleet` SENT."""
+    rows = read_rows(found)
     accepted = sent["accepted"]
     problems = []
     if set(rows) != set(accepted):
@@ -238,34 +221,37 @@ def reconcile_fleet(out_path, rows_path, urls):
     if ignored != FLEET_IGNORED:
         problems.append(f"{ignored} ignored events counted, {FLEET_IGNORED} sent")
     if problems:
-        die("MISMATCH: " + "; ".join(problems[:10]))
+        raise Failure("MISMATCH: " + "; ".join(problems[:10]))
     print("fleet: reconciled")
 
 
-def storm(env_path, log_path, prefix, count, senders, urls):
-    """COUNT pushes with fresh delivery ids (harness.storm.storm); prints the rate."""
-    entries, elapsed = storms.storm(json.load(open(env_path)), urls, log_path, prefix, senders,
-                                    count=count)
+def storm(env, log_path, prefix, count, senders, urls):
+    """COUNT pushes with fresh delivery ids (harness.storm.storm), one JSON line per answer
+    in LOG_PATH; what it says of them (`line`), deliveries `stored` and `acknowledged`, and
+    the `rate` of acknowledgements per second."""
+    entries, elapsed = storms.storm(env, urls, log_path, prefix, senders, count=count)
     stored = sum(1 for e in entries if e["status"] == 201)
     acked = [e for e in entries if 200 <= e["status"] < 300]
-    print(f"storm: {len(entries)} deliveries, {stored} stored, {len(acked)} acknowledged in "
-          f"{elapsed:.2f}s by {senders} senders: {len(acked) / elapsed:.0f} deliveries/s, "
-          f"{sum(e['commits'] for e in acked) / elapsed:.0f} commits/s")
+    rate = len(acked) / elapsed
+    line = (f"storm: {len(entries)} deliveries, {stored} stored, {len(acked)} acknowledged in "
+            f"{elapsed:.2f}s by {senders} senders: {rate:.0f} deliveries/s, "
+            f"{sum(e['commits'] for e in acked) / elapsed:.0f} commits/s")
+    return {"line": line, "stored": stored, "acknowledged": len(acked), "rate": round(rate)}
 
 
 def read_log(log_path):
     entries = {}
-    for line in open(log_path):
-        entry = json.loads(line)
-        entries[entry["delivery"]] = entry
+    with open(log_path) as log:
+        for line in log:
+            entry = json.loads(line)
+            entries[entry["delivery"]] = entry
     return entries
 
 
-def reconcile_crash(env_path, log_path, rows_path, urls):
+def reconcile_crash(env, log_path, found, urls):
     """Every delivery answered 2xx is stored once with all its commits, every stored one is
     whole; then every delivery is sent again: "duplicate" exactly for the stored ones."""
-    env = json.load(open(env_path))
-    entries, rows = read_log(log_path), read_rows(rows_path)
+    entries, rows = read_log(log_path), read_rows(found)
     problems = []
     answered = [d for d, e in entries.items() if 200 <= e["status"] < 300]
     lost = [d for d, e in entries.items() if e["status"] == 0]
@@ -296,19 +282,20 @@ def reconcile_crash(env_path, log_path, rows_path, urls):
     print(f"crash: resent all {len(entries)}: {len(duplicates)} answered duplicate "
           f"(= the {len(rows)} stored), {len(newly)} stored now")
     if problems:
-        die("MISMATCH: " + "; ".join(problems[:10]))
+        raise Failure("MISMATCH: " + "; ".join(problems[:10]))
 
 
-def reconcile_complete(log_path, rows_path):
+def reconcile_complete(log_path, found):
     """After the resend every delivery is stored, once, with all its commits."""
-    entries, rows = read_log(log_path), read_rows(rows_path)
+    entries, rows = read_log(log_path), read_rows(found)
+
     def is_whole(delivery, commits):
         count, _, stored = rows.get(delivery, (None, None, None))
         return count == stored == commits
 
     whole = [d for d, e in entries.items() if is_whole(d, e["commits"])]
     if len(whole) != len(entries) or set(rows) - set(entries):
-        die(f"MISMATCH: {len(whole)} of {len(entries)} deliveries stored whole, "
+        raise Failure(f"MISMATCH: {len(whole)} of {len(entries)} deliveries stored whole, "
             f"{len(set(rows) - set(entries))} rows never sent")
     print(f"crash: every one of the {len(entries)} deliveries is stored once with its "
           f"{sum(e['commits'] for e in entries.values())} commits")
@@ -336,40 +323,23 @@ def drained(urls):
                 pending.discard(i)
         if pending:
             if time.monotonic() > deadline:
-                die(f"spools not drained after {DRAIN_TIMEOUT_S}s: {sorted(pending)}")
+                raise Failure(f"spools not drained after {DRAIN_TIMEOUT_S}s: {sorted(pending)}")
             time.sleep(0.1)
+    for conn in conns:
+        conn.close()
+    print(f"drained: {sum(polls)} /health requests")
     return polls
 
 
-def probe(env_path, url, delivery, want):
-    """One GitHub push to URL; fails unless answered `want` (and a 503 with Retry-After)."""
-    env = json.load(open(env_path))
+def probe(env, url, delivery, want):
+    """One GitHub push to URL; fails unless answered `want` (and a 503 with Retry-After).
+    Returns what it printed."""
     body = push_body("github", delivery, 1)
     status, answer, retry_after = Conn(url).request(
         "POST", hook_path(env, "github"), body, headers(env, "github", delivery, body))
-    print(f"probe: {delivery} answered {status} {label(status, answer)}, "
-          f"Retry-After {retry_after}; body {json.dumps(answer)}")
+    said = (f"probe: {delivery} answered {status} {label(status, answer)}, "
+            f"Retry-After {retry_after}; body {json.dumps(answer)}")
+    print(said)
     if status != want or (status == 503 and not retry_after):
-        die(f"MISMATCH: expected {want}{' with Retry-After' if want == 503 else ''}")
-
-
-def main(argv):
-    commands = {
-        "setup": (2, lambda a: setup(a[0], a[1])),
-        "fleet": (3, lambda a: fleet(a[0], a[1], a[2:])),
-        "storm": (6, lambda a: storm(a[0], a[1], a[2], int(a[3]), int(a[4]), a[5:])),
-        "reconcile-fleet": (3, lambda a: reconcile_fleet(a[0], a[1], a[2:])),
-        "reconcile-crash": (4, lambda a: reconcile_crash(a[0], a[1], a[2], a[3:])),
-        "reconcile-complete": (2, lambda a: reconcile_complete(a[0], a[1])),
-        "rows": (1, lambda a: sqlite_rows(a[0])),
-        "rows-sql": (0, lambda a: print(ROWS_SQL)),
-        "probe": (4, lambda a: probe(a[0], a[1], a[2], int(a[3]))),
-        "drained": (1, lambda a: print(f"drained: {sum(drained(a))} /health requests")),
-    }
-    if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 < commands[argv[1]][0]:
-        die(__doc__)
-    commands[argv[1]][1](argv[2:])
-
-
-if __name__ == "__main__":
-    main(sys.argv)
+        raise Failure(f"MISMATCH: expected {want}{' with Retry-After' if want == 503 else ''}")
+    return said

@@ -1,49 +1,62 @@
 #!/usr/bin/env python3
-"""The push storm of outage.sh and its reconciliation; standard library and the harness only,
-127.0.0.1 only.
+"""No push lost while the database is down (outage.sh); standard library and the harness
+only, 127.0.0.1 only.
 
-  storm ENV LOG SECONDS SENDERS URL...   pushes with fresh delivery ids for SECONDS from
-                                         SENDERS threads, each to the next node, every
-                                         REDELIVER_EVERY-th sent again at once to another
-                                         node; one JSON line per answer -> LOG
-  drained POLLS URL...                   waits until every spool is drained -> POLLS (JSON)
-  reconcile ENV LOG ROWS META POLLS URL... the checks below, then a resend of every delivery
+Three nodes on a throwaway PostgreSQL, each with its own spool, take a push storm (every
+REDELIVER_EVERY-th delivery sent again at once to a second node); mid-storm PostgreSQL is
+stopped for several seconds, one node is killed with SIGKILL while it is down and restarted
+on its spool (with the database still down). Once the database is back and the spools are
+drained, it checks: no 5xx while the database was down; every delivery answered 2xx stored
+once with all its commits; a resend of each answered `duplicate`; the ledgers, summed, count
+every request they answered (the killed node's from its restart on: a request counts for it
+when its connection was opened after the kill). Everything it starts is stopped by PID.
 
-META (JSON, written by outage.sh): down_from and down_to (when PostgreSQL was stopped and
-back), killed (the index of the node killed) and killed_at (when it had exited).
-
-Checks: no 5xx while the database was down; every delivery answered 2xx is stored once with
-all its commits; a resend of each answers `duplicate`; and the ledgers, summed, count every
-request they answered (the killed node's from its restart on: a request counts for it
-when its connection was opened after the kill).
+    outage.py [--release]
 """
 
 import json
-import sys
+import signal
+import time
 
 import hookload
-from hookload import die, storms
+import nodes
+from harness import storm as storms
+from harness.procs import Failure
 
+NODES = ("o1", "o2", "o3")
+# The node killed while the database is down (its index in NODES).
+VICTIM = 1
+# The storm: long enough to hold the outage with seconds to spare on both sides.
+STORM_S = 18
+STORM_SENDERS = 24
+# The outage starts once this many answers are in, and lasts about DOWN_S.
+DOWN_AFTER = 400
+DOWN_S = 5
+# How long the storm may take to reach DOWN_AFTER answers before the run is called stuck.
+WAIT_S = 60
 # Every this many deliveries, one is sent a second time at once to the next node: a
 # redelivery that two nodes (and their spools) see.
 REDELIVER_EVERY = 4
 SENDERS_RESEND = 24
 
 
-def storm(env_path, log_path, seconds, senders, urls):
+def storm(env, log_path, seconds, senders, urls):
     """Pushes for SECONDS (harness.storm.storm), every REDELIVER_EVERY-th twice at once."""
-    entries, elapsed = storms.storm(json.load(open(env_path)), urls, log_path, "outage", senders,
+    entries, elapsed = storms.storm(env, urls, log_path, "outage", senders,
                                     seconds=seconds, redeliver_every=REDELIVER_EVERY)
     acked = sum(1 for e in entries if 200 <= e["status"] < 300)
     print(f"outage: storm: {len(entries)} requests in {elapsed:.1f}s from {senders} senders, "
           f"{acked} answered 2xx")
 
 
-def reconcile(env_path, log_path, rows_path, meta_path, polls_path, urls):
-    env, meta = json.load(open(env_path)), json.load(open(meta_path))
-    polls = json.load(open(polls_path))
-    entries = [json.loads(line) for line in open(log_path)]
-    rows = hookload.read_rows(rows_path)
+def reconcile(env, log_path, found, meta, polls, urls):
+    """The checks of the module's doc on the storm's LOG_PATH and the store's rows (FOUND);
+    META says when PostgreSQL was stopped and back (`down_from`, `down_to`), which node was
+    killed and when it had exited (`killed`, `killed_at`); POLLS are the /health requests
+    the drain sent each node."""
+    with open(log_path) as log:
+        entries = [json.loads(line) for line in log]
+    rows = hookload.read_rows(found)
     problems, tally = [], {}
     for e in entries:
         key = f"{e['status']} {e['label']}"
@@ -84,7 +97,7 @@ def reconcile(env_path, log_path, rows_path, meta_path, polls_path, urls):
           if not not_duplicate else "outage: resend: MISMATCH")
     check_ledgers(env, entries, resent, meta, polls, urls, problems)
     if problems:
-        die("MISMATCH: " + "; ".join(problems[:10]))
+        raise Failure("MISMATCH: " + "; ".join(problems[:10]))
     print("outage: reconciled")
 
 
@@ -113,16 +126,46 @@ def check_ledgers(env, entries, resent, meta, polls, urls, problems):
         problems.append(f"ledgers {got} != answered {want}")
 
 
-def main(argv):
-    commands = {
-        "storm": (4, lambda a: storm(a[0], a[1], float(a[2]), int(a[3]), a[4:])),
-        "drained": (2, lambda a: json.dump(hookload.drained(a[1:]), open(a[0], "w"))),
-        "reconcile": (6, lambda a: reconcile(a[0], a[1], a[2], a[3], a[4], a[5:])),
-    }
-    if len(argv) < 2 or argv[1] not in commands or len(argv) - 2 < commands[argv[1]][0]:
-        die(__doc__)
-    commands[argv[1]][1](argv[2:])
+def outage(run, pg, servers, storm_log):
+    """PostgreSQL stopped for about DOWN_S, node VICTIM killed and restarted meanwhile; the
+    nodes (the victim's new server in its place) and META for `reconcile`."""
+    down_from = time.time()
+    pg.stop()
+    run.say(f"postgres stopped after {nodes.lines(storm_log)} answers")
+    time.sleep(DOWN_S // 2)
+    victim = servers[VICTIM]
+    victim.stop(signal.SIGKILL)
+    killed_at = time.time()
+    run.say(f"{victim.name} killed with SIGKILL while the database is down; restarting it on "
+            "its spool")
+    servers[VICTIM] = run.restart(victim, pg.url)
+    time.sleep(DOWN_S - DOWN_S // 2)
+    pg.launch()
+    down_to = time.time()
+    run.say(f"postgres back after {down_to - down_from:.1f}s")
+    return {"down_from": down_from, "down_to": down_to, "killed": VICTIM,
+            "killed_at": killed_at}
+
+
+def scenario(run, _args):
+    pg = run.postgres()
+    servers = run.nodes(pg.url, list(NODES))
+    urls = [s.url for s in servers]
+    run.say(f"nodes {' '.join(urls)} on postgres :{pg.port}, each with its own spool")
+    env = hookload.setup(urls[0])
+    log = run.work / "outage.storm"
+    log.touch()
+    storming = nodes.Background(lambda: storm(env, log, STORM_S, STORM_SENDERS, urls))
+    nodes.wait_for_lines(log, DOWN_AFTER, WAIT_S, storming)
+    meta = outage(run, pg, servers, log)
+    storming.join()
+    polls = hookload.drained(urls)
+    reconcile(env, log, run.sql(hookload.ROWS_SQL), meta, polls, urls)
+    for server in servers:
+        for line in server.log_path.read_text(errors="replace").splitlines():
+            if "spool" in line and ("cut" in line or "from before" in line):
+                run.say(f"{server.name}: {line}")
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    nodes.main("outage", scenario, "outage.sh [--release]")

@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -93,8 +94,10 @@ class Server:
                 wait_until(lambda: self.accepts(), timeout_s, f"{name} accepting on {port}",
                            self.alive)
         except Failure as failure:
+            # Read before the stop, which closes the log (and may delete it).
+            tail = self.log_tail()
             self.stop()
-            raise Failure(f"{failure}; its log ends: {self.log_tail()}") from None
+            raise Failure(f"{failure}; its log ends: {tail}") from None
 
     @property
     def url(self) -> str:
@@ -185,3 +188,29 @@ class Servers:
         self.running.clear()
         if failures:
             raise Failure("; ".join(failures))
+
+
+def start_together(starts: list) -> list:
+    """Calls every function of `starts` (each starts a server and returns it once it listens)
+    at the same moment, on threads of their own; their servers in order. When one fails, the
+    others that started are stopped by their PID and the failure is raised."""
+    results: list = [None] * len(starts)
+
+    def start(i):
+        try:
+            results[i] = starts[i]()
+        except Exception as failure:  # noqa: BLE001 (raised below, once all have returned)
+            results[i] = failure
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(len(starts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failures = [r for r in results if isinstance(r, Exception)]
+    if failures:
+        for server in results:
+            if not isinstance(server, Exception):
+                server.stop()
+        raise failures[0]
+    return results

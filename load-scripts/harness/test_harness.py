@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
@@ -90,6 +91,36 @@ class StormTest(unittest.TestCase):
             return i * i
 
         self.assertEqual(storm.run_parallel(4, client), [0, 1, 4, 9])
+
+
+class StartTogetherTest(unittest.TestCase):
+    class Started:
+        def __init__(self, name):
+            self.name, self.stopped = name, False
+
+        def stop(self):
+            self.stopped = True
+
+    def test_servers_start_at_once_and_come_back_in_order(self):
+        # Each start waits for the other: started one after the other, neither would return.
+        both = threading.Barrier(2, timeout=5)
+
+        def start(name):
+            both.wait()
+            return self.Started(name)
+
+        started = procs.start_together([lambda: start("a"), lambda: start("b")])
+        self.assertEqual([s.name for s in started], ["a", "b"])
+
+    def test_one_failing_start_stops_the_others(self):
+        ok = self.Started("ok")
+
+        def fails():
+            raise procs.Failure("no address")
+
+        with self.assertRaises(procs.Failure):
+            procs.start_together([lambda: ok, fails])
+        self.assertTrue(ok.stopped)
 
 
 class ToolsTest(unittest.TestCase):

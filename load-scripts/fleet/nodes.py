@@ -1,0 +1,166 @@
+"""The start and the end of every fleet scenario that runs webhook-ingest nodes; standard
+library and the harness only, 127.0.0.1 only.
+
+A scenario is a function of a `Run` and its own arguments; `main` parses the command line
+(`--release`, and the scenario's own arguments), checks the tools, builds the service, runs
+the scenario in a fresh work directory, and whatever the outcome stops every node and
+PostgreSQL by its PID. On failure it shows the end of every log and the errors and warnings
+the nodes logged, the database password blanked out (PostgreSQL logs a failed statement
+whole, and pg_tls.py fails precisely when the password reached a log).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import ingest, postgres, tools  # noqa: E402
+from harness.procs import Failure, Server, Servers, start_together, wait_until  # noqa: E402
+
+# On failure, this many lines of each log, and this many of the errors the nodes logged.
+FAILURE_LOG_LINES = 10
+# What a node's log line says when it is an error or a warning.
+ERROR_LINE = re.compile(r" (ERROR|WARN) ")
+
+
+class Run:
+    """One run of a scenario: its work directory, the service's binary, its servers."""
+
+    def __init__(self, name: str, work: Path, servers: Servers, release: bool):
+        self.name, self.work, self.servers, self.release = name, work, servers, release
+        self.binary = ingest.build(release=release)
+        self.pg: postgres.PgServer | None = None
+
+    def say(self, line: str) -> None:
+        print(f"{self.name}: {line}")
+
+    def postgres(self) -> postgres.PgServer:
+        """A throwaway PostgreSQL with the scripts' database (its URL is `pg.url`), stopped by
+        its PID when the run ends."""
+        self.pg = postgres.PgServer(self.work)
+        self.servers.add(self.pg)
+        self.pg.database(postgres.DATABASE)
+        return self.pg
+
+    def sql(self, query: str) -> list[list[str]]:
+        """Rows of `query` on the scripts' database."""
+        return self.pg.sql(query, postgres.DATABASE)
+
+    def node(self, name: str, db: str, port: int = 0) -> Server:
+        """Node NAME on store DB (a SQLite path or a postgres:// URL) and PORT (a free one by
+        default) with its own spool, kept across its restarts."""
+        return self.servers.add(ingest.start(self.binary, self.work, ["--db", db], name=name,
+                                             port=port))
+
+    def nodes(self, db: str, names: list[str]) -> list[Server]:
+        """Every node of `names` on DB, launched at the same moment (their migrations race)."""
+        return [self.servers.add(s) for s in start_together(
+            [lambda name=name: ingest.start(self.binary, self.work, ["--db", db], name=name)
+             for name in names])]
+
+    def restart(self, node: Server, db: str) -> Server:
+        """NODE (stopped) again, on the same store, port and spool."""
+        return self.node(node.name, db, node.port)
+
+    def show_failure(self) -> None:
+        password = self.pg.password if self.pg else None
+
+        def redact(text: str) -> str:
+            return text.replace(password, "[password]") if password else text
+
+        # The nodes' logs (NAME.log; a storm's answers are NAME.storm) and PostgreSQL's.
+        logs = sorted(self.work.glob("*.log")) + [self.work / "pg" / "server.log"]
+        print(f"{self.name}: failed; the logs end:", file=sys.stderr)
+        for log in (log for log in logs if log.exists()):
+            lines = log.read_text(errors="replace").splitlines()[-FAILURE_LOG_LINES:]
+            print(f"==> {log.relative_to(self.work)} <==", file=sys.stderr)
+            print(redact("\n".join(lines)), file=sys.stderr)
+        print(f"{self.name}: the errors and warnings the nodes logged:", file=sys.stderr)
+        errors = [line for log in logs[:-1] for line in log.read_text(errors="replace").splitlines()
+                  if ERROR_LINE.search(line)]
+        print(redact("\n".join(errors[-FAILURE_LOG_LINES:])), file=sys.stderr)
+
+
+class Background:
+    """FN on a thread of its own (a storm that goes on while the scenario kills a node);
+    `join` waits for it and raises what it raised. A daemon thread, so that a run that fails
+    meanwhile exits without waiting for it."""
+
+    def __init__(self, fn):
+        self.result, self.error = None, None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn):
+        try:
+            self.result = fn()
+        except BaseException as error:  # noqa: B036 (handed to join)
+            self.error = error
+
+    def join(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def lines(path: Path) -> int:
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def wait_for_lines(path: Path, count: int, timeout_s: float, storm: Background) -> int:
+    """Until the log PATH that STORM appends to holds COUNT answers; how many it holds."""
+    return wait_until(lambda: lines(path) >= count and lines(path), timeout_s,
+                      f"the storm is stuck before {count} answers", storm.thread.is_alive)
+
+
+def parse(argv: list[str], usage: str, pattern: str | None) -> tuple[bool, list[str]]:
+    """`--release` and the scenario's arguments, each matching PATTERN."""
+    release, rest = False, []
+    for arg in argv:
+        if arg == "--release":
+            release = True
+        elif pattern and re.fullmatch(pattern, arg):
+            rest.append(arg)
+        else:
+            raise SystemExit(f"usage: {usage}")
+    return release, rest
+
+
+def main(name: str, scenario, usage: str, pattern: str | None = None,
+         need: tuple = ()) -> None:
+    """Runs SCENARIO(run, args) as script NAME (see the module's doc)."""
+    release, args = parse(sys.argv[1:], usage, pattern)
+    tools.require(name, *need)
+    # Line by line, so that a failure (on stderr) comes after what led to it, in CI's log too.
+    sys.stdout.reconfigure(line_buffering=True)
+    # A run stopped from outside (a CI timeout) still stops its servers on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    work = Path(tempfile.mkdtemp(prefix=f"faultline-{name}."))
+    run = None
+    try:
+        with Servers() as servers:
+            run = Run(name, work, servers, release)
+            scenario(run, args)
+    except (Failure, subprocess.CalledProcessError) as failure:
+        print(f"{name}: {failure}", file=sys.stderr)
+        if run is not None:
+            run.show_failure()
+        sys.exit(1)
+    except Exception:
+        traceback.print_exc()
+        if run is not None:
+            run.show_failure()
+        sys.exit(1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{name}: OK")
