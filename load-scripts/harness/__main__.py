@@ -1,6 +1,5 @@
 """The harness for shell scripts: `PYTHONPATH=load-scripts python3 -m harness COMMAND …`.
 
-  target-dir                 the workspace's target directory, as cargo reports it
   require SCRIPT TOOL...     the missing-tool check (harness.tools.verdict): exits 0 when every
                              TOOL is on PATH; otherwise 1 in CI (FAULTLINE_REQUIRE_TOOLS set),
                              or 3 after a `skipped:` line (the shell's `require` exits 0)
@@ -9,19 +8,15 @@
   sign-serve                 the same for many bodies, one process for all of them: reads a
                              secret line, a byte count line and that many bytes, writes the hex
                              and a newline, until stdin ends
-  setup URL ENV [--shell]    an instance, a digest and an inbox per forge -> ENV, as JSON, or
-                             with --shell as the variables the scenario scripts source
+  setup URL ENV              an instance, a digest and an inbox per forge -> ENV, as the
+                             variables the scenario scripts source
   postgres start WORK        a fresh server in WORK/pg; prints PG_URL, PG_PASSWORD, PG_PORT,
                              PG_PID, PG_DIR, PG_BIN as shell assignments to eval
-  postgres restart WORK      the same server again, on its data directory and port; prints PG_PID
   postgres stop WORK         SIGINT to the postmaster by its PID, and a wait until it is gone
-  postgres sql WORK SQL      runs SQL as the superuser on the scripts' database, rows as
-                             tab-separated lines
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -49,25 +44,16 @@ def sign_serve() -> None:
         out.flush()
 
 
-def setup(url: str, env_path: str, as_shell: bool) -> None:
+def setup(url: str, env_path: str) -> None:
     env = ingest.setup(url)
-    if as_shell:
-        ingest.write_shell_env(ingest.shell_values(env), env_path, url)
-    else:
-        old = os.umask(0o077)
-        try:
-            with open(env_path, "w") as out:
-                json.dump(env, out)
-        finally:
-            os.umask(old)
-        return
+    ingest.write_shell_env(ingest.shell_values(env), env_path, url)
     print(f"instance {env['instance']}, digest {env['digest']}")
     for vcs, inbox in env["inboxes"].items():
         print(f"  {vcs} inbox {inbox['id']}")
     print(f"ids, key and secrets written to {env_path}")
 
 
-def pg(command: str, work: str, rest: list[str]) -> None:
+def pg(command: str, work: str) -> None:
     if command == "start":
         server = postgres.PgServer(Path(work))
         try:
@@ -80,26 +66,13 @@ def pg(command: str, work: str, rest: list[str]) -> None:
               PG_PID=server.pid, PG_DIR=server.dir, PG_BIN=server.bin)
         return
     server = postgres.PgServer(Path(work), fresh=False)
-    if command == "restart":
-        server.stop()
-        server.launch()
-        server.save()
-        shell(PG_PID=server.pid)
-    elif command == "stop":
-        server.stop()
-        server.save()
-    elif command == "sql" and rest:
-        for row in server.sql(rest[0], postgres.DATABASE):
-            print("\t".join(row))
-    else:
-        raise SystemExit(__doc__)
+    server.stop()
+    server.save()
 
 
 def main(argv: list[str]) -> None:
     command, args = (argv[0], argv[1:]) if argv else ("", [])
-    if command == "target-dir" and not args:
-        print(ingest.target_dir())
-    elif command == "require" and len(args) >= 2:
+    if command == "require" and len(args) >= 2:
         found = tools.verdict(args[0], *args[1:])
         sys.exit({None: 0, "fail": 1, "skip": tools.SKIPPED_STATUS}[found])
     elif command == "sign-serve" and not args:
@@ -109,10 +82,10 @@ def main(argv: list[str]) -> None:
         if not secret:
             raise SystemExit("harness sign: WEBHOOK_SECRET is not set")
         print(signing.hex_signature(secret, sys.stdin.buffer.read()), end="")
-    elif command == "setup" and len(args) in (2, 3) and args[2:] in ([], ["--shell"]):
-        setup(args[0], args[1], args[2:] == ["--shell"])
-    elif command == "postgres" and len(args) >= 2 and args[0] in ("start", "restart", "stop", "sql"):
-        pg(args[0], args[1], args[2:])
+    elif command == "setup" and len(args) == 2:
+        setup(args[0], args[1])
+    elif command == "postgres" and len(args) == 2 and args[0] in ("start", "stop"):
+        pg(args[0], args[1])
     else:
         raise SystemExit(__doc__)
 

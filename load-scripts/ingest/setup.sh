@@ -4,4 +4,4 @@
 # which git ignores). Prints the ids only.
 source "$(dirname "$0")/lib.sh"
 
-harness setup "$FAULTLINE_URL" "$FAULTLINE_ENV" --shell
+harness setup "$FAULTLINE_URL" "$FAULTLINE_ENV"
