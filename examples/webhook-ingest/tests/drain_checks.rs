@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -196,5 +197,74 @@ async fn spooled_gitea_and_signed_gitlab_deliveries_are_verified_when_drained_as
     assert_eq!(
         service.stats(&fixture).await,
         json!({ "digests": 1, "inboxes": 5, "deliveries": 2, "redeliveries": 0, "commits": 2 })
+    );
+}
+
+/// What the service logs on this test's thread, where its tasks run (a current-thread
+/// runtime): the drainer's words about the store, counted.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines_with(&self, text: &str) -> usize {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter(|line| line.contains(text))
+            .count()
+    }
+}
+
+/// Long enough for the drainer to fail several attempts: it tries at once, then after 50,
+/// 100, 200 and 400 ms.
+const OUTAGE: Duration = Duration::from_millis(1200);
+
+#[tokio::test]
+async fn the_drainer_says_once_that_the_store_is_down_and_once_that_it_is_back() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _logs = tracing::subscriber::set_default(subscriber);
+    let dir = SpoolDir::new("drain-says-once");
+    let service = Service::serve_spooled(
+        webhook_ingest::store::Store::open(":memory:")
+            .await
+            .unwrap(),
+        None,
+        TEST_BODY_LIMIT,
+        Some(dir.open(1 << 20)),
+    )
+    .await;
+    let fixture = service.setup().await;
+    service.outage.begin();
+    let body = github_push(&["down"]);
+    let queued = delivery(&service, &fixture, Vcs::Github, "push", "down-1", &body);
+    assert_eq!(service.send(queued).await.str("status"), "queued");
+    tokio::time::sleep(OUTAGE).await;
+    service.outage.end();
+    drained(&service).await;
+    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    assert_eq!(
+        captured.lines_with("the store cannot take spooled deliveries yet"),
+        1,
+        "{logs}"
+    );
+    assert_eq!(
+        captured.lines_with("the store answers again; draining the spool"),
+        1,
+        "{logs}"
     );
 }

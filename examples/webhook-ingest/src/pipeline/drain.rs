@@ -104,7 +104,7 @@ impl Drainer {
                         tracing::warn!(%error, depth, "the store cannot take spooled deliveries yet");
                     }
                     tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(MAX_BACKOFF);
+                    wait = next_wait(wait);
                 }
             }
         }
@@ -143,6 +143,11 @@ impl Drainer {
     }
 }
 
+/// The wait after `wait` when the store failed again: doubled, up to [`MAX_BACKOFF`].
+fn next_wait(wait: Duration) -> Duration {
+    (wait * 2).min(MAX_BACKOFF)
+}
+
 /// Every spooled delivery refused at drain time goes through here: it is logged (ids, the
 /// code and status the delivery would have been answered, never its body or a secret),
 /// counted, and kept in its inbox's refused deliveries (`GET …/failures`) as a refusal at
@@ -175,3 +180,6 @@ pub(crate) async fn refuse_at_drain(
         None => tracing::error!(code, status, "a spool record is not a delivery; dropped"),
     }
 }
+
+#[cfg(test)]
+mod tests;
