@@ -86,6 +86,12 @@ async fn what_is_appended_comes_back_byte_for_byte_in_order() {
         spool.append(payload.clone()).await.unwrap();
     }
     assert_eq!(spool.stats().depth, 50);
+    // What a log line of the spool shows: its directory and stats.
+    let shown = format!("{spool:?}");
+    assert!(
+        shown.starts_with("Spool { dir: ") && shown.contains("depth: 50,"),
+        "{shown}"
+    );
     assert_eq!(drain(&spool, 50).await, payloads);
     let stats = spool.stats();
     assert_eq!((stats.depth, stats.depth_bytes), (0, 0));
@@ -103,6 +109,29 @@ async fn its_files_are_readable_by_the_owner_only() {
     assert_eq!(mode(&dir.0), 0o700);
     assert_eq!(mode(&dir.segment(1)), 0o600);
     assert_eq!(mode(&dir.0.join(segment::ACK_FILE)), 0o600);
+}
+
+/// How long ago the oldest record of the test below arrived: 90.5 s, so that its age in whole
+/// seconds is 90 whatever the milliseconds the test itself takes.
+const OLD_ARRIVAL_MILLIS: u64 = 90_500;
+
+#[tokio::test]
+async fn the_oldest_records_age_is_counted_from_its_arrival_in_whole_seconds() {
+    let dir = TempDir::new("age");
+    drop(Spool::open(dir.config()).unwrap());
+    // One record that arrived 90.5 s ago, as a spool written then and reopened now holds it.
+    let mut old = Vec::new();
+    segment::encode(super::now_millis() - OLD_ARRIVAL_MILLIS, b"old", &mut old);
+    fs::write(dir.segment(1), &old).unwrap();
+    let spool = Spool::open(dir.config()).unwrap();
+    let age = spool.stats().oldest_age_seconds;
+    assert!((90..=95).contains(&age), "{age} s");
+    // Drained, the next record handed out is the oldest: it arrived just now.
+    spool.append(b"new".to_vec()).await.unwrap();
+    assert_eq!(drain(&spool, 1).await, [b"old".to_vec()]);
+    assert_eq!(spool.next().await.unwrap().payload, b"new");
+    let age = spool.stats().oldest_age_seconds;
+    assert!(age <= 5, "{age} s");
 }
 
 #[tokio::test]
