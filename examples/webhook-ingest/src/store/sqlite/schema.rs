@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-const MIGRATIONS: [&str; 7] = [
+pub(super) const MIGRATIONS: [&str; 7] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
@@ -187,13 +187,23 @@ CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the
-/// version it brings.
+/// version it brings. The version is read again inside each transaction, which holds the
+/// write lock: two nodes opening one file at the same moment take turns, and the second
+/// finds what the first did instead of running it twice.
 pub(super) fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
-    let done: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    for (version, migration) in (1i64..).zip(MIGRATIONS).skip(done as usize) {
+    let version = |c: &Connection| {
+        let version: i64 = c.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        Ok::<_, rusqlite::Error>(usize::try_from(version).unwrap_or(0))
+    };
+    let mut done = version(connection)?;
+    while done < MIGRATIONS.len() {
         let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(migration)?;
-        tx.pragma_update(None, "user_version", version)?;
+        done = version(&tx)?;
+        if let Some(migration) = MIGRATIONS.get(done) {
+            tx.execute_batch(migration)?;
+            done += 1;
+            tx.pragma_update(None, "user_version", done as i64)?;
+        }
         tx.commit()?;
     }
     Ok(())

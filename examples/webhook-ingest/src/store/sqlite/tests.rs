@@ -64,6 +64,42 @@ async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
     }
 }
 
+/// Nodes started together on one new file, as a fleet on one SQLite file is: each opens it
+/// and migrates it, and none runs a migration another already ran.
+#[test]
+fn nodes_opening_one_new_file_at_once_migrate_it_once() {
+    const NODES: usize = 4;
+    const ROUNDS: usize = 5;
+    for round in 0..ROUNDS {
+        let path = temp_db(&format!("migrate-at-once-{round}"));
+        let barrier = std::sync::Barrier::new(NODES);
+        let opened: Vec<Result<(), String>> = std::thread::scope(|scope| {
+            let nodes: Vec<_> = (0..NODES)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        SqliteStore::open(&path, SqliteSync::Full)
+                            .map(drop)
+                            .map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)))
+                    })
+                })
+                .collect();
+            nodes.into_iter().map(|n| n.join().unwrap()).collect()
+        });
+        assert!(
+            opened.iter().all(Result::is_ok),
+            "round {round}: {opened:?}"
+        );
+        let connection = Connection::open(&path).unwrap();
+        let version: i64 = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, super::schema::MIGRATIONS.len() as i64);
+        drop(connection);
+        remove_db(&path);
+    }
+}
+
 fn temp_db(name: &str) -> String {
     let path = std::env::temp_dir().join(format!(
         "faultline-{name}-{}-{:?}.db",
