@@ -291,3 +291,82 @@ async fn an_empty_spool_reopens_empty() {
     let waited = tokio::time::timeout(std::time::Duration::from_millis(50), spool.next()).await;
     assert!(waited.is_err(), "an empty spool handed something out");
 }
+
+/// A record of the reader tests below: a 4-byte payload.
+const SMALL_RECORD: u64 = HEADER_BYTES + 4;
+
+/// A spool in `dir` whose segments hold two small records, with `n` appended.
+async fn small_records(dir: &TempDir, n: u32) -> Spool {
+    let config = SpoolConfig {
+        segment_bytes: 2 * SMALL_RECORD,
+        ..dir.config()
+    };
+    let spool = Spool::open(config).unwrap();
+    for n in 0..n {
+        spool.append(n.to_le_bytes().to_vec()).await.unwrap();
+    }
+    spool
+}
+
+/// Flips one byte of segment `id` at `offset`.
+fn damage(dir: &TempDir, id: u64, offset: u64) {
+    let path = dir.segment(id);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[offset as usize] ^= 0xff;
+    fs::write(&path, bytes).unwrap();
+}
+
+#[tokio::test]
+async fn a_record_damaged_on_disk_after_its_answer_is_an_error_never_skipped() {
+    let dir = TempDir::new("damaged");
+    let spool = small_records(&dir, 5).await;
+    assert!(dir.segments().len() >= 2, "{:?}", dir.segments());
+    // The second record of the first segment, which the writer has left: its payload.
+    damage(&dir, 1, SMALL_RECORD + HEADER_BYTES);
+    assert_eq!(drain(&spool, 1).await, [0u32.to_le_bytes().to_vec()]);
+    for _ in 0..2 {
+        let error = spool
+            .next()
+            .await
+            .expect_err("a damaged record handed out or skipped");
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidData, "{error}");
+    }
+    // Nothing after it was lost: its segment is still there.
+    assert!(dir.segment(1).exists());
+    assert_eq!(spool.stats().depth, 4);
+}
+
+#[tokio::test]
+async fn a_segment_being_written_that_lost_its_end_is_an_error_and_stays() {
+    let dir = TempDir::new("shortened");
+    let spool = small_records(&dir, 2).await;
+    assert_eq!(dir.segments(), [1]);
+    // The segment the writer writes, cut after its first record.
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(dir.segment(1))
+        .unwrap();
+    file.set_len(SMALL_RECORD).unwrap();
+    assert_eq!(drain(&spool, 1).await, [0u32.to_le_bytes().to_vec()]);
+    let error = spool.next().await.expect_err("a lost record skipped");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData, "{error}");
+    assert!(
+        dir.segment(1).exists(),
+        "the segment being written was deleted"
+    );
+}
+
+#[tokio::test]
+async fn the_bytes_left_to_drain_fall_by_each_record_drained() {
+    let dir = TempDir::new("depth-bytes");
+    let spool = small_records(&dir, 3).await;
+    assert_eq!(spool.stats().depth_bytes, 3 * SMALL_RECORD);
+    for left in [2, 1, 0] {
+        drain(&spool, 1).await;
+        let stats = spool.stats();
+        assert_eq!(
+            (stats.depth, stats.depth_bytes),
+            (left, left * SMALL_RECORD)
+        );
+    }
+}
