@@ -96,6 +96,10 @@ pub enum SpoolError {
     Broken,
     #[error("the spool's writer has stopped")]
     Stopped,
+    /// A payload past the largest record the spool reads back: kept, it would be taken for
+    /// a damaged one and hold up every record after it.
+    #[error("the payload is larger than a spool record can be")]
+    TooLarge,
 }
 
 /// One record handed out by [`Spool::next`].
@@ -190,8 +194,12 @@ impl Spool {
         open::open(config)
     }
 
-    /// Appends `payload` and returns once it is on disk and flushed.
+    /// Appends `payload` and returns once it is on disk and flushed. A payload over 64 MiB
+    /// is refused ([`SpoolError::TooLarge`]): no record is kept that could not be read back.
     pub async fn append(&self, payload: Vec<u8>) -> Result<(), SpoolError> {
+        if payload.len() as u64 > segment::MAX_PAYLOAD_BYTES {
+            return Err(SpoolError::TooLarge);
+        }
         let (done, answer) = oneshot::channel();
         let append = Append {
             millis: now_millis(),

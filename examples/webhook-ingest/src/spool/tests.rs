@@ -370,3 +370,18 @@ async fn the_bytes_left_to_drain_fall_by_each_record_drained() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_largest_payload_a_record_can_hold_comes_back_and_a_larger_one_is_refused() {
+    let dir = TempDir::new("largest");
+    let spool = Spool::open(dir.config()).unwrap();
+    let largest = segment::MAX_PAYLOAD_BYTES as usize;
+    let refused = spool.append(vec![0; largest + 1]).await;
+    assert!(matches!(refused, Err(SpoolError::TooLarge)), "{refused:?}");
+    assert_eq!(spool.stats().depth, 0);
+    // The service's largest body, with the delivery's fields around it, fits with room.
+    assert!(crate::DEFAULT_BODY_LIMIT + (1 << 20) < largest);
+    spool.append(vec![7; largest]).await.unwrap();
+    let entry = spool.next().await.unwrap();
+    assert!(entry.payload.len() == largest && entry.payload.iter().all(|&b| b == 7));
+}
