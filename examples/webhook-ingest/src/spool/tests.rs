@@ -270,7 +270,11 @@ async fn a_reopened_spool_hands_out_only_what_was_not_drained_and_deletes_draine
     }
     let before = dir.segments();
     let spool = Spool::open(config).unwrap();
-    assert_eq!(spool.stats().depth, 3);
+    let stats = spool.stats();
+    assert_eq!(
+        (stats.depth, stats.depth_bytes),
+        (3, 3 * (HEADER_BYTES + 4))
+    );
     let rest = drain(&spool, 3).await;
     let rest: Vec<u32> = rest
         .iter()
