@@ -141,7 +141,10 @@ pub(super) fn open_private(path: &Path) -> io::Result<File> {
 
 /// Makes the directory's list of files durable, after a file was created or removed.
 pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    File::open(dir)?.sync_all()?;
+    #[cfg(test)]
+    synced_entries::record(dir)?;
+    Ok(())
 }
 
 /// The position the ack file holds, or `None` when it is missing or damaged (a torn write
@@ -182,4 +185,32 @@ pub(super) fn write_ack(file: &File, at: Position) -> io::Result<()> {
         file.write_all(&bytes)?;
     }
     file.sync_data()
+}
+
+/// What a power cut would keep of each spool directory's list of files, for the power-cut
+/// test only: its entries as of its last flush. In-process a file created is listed whether
+/// or not its entry was flushed, so without this a writer that never flushed its directory
+/// would pass every test.
+#[cfg(test)]
+pub(super) mod synced_entries {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::ffi::OsString;
+    use std::io;
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    static SYNCED: Mutex<BTreeMap<PathBuf, BTreeSet<OsString>>> = Mutex::new(BTreeMap::new());
+
+    pub(in super::super) fn record(dir: &Path) -> io::Result<()> {
+        let names = std::fs::read_dir(dir)?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect::<io::Result<_>>()?;
+        SYNCED.lock().unwrap().insert(dir.to_owned(), names);
+        Ok(())
+    }
+
+    /// The entries of `dir` as of its last flush; none if it was never flushed.
+    pub(in super::super) fn of(dir: &Path) -> BTreeSet<OsString> {
+        SYNCED.lock().unwrap().get(dir).cloned().unwrap_or_default()
+    }
 }

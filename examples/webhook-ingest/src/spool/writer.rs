@@ -7,7 +7,10 @@
 //! flush per delivery (group commit).
 
 #[cfg(test)]
-use std::collections::BTreeMap;
+#[cfg(test)]
+use std::collections::{BTreeMap, BTreeSet};
+#[cfg(test)]
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::sync::Arc;
@@ -85,7 +88,7 @@ impl Writer {
                 drop(counts);
                 self.shared.readable.notify_one();
                 #[cfg(test)]
-                self.shared.fsynced().answered();
+                self.shared.fsynced().answered(&self.shared.config.dir);
                 for (_, done) in accepted {
                     let _ = done.send(Ok(()));
                 }
@@ -161,6 +164,8 @@ pub(super) struct Fsynced {
     pub(super) now: BTreeMap<u64, u64>,
     /// `now` as it was at the last answer.
     pub(super) at_last_answer: BTreeMap<u64, u64>,
+    /// The directory's entries as of its last flush before the last answer.
+    pub(super) entries_at_last_answer: BTreeSet<OsString>,
 }
 
 #[cfg(test)]
@@ -170,10 +175,12 @@ impl Fsynced {
         Self {
             now: BTreeMap::from([(at.segment, at.offset)]),
             at_last_answer: BTreeMap::new(),
+            entries_at_last_answer: BTreeSet::new(),
         }
     }
 
-    fn answered(&mut self) {
+    fn answered(&mut self, dir: &std::path::Path) {
         self.at_last_answer = self.now.clone();
+        self.entries_at_last_answer = segment::synced_entries::of(dir);
     }
 }

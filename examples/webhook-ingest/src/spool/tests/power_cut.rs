@@ -5,10 +5,11 @@
 //! file whether flushed or not, so a writer that answered before its `fdatasync` (or never
 //! called it) would pass there. Here the writer's test-only record of what it had flushed at
 //! its last answer ([`Fsynced`](super::super::writer::Fsynced)) says what a power cut at that
-//! moment keeps: each segment is cut to its flushed length, and a segment whose creation was
-//! never flushed is gone.
+//! moment keeps: each segment is cut to its flushed length, and a segment whose directory
+//! entry no flush of the directory had listed by then is gone.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::OsString;
 use std::fs;
 use std::path::Path;
 
@@ -40,8 +41,14 @@ async fn a_power_cut_at_any_answer_keeps_every_record_acknowledged() {
         let payload: Vec<u8> = (0..len).map(|i| (n * 13 + i) as u8).collect();
         spool.append(payload.clone()).await.unwrap();
         model.push_back(payload);
-        let flushed = spool.shared.fsynced().at_last_answer.clone();
-        power_cut(&base.0, &flushed, &model, n).await;
+        let (flushed, entries) = {
+            let fsynced = spool.shared.fsynced();
+            (
+                fsynced.at_last_answer.clone(),
+                fsynced.entries_at_last_answer.clone(),
+            )
+        };
+        power_cut(&base.0, &flushed, &entries, &model, n).await;
         if n % DRAIN_EVERY == DRAIN_EVERY - 1 {
             let entry = spool.next().await.unwrap();
             assert_eq!(Some(&entry.payload), model.front());
@@ -60,6 +67,7 @@ async fn a_power_cut_at_any_answer_keeps_every_record_acknowledged() {
 async fn power_cut(
     live: &Path,
     flushed: &BTreeMap<u64, u64>,
+    entries: &BTreeSet<OsString>,
     acknowledged: &VecDeque<Vec<u8>>,
     n: usize,
 ) {
@@ -69,22 +77,17 @@ async fn power_cut(
         let entry = entry.unwrap();
         fs::copy(entry.path(), dir.0.join(entry.file_name())).unwrap();
     }
-    let first_written = *flushed
-        .keys()
-        .next()
-        .expect("the writer's segment is known");
     for id in segment::segment_ids(&dir.0).unwrap() {
         let path = segment::segment_path(&dir.0, id);
-        match flushed.get(&id) {
-            Some(&len) => fs::File::options()
+        if !entries.contains(path.file_name().expect("a segment's name")) {
+            // Its directory entry was never flushed: the file is gone.
+            fs::remove_file(&path).unwrap();
+        } else if let Some(&len) = flushed.get(&id) {
+            fs::File::options()
                 .write(true)
                 .open(&path)
                 .and_then(|file| file.set_len(len))
-                .unwrap(),
-            // Made by the writer, its directory entry never flushed.
-            None if id > first_written => fs::remove_file(&path).unwrap(),
-            // From before the spool was opened, not written since.
-            None => {}
+                .unwrap();
         }
     }
     let spool = Spool::open(config(&dir.0)).unwrap();
