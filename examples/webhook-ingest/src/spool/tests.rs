@@ -115,23 +115,42 @@ async fn its_files_are_readable_by_the_owner_only() {
 /// seconds is 90 whatever the milliseconds the test itself takes.
 const OLD_ARRIVAL_MILLIS: u64 = 90_500;
 
-#[tokio::test]
-async fn the_oldest_records_age_is_counted_from_its_arrival_in_whole_seconds() {
-    let dir = TempDir::new("age");
+/// A spool in `dir` reopened with one record that arrived [`OLD_ARRIVAL_MILLIS`] ago, as a
+/// spool written then and reopened now holds it.
+fn reopened_with_an_old_record(dir: &TempDir) -> Spool {
     drop(Spool::open(dir.config()).unwrap());
-    // One record that arrived 90.5 s ago, as a spool written then and reopened now holds it.
     let mut old = Vec::new();
     segment::encode(super::now_millis() - OLD_ARRIVAL_MILLIS, b"old", &mut old);
     fs::write(dir.segment(1), &old).unwrap();
-    let spool = Spool::open(dir.config()).unwrap();
+    Spool::open(dir.config()).unwrap()
+}
+
+/// The oldest record's age in whole seconds, checked within `range`.
+fn assert_age(spool: &Spool, range: std::ops::RangeInclusive<u64>, case: &str) {
     let age = spool.stats().oldest_age_seconds;
-    assert!((90..=95).contains(&age), "{age} s");
-    // Drained, the next record handed out is the oldest: it arrived just now.
+    assert!(range.contains(&age), "{case}: {age} s");
+}
+
+#[tokio::test]
+async fn the_oldest_records_age_is_counted_from_its_arrival_in_whole_seconds() {
+    let dir = TempDir::new("age");
+    let spool = reopened_with_an_old_record(&dir);
+    assert_age(&spool, 90..=95, "reopened");
+    // A record appended after it does not make the spool younger.
     spool.append(b"new".to_vec()).await.unwrap();
+    assert_age(&spool, 90..=95, "one appended");
+    // Drained, the next record handed out is the oldest: it arrived just now.
     assert_eq!(drain(&spool, 1).await, [b"old".to_vec()]);
     assert_eq!(spool.next().await.unwrap().payload, b"new");
-    let age = spool.stats().oldest_age_seconds;
-    assert!(age <= 5, "{age} s");
+    assert_age(&spool, 0..=5, "the old one drained");
+}
+
+#[tokio::test]
+async fn a_spool_drained_empty_has_no_oldest_record() {
+    let dir = TempDir::new("age-empty");
+    let spool = reopened_with_an_old_record(&dir);
+    assert_eq!(drain(&spool, 1).await, [b"old".to_vec()]);
+    assert_age(&spool, 0..=0, "drained empty");
 }
 
 #[tokio::test]
