@@ -3,6 +3,7 @@
 
 mod drain_crash;
 mod model;
+mod open;
 mod power_cut;
 
 use std::fs;
