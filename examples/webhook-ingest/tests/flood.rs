@@ -139,6 +139,15 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
         (full, too_large),
         ((SMALL_FLOOD - taken) as u64, LARGE_FLOOD as u64)
     );
+    // /health tells the same counts.
+    assert_eq!(
+        (
+            spooled["refused_full"].as_u64(),
+            spooled["refused_too_large"].as_u64()
+        ),
+        (Some(full), Some(too_large)),
+        "{down}"
+    );
 
     // A restart while the store is still down: the known inboxes come from the file, and
     // what the unverified spool holds still counts against its bound.

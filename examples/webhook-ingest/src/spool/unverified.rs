@@ -88,3 +88,6 @@ impl BoundRefusals {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;
