@@ -43,6 +43,9 @@ const READERS: usize = 3;
 const WRITER_STATEMENTS: usize = 32;
 /// How long a connection waits for a lock before reporting busy; WAL makes this rare.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The pause between two tries of a start that found the file locked: the other node's
+/// switch to WAL or migration takes milliseconds.
+const BUSY_RETRY: Duration = Duration::from_millis(10);
 
 /// An instance's row counts. Deliveries and commits are counted through the inbox and the
 /// digest they belong to, whose ids lead those tables' indexes.
@@ -89,17 +92,7 @@ impl SqliteStore {
         writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         writer
             .busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| {
-                if !in_memory {
-                    writer.pragma_update(None, "journal_mode", "WAL")?;
-                    // NORMAL: a commit writes the WAL and does not wait for the disk; the
-                    // syncer's fsync does, for every batch at once (`syncer`).
-                    writer.pragma_update(None, "synchronous", "NORMAL")?;
-                    writer.wal_hook(Some(writer::checkpoint_hook));
-                }
-                writer.pragma_update(None, "foreign_keys", "ON")?;
-                migrate(&mut writer)
-            })
+            .and_then(|()| retry_while_busy(|| set_up(&mut writer, in_memory)))
             .map_err(|e| StoreError::Open(e.into()))?;
         let readers = if in_memory {
             Vec::new()
@@ -441,6 +434,34 @@ fn not_durable(in_memory: bool, sync: SqliteSync) -> Option<&'static str> {
              power cut or a kernel crash can lose acknowledged deliveries",
         ),
         (false, SqliteSync::Full) => None,
+    }
+}
+
+/// The writer's settings and the schema, on a connection just opened.
+fn set_up(writer: &mut Connection, in_memory: bool) -> rusqlite::Result<()> {
+    if !in_memory {
+        writer.pragma_update(None, "journal_mode", "WAL")?;
+        // NORMAL: a commit writes the WAL and does not wait for the disk; the syncer's fsync
+        // does, for every batch at once (`syncer`).
+        writer.pragma_update(None, "synchronous", "NORMAL")?;
+        writer.wal_hook(Some(writer::checkpoint_hook));
+    }
+    writer.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(writer)
+}
+
+/// Runs `step` again while SQLite answers busy, for up to [`BUSY_TIMEOUT`]. Switching a new
+/// file to WAL takes an exclusive lock without waiting for it (SQLite calls no busy handler
+/// there), so nodes opening one new file at once would otherwise fail their start.
+fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                std::thread::sleep(BUSY_RETRY);
+            }
+            done => return done,
+        }
     }
 }
 
