@@ -238,6 +238,9 @@ async fn the_drainer_says_once_that_the_store_is_down_and_once_that_it_is_back()
         .with_ansi(false)
         .finish();
     let _logs = tracing::subscriber::set_default(subscriber);
+    // Another test may have met the drainer's callsites with no subscriber, which caches
+    // them as unwanted: asked again, with this one.
+    tracing::callsite::rebuild_interest_cache();
     let dir = SpoolDir::new("drain-says-once");
     let service = Service::serve_spooled(
         webhook_ingest::store::Store::open(":memory:")

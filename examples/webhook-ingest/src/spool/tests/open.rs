@@ -80,7 +80,12 @@ fn logged_at_open(dir: &TempDir) -> String {
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
-    tracing::subscriber::with_default(subscriber, || drop(Spool::open(dir.config()).unwrap()));
+    tracing::subscriber::with_default(subscriber, || {
+        // Another test's subscriber, come and gone meanwhile, may have left the callsites'
+        // cached interest and the global level without this one: asked again, with it.
+        tracing::callsite::rebuild_interest_cache();
+        drop(Spool::open(dir.config()).unwrap());
+    });
     let logs = logs.0.lock().unwrap();
     String::from_utf8_lossy(&logs).into_owned()
 }
