@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -200,47 +199,14 @@ async fn spooled_gitea_and_signed_gitlab_deliveries_are_verified_when_drained_as
     );
 }
 
-/// What the service logs on this test's thread, where its tasks run (a current-thread
-/// runtime): the drainer's words about the store, counted.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn lines_with(&self, text: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|line| line.contains(text))
-            .count()
-    }
-}
-
 /// Long enough for the drainer to fail several attempts: it tries at once, then after 50,
 /// 100, 200 and 400 ms.
 const OUTAGE: Duration = Duration::from_millis(1200);
 
 #[tokio::test]
 async fn the_drainer_says_once_that_the_store_is_down_and_once_that_it_is_back() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _logs = tracing::subscriber::set_default(subscriber);
-    // Another test may have met the drainer's callsites with no subscriber, which caches
-    // them as unwanted: asked again, with this one.
-    tracing::callsite::rebuild_interest_cache();
+    // The service's tasks run on this test's thread (a current-thread runtime).
+    let (logs, _capturing) = Logs::capture();
     let dir = SpoolDir::new("drain-says-once");
     let service = Service::serve_spooled(
         webhook_ingest::store::Store::open(":memory:")
@@ -259,15 +225,15 @@ async fn the_drainer_says_once_that_the_store_is_down_and_once_that_it_is_back()
     tokio::time::sleep(OUTAGE).await;
     service.outage.end();
     drained(&service).await;
-    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert_eq!(
-        captured.lines_with("the store cannot take spooled deliveries yet"),
+        logs.lines_with("the store cannot take spooled deliveries yet"),
         1,
-        "{logs}"
+        "{text}"
     );
     assert_eq!(
-        captured.lines_with("the store answers again; draining the spool"),
+        logs.lines_with("the store answers again; draining the spool"),
         1,
-        "{logs}"
+        "{text}"
     );
 }

@@ -2,11 +2,13 @@
 //! its setup and the pushes each provider sends ([`fixtures`]), deliveries signed as each
 //! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), a spooled
 //! service watched through `/health` ([`spooled`]), the service's binary started for its
-//! first line ([`binary`]), and `promtool check metrics` ([`promtool`]).
+//! first line ([`binary`]), what a test's thread logs ([`logs`]), and `promtool check metrics`
+//! ([`promtool`]).
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
 mod fixtures;
+mod logs;
 mod outage;
 mod refusals;
 mod requests;
@@ -19,6 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use binary::*;
 pub use fixtures::*;
+pub use logs::*;
 pub use outage::*;
 pub use refusals::*;
 pub use requests::*;

@@ -2,11 +2,14 @@
 //! the records it found.
 
 use std::fs;
-use std::sync::{Arc, Mutex};
 
 use super::super::segment::{self, Position};
 use super::super::Spool;
 use super::{drain, TempDir};
+// The service's integration tests' log capture, the same code.
+#[path = "../../../tests/common/logs.rs"]
+mod logs;
+use logs::Logs;
 
 /// Writes the ack file of `dir` by hand, naming `at`.
 fn write_ack(dir: &TempDir, at: Position) {
@@ -58,36 +61,12 @@ async fn a_spool_whose_segments_are_all_gone_numbers_on_from_its_ack() {
     assert_eq!(drain(&spool, 1).await, [b"next".to_vec()]);
 }
 
-/// A log's lines, kept.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().write(bytes)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// What opening the spool in `dir` logs.
-fn logged_at_open(dir: &TempDir) -> String {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        // Another test's subscriber, come and gone meanwhile, may have left the callsites'
-        // cached interest and the global level without this one: asked again, with it.
-        tracing::callsite::rebuild_interest_cache();
-        drop(Spool::open(dir.config()).unwrap());
-    });
-    let logs = logs.0.lock().unwrap();
-    String::from_utf8_lossy(&logs).into_owned()
+fn logged_at_open(dir: &TempDir) -> Logs {
+    let (logs, capturing) = Logs::capture();
+    drop(Spool::open(dir.config()).unwrap());
+    drop(capturing);
+    logs
 }
 
 #[test]
@@ -103,9 +82,9 @@ fn a_reopened_spool_says_how_many_records_it_holds_from_before_and_nothing_when_
     );
     fs::write(dir.segment(1), [record(b"a"), record(b"b")].concat()).unwrap();
     let said = logged_at_open(&dir);
-    assert_eq!(said.matches(FOUND).count(), 1, "{said}");
-    assert!(said.contains("records=2"), "{said}");
+    assert_eq!(said.lines_with(FOUND), 1, "{}", said.text());
+    assert_eq!(said.lines_with("records=2"), 1, "{}", said.text());
     let empty = TempDir::new("says-nothing");
     let said = logged_at_open(&empty);
-    assert!(!said.contains(FOUND), "{said}");
+    assert_eq!(said.lines_with(FOUND), 0, "{}", said.text());
 }
