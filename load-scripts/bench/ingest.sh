@@ -15,7 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source load-scripts/proc.sh
-require ingest wrk
+need=(wrk)
+for arg in "$@"; do
+    [[ $arg == --postgres ]] && need+=(postgresql)
+done
+require ingest "${need[@]}"
 cargo build --release --quiet -p webhook-ingest -p plain-receiver
 target=${CARGO_TARGET_DIR:-$PWD/target}/release
 write=(--write BENCHMARKS.md)

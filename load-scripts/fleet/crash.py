@@ -62,4 +62,5 @@ def scenario(run, args):
 
 if __name__ == "__main__":
     nodes.main("crash", scenario, "crash.sh [--release] [sqlite|postgres ...]",
-               pattern="sqlite|postgres")
+               pattern="sqlite|postgres",
+               need=lambda args: (nodes.POSTGRESQL,) if "postgres" in (args or STORES) else ())

@@ -177,4 +177,4 @@ def scenario(run, _args):
 
 
 if __name__ == "__main__":
-    nodes.main("flood", scenario, "flood.sh [--release]")
+    nodes.main("flood", scenario, "flood.sh [--release]", need=(nodes.POSTGRESQL,))

@@ -136,11 +136,16 @@ def parse(argv: list[str], usage: str, pattern: str | None) -> tuple[bool, list[
     return release, rest
 
 
+# The tool a scenario names when it starts PostgreSQL (its servers are not on PATH).
+POSTGRESQL = tools.POSTGRESQL
+
+
 def main(name: str, scenario, usage: str, pattern: str | None = None,
-         need: tuple = ()) -> None:
-    """Runs SCENARIO(run, args) as script NAME (see the module's doc)."""
+         need=()) -> None:
+    """Runs SCENARIO(run, args) as script NAME (see the module's doc). NEED is the tools it
+    needs, or a function of its arguments that says which."""
     release, args = parse(sys.argv[1:], usage, pattern)
-    tools.require(name, *need)
+    tools.require(name, *(need(args) if callable(need) else need))
     # Line by line, so that a failure (on stderr) comes after what led to it, in CI's log too.
     sys.stdout.reconfigure(line_buffering=True)
     # A run stopped from outside (a CI timeout) still stops its servers on the way out.

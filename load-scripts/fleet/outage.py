@@ -168,4 +168,4 @@ def scenario(run, _args):
 
 
 if __name__ == "__main__":
-    nodes.main("outage", scenario, "outage.sh [--release]")
+    nodes.main("outage", scenario, "outage.sh [--release]", need=(nodes.POSTGRESQL,))

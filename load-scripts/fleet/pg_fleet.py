@@ -112,4 +112,4 @@ def scenario(run, _args):
 
 
 if __name__ == "__main__":
-    nodes.main("pg-fleet", scenario, "pg-fleet.sh [--release]", need=("python3",))
+    nodes.main("pg-fleet", scenario, "pg-fleet.sh [--release]", need=("python3", nodes.POSTGRESQL))

@@ -136,4 +136,4 @@ def scenario(run, _args):
 
 
 if __name__ == "__main__":
-    nodes.main("pg-tls", scenario, "pg-tls.sh [--release]", need=("openssl", "python3"))
+    nodes.main("pg-tls", scenario, "pg-tls.sh [--release]", need=("openssl", "python3", nodes.POSTGRESQL))

@@ -58,4 +58,4 @@ def scenario(run, args):
 
 if __name__ == "__main__":
     nodes.main("throughput", scenario, "throughput.sh [--release] [DELIVERIES]",
-               pattern="[0-9]+")
+               pattern="[0-9]+", need=(nodes.POSTGRESQL,))

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from .procs import Failure, free_port, wait_until
+from .tools import POSTGRESQL_ROOT, postgresql_bins
 
 ROLE = "ingest"
 # The database a shell script's PG_URL names (a Python script makes one per run instead).
@@ -40,12 +41,11 @@ SETTINGS = {
 
 def bin_dir() -> Path:
     """Debian's server binaries, newest version first."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                   key=lambda p: [int(x) for x in p.parent.parent.name.split(".")])
+    found = postgresql_bins()
     if not found:
-        raise Failure("no PostgreSQL under /usr/lib/postgresql/*/bin; "
+        raise Failure(f"no PostgreSQL under {POSTGRESQL_ROOT}/*/bin; "
                       "install with: apt-get install postgresql")
-    return found[-1].parent
+    return found[-1]
 
 
 def _gone(pid: int) -> bool:

@@ -131,6 +131,17 @@ class ToolsTest(unittest.TestCase):
             self.assertEqual(tools.verdict("t", "no-such-tool-here"), "skip")
         self.assertIsNone(tools.verdict("t", "sh"))
 
+    def test_postgresql_is_found_by_its_binaries_newest_version_last(self):
+        with tempfile.TemporaryDirectory() as root:
+            with mock.patch.object(tools, "POSTGRESQL_ROOT", Path(root)):
+                self.assertEqual(tools.missing("sh", tools.POSTGRESQL), [tools.POSTGRESQL])
+                for version in ("9.6", "16", "13"):
+                    (Path(root) / version / "bin").mkdir(parents=True)
+                    (Path(root) / version / "bin" / "initdb").touch()
+                self.assertEqual(tools.missing("sh", tools.POSTGRESQL), [])
+                self.assertEqual([p.parent.name for p in tools.postgresql_bins()],
+                                 ["9.6", "13", "16"])
+
 
 class IngestTest(unittest.TestCase):
     def test_the_scenarios_environment_reads_back_what_was_written(self):

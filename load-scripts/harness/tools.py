@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 # The variable `.ci/run` sets, and the test suites read (tests/common/tools.rs).
 REQUIRE_TOOLS_ENV = "FAULTLINE_REQUIRE_TOOLS"
@@ -19,9 +20,24 @@ def tools_required() -> bool:
     return os.environ.get(REQUIRE_TOOLS_ENV, "") not in ("", "0")
 
 
+# PostgreSQL's server is a tool too, but not on PATH: Debian keeps each version's binaries in
+# /usr/lib/postgresql/VERSION/bin. A script that starts one names it as this tool.
+POSTGRESQL = "postgresql"
+POSTGRESQL_ROOT = Path("/usr/lib/postgresql")
+
+
+def postgresql_bins() -> list[Path]:
+    """Every version's binary directory under POSTGRESQL_ROOT, oldest first."""
+    found = sorted(POSTGRESQL_ROOT.glob("*/bin/initdb"),
+                   key=lambda p: [int(x) for x in p.parent.parent.name.split(".")])
+    return [initdb.parent for initdb in found]
+
+
 def missing(*tools: str) -> list[str]:
-    """The tools of `tools` that are not on PATH, in order."""
-    return [tool for tool in tools if shutil.which(tool) is None]
+    """The tools of `tools` that are not there (on PATH, or for POSTGRESQL, its binaries), in
+    order."""
+    return [tool for tool in tools
+            if not (postgresql_bins() if tool == POSTGRESQL else shutil.which(tool))]
 
 
 # The exit status of `python3 -m harness require` when the tools are missing but not
