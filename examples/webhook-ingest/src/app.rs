@@ -21,10 +21,19 @@ use crate::verify::{known, refresh, secret_cache};
 /// GitHub's own cap on a webhook payload: a push larger than this never reaches us.
 pub const DEFAULT_BODY_LIMIT: usize = 25 * 1024 * 1024;
 
+/// The largest `--body-limit` the service starts with. A delivery the store cannot take is
+/// kept in the spool, whose records hold [`spool::MAX_PAYLOAD_BYTES`]: half of that is left
+/// for the delivery's fields (its ids, event and proof, bounded by the header limits), so
+/// every body accepted can be spooled and read back.
+pub const MAX_BODY_LIMIT: usize = 32 * 1024 * 1024;
+const _: () = assert!(MAX_BODY_LIMIT as u64 * 2 <= spool::MAX_PAYLOAD_BYTES);
+
 /// What the service can be configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The largest webhook body accepted; larger ones get 413.
+    /// The largest webhook body accepted; larger ones get 413. Keep it at most
+    /// [`MAX_BODY_LIMIT`] (the command line refuses more): past it, a delivery the store
+    /// cannot take may not fit a spool record, and gets 503 `spool-unavailable`.
     pub body_limit: usize,
     /// The bearer token `/errors` asks for. The error groups hold internal text (5xx messages,
     /// chains, panic text) that no webhook sender may read; without a token `/errors` is not

@@ -99,7 +99,7 @@ pub struct Cli {
     )]
     pub admin_token: Option<String>,
 
-    /// The largest webhook body accepted, in bytes; larger ones get 413
+    /// The largest webhook body accepted, in bytes, at most 32 MiB; larger ones get 413
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_BODY_LIMIT", default_value_t = DEFAULT_BODY_LIMIT)]
     pub body_limit: usize,
 
@@ -213,6 +213,13 @@ impl Cli {
         if self.body_timeout.0 >= self.request_timeout.0 {
             // A stalled body would get the generic 503 instead of the 408 that names it.
             return Err("--body-timeout must be shorter than --request-timeout".into());
+        }
+        if self.body_limit > crate::MAX_BODY_LIMIT {
+            // A larger body could not be kept in the spool while the store is down.
+            return Err(format!(
+                "--body-limit must be at most {} bytes (32 MiB)",
+                crate::MAX_BODY_LIMIT
+            ));
         }
         Ok(())
     }

@@ -57,4 +57,4 @@ pub mod app;
 // The command line.
 pub mod cli;
 
-pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL};
+pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL, MAX_BODY_LIMIT};

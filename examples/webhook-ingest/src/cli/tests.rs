@@ -38,6 +38,21 @@ fn a_bad_flag_is_named_in_its_error() {
 }
 
 #[test]
+fn the_body_limit_stops_where_the_spool_can_still_keep_a_body() {
+    let limit =
+        |bytes: usize| Cli::try_parse_args(["webhook-ingest", "--body-limit", &bytes.to_string()]);
+    assert_eq!(
+        limit(crate::MAX_BODY_LIMIT).unwrap().config().body_limit,
+        crate::MAX_BODY_LIMIT
+    );
+    let error = limit(crate::MAX_BODY_LIMIT + 1).err().unwrap().to_string();
+    assert!(
+        error.contains("--body-limit must be at most 33554432 bytes"),
+        "{error}"
+    );
+}
+
+#[test]
 fn port_is_loopback_and_listen_is_taken_as_given() {
     let cli = Cli::try_parse_from(["webhook-ingest", "--port", "0"]).unwrap();
     assert_eq!(cli.listen_addr(), "127.0.0.1:0".parse().unwrap());

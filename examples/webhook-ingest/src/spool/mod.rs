@@ -42,6 +42,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use segment::Position;
+pub use segment::MAX_PAYLOAD_BYTES;
 
 /// Where the spool lives unless told: beside the working directory's other files.
 pub const DEFAULT_SPOOL_DIR: &str = "webhook-ingest-spool";

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 
 /// Bytes before a record's payload.
 pub(super) const HEADER_BYTES: u64 = 16;
-/// The largest payload a record may have: a 25 MiB body and its fields fit with room. A
-/// length past it can only be a torn or damaged header, and is not believed.
-pub(super) const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest payload a record may have: a body of `--body-limit`'s ceiling
+/// ([`MAX_BODY_LIMIT`](crate::MAX_BODY_LIMIT)) and its fields fit with room. A length past it
+/// can only be a torn or damaged header, and is not believed.
+pub const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
 /// The ack file: segment and offset of the next record to drain, and their CRC-32.
 pub(super) const ACK_FILE: &str = "ack";
 const ACK_BYTES: usize = 20;
