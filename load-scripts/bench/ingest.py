@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -15,7 +15,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from .procs import Failure, free_port, wait_until
