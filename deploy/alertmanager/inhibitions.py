@@ -13,13 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness import script
-from harness.client import get
-from harness.procs import Failure, Server, free_port, wait_until
+from harness import prometheus, script
 
 NAME = "deploy/alertmanager/inhibitions.py"
-# How long Alertmanager may take to start, and its inhibitor to learn of the alerts posted.
-START_TIMEOUT_S = 30.0
+# How long Alertmanager's inhibitor may take to learn of the alerts posted.
 SETTLE_TIMEOUT_S = 10.0
 
 # (alertname, severity, job, route) -> whether Alertmanager must mute it.
@@ -37,23 +34,6 @@ CASES = {
 }
 
 
-def start(config: Path, work: Path) -> Server:
-    """Alertmanager with `config`, alone (no cluster: it gossips with nobody), once ready.
-    Debian names the server prometheus-alertmanager."""
-    port = free_port()
-    server = Server("alertmanager", [
-        "prometheus-alertmanager", f"--config.file={config}", f"--storage.path={work / 'am'}",
-        f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=",
-        "--log.level=warn"], work, port=port, timeout_s=START_TIMEOUT_S)
-    try:
-        wait_until(lambda: get(server.url, "/-/ready")[0] == 200, START_TIMEOUT_S,
-                   "alertmanager ready", server.alive, pause_s=0.1)
-    except Failure as failure:
-        server.stop()
-        raise Failure(f"{failure}: {server.log_tail()}") from None
-    return server
-
-
 def muted_now(url: str) -> dict:
     with urllib.request.urlopen(url + "/api/v2/alerts?inhibited=true", timeout=10) as answer:
         got = json.load(answer)
@@ -65,7 +45,7 @@ def muted_now(url: str) -> dict:
 
 
 def body(run: script.Run, config: Path) -> None:
-    url = run.add(start(config, run.work)).url
+    url = run.add(prometheus.alertmanager(run.work, config)).url
     alerts = [{"labels": {"alertname": a, "severity": s, "job": j, "route": r}}
               for (a, s, j, r) in CASES]
     request = urllib.request.Request(url + "/api/v2/alerts", data=json.dumps(alerts).encode(),

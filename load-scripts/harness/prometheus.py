@@ -1,5 +1,5 @@
 """A real Prometheus on 127.0.0.1 scraping some targets (and evaluating rule files), and its
-query API."""
+query API; a real Alertmanager."""
 
 from __future__ import annotations
 
@@ -29,13 +29,28 @@ def start(work: Path, targets: list[str], rules: list[Path] = ()) -> Server:
         f"  evaluation_interval: {EVAL_INTERVAL_S}s\n{rule_files}"
         f"scrape_configs:\n  - job_name: {JOB}\n    static_configs:\n"
         f"      - targets: [{', '.join(json.dumps(t) for t in targets)}]\n")
-    server = Server("prometheus", ["prometheus", f"--config.file={config}",
-                                   f"--storage.tsdb.path={Path(work) / 'tsdb'}",
-                                   f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                    work, port=port, timeout_s=START_TIMEOUT_S)
+    return ready("prometheus", ["prometheus", f"--config.file={config}",
+                                f"--storage.tsdb.path={Path(work) / 'tsdb'}",
+                                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                 work, port)
+
+
+def alertmanager(work: Path, config: Path) -> Server:
+    """Alertmanager with `config`, alone (no cluster: it gossips with nobody); returned once it
+    says it is ready. Debian names the server prometheus-alertmanager."""
+    port = free_port()
+    return ready("alertmanager", [
+        "prometheus-alertmanager", f"--config.file={config}",
+        f"--storage.path={Path(work) / 'alertmanager'}", f"--web.listen-address=127.0.0.1:{port}",
+        "--cluster.listen-address=", "--log.level=warn"], work, port)
+
+
+def ready(name: str, argv: list, work: Path, port: int) -> Server:
+    """A server of the Prometheus project started on `port`, once its `/-/ready` answers 200."""
+    server = Server(name, argv, work, port=port, timeout_s=START_TIMEOUT_S)
     try:
         wait_until(lambda: get(server.url, "/-/ready")[0] == 200, START_TIMEOUT_S,
-                   "prometheus ready", server.alive, pause_s=0.1)
+                   f"{name} ready", server.alive, pause_s=0.1)
     except Failure as failure:
         server.stop()
         raise Failure(f"{failure}: {server.log_tail()}") from None
