@@ -45,10 +45,10 @@ def write_svg(path: Path, cases: list[Case], mixed_cpu: float | None) -> None:
         return LEFT + WIDTH * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{height}" '
-           f'font-family="sans-serif" font-size="12">',
+           'font-family="sans-serif" font-size="12">',
            f'<rect width="{total_w}" height="{height}" fill="white"/>',
-           f'<text x="10" y="20" font-size="14" font-weight="bold">Server CPU µs per request '
-           f'(median of repetitions, log scale; shorter is cheaper)</text>']
+           '<text x="10" y="20" font-size="14" font-weight="bold">Server CPU µs per request '
+           '(median of repetitions, log scale; shorter is cheaper)</text>']
     out += legend()
     axis_bottom = height - 28
     decade = lo

@@ -26,10 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from receivers import BenchFailure, Receiver
+from receivers import Receiver
 from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, commit, render, render_postgres,
                            write_section)
 from harness.postgres import PgServer, SETTINGS as PG_SETTINGS
+from harness.procs import Failure as BenchFailure
 from harness.signing import hex_signature
 
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import ingest  # noqa: E402
-from harness.procs import Failure as BenchFailure, Server  # noqa: E402,F401 (the run's failure)
+from harness.procs import Server  # noqa: E402
 
 # The secret the hand-written receiver checks: it has no inboxes of its own.
 PLAIN_SECRET = "plain-receiver-bench-secret"

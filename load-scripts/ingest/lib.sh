@@ -104,7 +104,7 @@ signer_end() {
 # Writes to FILE a GitHub-shaped push of REPO with COMMITS new commits, push I of this copy:
 # each commit's 40 hex digits are unique per copy, push and commit, like a real sha.
 push_body() {
-    local file=$1 repo=$2 i=$3 count=$4 commits= sha j
+    local file=$1 repo=$2 i=$3 count=$4 commits='' sha j
     for ((j = 1; j <= count; j++)); do
         sha=$(printf '%016x%08x%08x%08x' "$COPY_START" "$$" "$i" "$j")
         commits+="${commits:+,}{\"id\":\"$sha\",\"message\":\"load commit $i.$j\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"author\":{\"name\":\"Load Runner\"}}"
