@@ -30,7 +30,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -38,8 +37,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy" / "prometheus"))
 sys.path.insert(0, str(ROOT / "load-scripts"))
 import generate  # noqa: E402 (the settings the committed rules were written from)
-from harness import lab, prometheus, tools  # noqa: E402
-from harness.procs import Failure, Servers  # noqa: E402
+from harness import lab, prometheus, script  # noqa: E402
+from harness.procs import Failure  # noqa: E402
 
 NODES = 3
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "faultline.yml"
@@ -130,8 +129,7 @@ def expected_alerts(n):
 
 
 def die(message):
-    print(f"alerts: FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
+    raise Failure(message)
 
 
 def api(prom, path, **params):
@@ -399,26 +397,24 @@ def check_health(prom, rules_file):
     print(f"alerts: all {len(rules)} rules evaluate without error")
 
 
-def main():
-    if sys.argv[1:] not in ([], ["--release"]):
-        die("usage: load-scripts/fleet/alerts.sh [--release]")
-    tools.require("alerts", "prometheus", "promtool",
-                  install="apt-get install prometheus; promtool comes with it")
+def scenario(run: script.Run, release: bool) -> None:
     subprocess.run(["promtool", "check", "rules", str(RULES)], check=True,
                    stdout=subprocess.DEVNULL)
-    binary = lab.build(release=sys.argv[1:] == ["--release"])
-    with tempfile.TemporaryDirectory(prefix="faultline-alerts.") as work:
-        try:
-            with Servers() as servers:
-                labs = [servers.add(lab.start(binary, pathlib.Path(work), f"lab{i}"))
-                        for i in range(NODES)]
-                prom = servers.add(prometheus.start(
-                    pathlib.Path(work), [f"127.0.0.1:{s.port}" for s in labs], [RULES]))
-                print(f"alerts: nodes on ports {' '.join(str(s.port) for s in labs)}; "
-                      f"Prometheus on {prom.url} evaluates {RULES}")
-                check(prom.url, str(RULES), [("127.0.0.1", s.port) for s in labs])
-        except Failure as failure:
-            die(str(failure))
+    binary = lab.build(release=release)
+    labs = [run.add(lab.start(binary, run.work, f"lab{i}")) for i in range(NODES)]
+    prom = run.add(prometheus.start(run.work, [f"127.0.0.1:{s.port}" for s in labs], [RULES]))
+    print(f"alerts: nodes on ports {' '.join(str(s.port) for s in labs)}; "
+          f"Prometheus on {prom.url} evaluates {RULES}")
+    check(prom.url, str(RULES), [("127.0.0.1", s.port) for s in labs])
+
+
+def main():
+    if sys.argv[1:] not in ([], ["--release"]):
+        raise SystemExit("usage: load-scripts/fleet/alerts.sh [--release]")
+    release = sys.argv[1:] == ["--release"]
+    script.main("alerts", lambda run: scenario(run, release),
+                tools_needed=("prometheus", "promtool"),
+                install="apt-get install prometheus; promtool comes with it")
 
 
 def check(prom, rules_file, nodes):

@@ -13,14 +13,13 @@ cluster state of its own.
 
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import lab, metrics, prometheus, storm, tools  # noqa: E402
+from harness import lab, metrics, prometheus, script, storm  # noqa: E402
 from harness.client import Conn  # noqa: E402
-from harness.procs import Failure, Servers  # noqa: E402
+from harness.procs import Failure  # noqa: E402
 
 NODES = 3
 # Give Prometheus this long to scrape what the load left behind before calling it a mismatch.
@@ -101,10 +100,11 @@ def reconciled(prom, sent):
     return None
 
 
-def run(binary, work, servers):
-    labs = [servers.add(lab.start(binary, work, f"lab{i}")) for i in range(NODES)]
+def scenario(run: script.Run, release: bool) -> None:
+    binary = lab.build(release=release)
+    labs = [run.add(lab.start(binary, run.work, f"lab{i}")) for i in range(NODES)]
     print(f"fleet: nodes on ports {' '.join(str(s.port) for s in labs)}")
-    prom = servers.add(prometheus.start(work, [f"127.0.0.1:{s.port}" for s in labs]))
+    prom = run.add(prometheus.start(run.work, [f"127.0.0.1:{s.port}" for s in labs]))
     sent = send_load(labs)
     print(f"fleet: sent {sum(sent.values())} requests (ok {sent['ok']}, handled {sent['handled']},"
           f" rejected {sent['rejected']}, panicked {sent['panicked']})")
@@ -127,20 +127,9 @@ def run(binary, work, servers):
 def main(argv):
     if argv not in ([], ["--release"]):
         raise SystemExit("usage: load-scripts/fleet/fleet.sh [--release]")
-    tools.require("fleet", "prometheus", "promtool",
-                  install="apt-get install prometheus; promtool comes with it")
-    binary = lab.build(release=argv == ["--release"])
-    with tempfile.TemporaryDirectory(prefix="faultline-fleet.") as work:
-        try:
-            with Servers() as servers:
-                run(binary, Path(work), servers)
-        except Failure as failure:
-            log = Path(work) / "prometheus.log"
-            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-            print(f"fleet: {failure}" + (f"\nfleet: Prometheus's log ends:\n{tail}" if tail else ""),
-                  file=sys.stderr)
-            sys.exit(1)
-    print("fleet: OK")
+    script.main("fleet", lambda run: scenario(run, argv == ["--release"]),
+                tools_needed=("prometheus", "promtool"),
+                install="apt-get install prometheus; promtool comes with it")
 
 
 if __name__ == "__main__":

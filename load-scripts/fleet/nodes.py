@@ -12,18 +12,13 @@ whole, and pg_tls.py fails precisely when the password reached a log).
 from __future__ import annotations
 
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import ingest, postgres, tools  # noqa: E402
-from harness.procs import Failure, Server, Servers, start_together, wait_until  # noqa: E402
+from harness import ingest, postgres, script, tools  # noqa: E402
+from harness.procs import Server, start_together, wait_until  # noqa: E402
 
 # On failure, this many lines of each log, and this many of the errors the nodes logged.
 FAILURE_LOG_LINES = 10
@@ -31,11 +26,13 @@ FAILURE_LOG_LINES = 10
 ERROR_LINE = re.compile(r" (ERROR|WARN) ")
 
 
-class Run:
-    """One run of a scenario: its work directory, the service's binary, its servers."""
+class Run(script.Run):
+    """One run of a scenario: a script's run (its work directory, its servers), the service's
+    binary and the run's PostgreSQL."""
 
-    def __init__(self, name: str, work: Path, servers: Servers, release: bool):
-        self.name, self.work, self.servers, self.release = name, work, servers, release
+    def __init__(self, name: str, work: Path, release: bool):
+        super().__init__(name, work)
+        self.release = release
         self.binary = ingest.build(release=release)
         self.pg: postgres.PgServer | None = None
 
@@ -57,12 +54,12 @@ class Run:
     def node(self, name: str, db: str, port: int = 0) -> Server:
         """Node NAME on store DB (a SQLite path or a postgres:// URL) and PORT (a free one by
         default) with its own spool, kept across its restarts."""
-        return self.servers.add(ingest.start(self.binary, self.work, ["--db", db], name=name,
-                                             port=port))
+        return self.add(ingest.start(self.binary, self.work, ["--db", db], name=name,
+                                     port=port))
 
     def nodes(self, db: str, names: list[str]) -> list[Server]:
         """Every node of `names` on DB, launched at the same moment (their migrations race)."""
-        return [self.servers.add(s) for s in start_together(
+        return [self.add(s) for s in start_together(
             [lambda name=name: ingest.start(self.binary, self.work, ["--db", db], name=name)
              for name in names])]
 
@@ -71,6 +68,8 @@ class Run:
         return self.node(node.name, db, node.port)
 
     def show_failure(self) -> None:
+        """The end of every log and the errors and warnings the nodes logged, the database
+        password blanked out."""
         password = self.pg.password if self.pg else None
 
         def redact(text: str) -> str:
@@ -145,27 +144,6 @@ def main(name: str, scenario, usage: str, pattern: str | None = None,
     """Runs SCENARIO(run, args) as script NAME (see the module's doc). NEED is the tools it
     needs, or a function of its arguments that says which."""
     release, args = parse(sys.argv[1:], usage, pattern)
-    tools.require(name, *(need(args) if callable(need) else need))
-    # Line by line, so that a failure (on stderr) comes after what led to it, in CI's log too.
-    sys.stdout.reconfigure(line_buffering=True)
-    # A run stopped from outside (a CI timeout) still stops its servers on the way out.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    work = Path(tempfile.mkdtemp(prefix=f"faultline-{name}."))
-    run = None
-    try:
-        with Servers() as servers:
-            run = Run(name, work, servers, release)
-            scenario(run, args)
-    except (Failure, subprocess.CalledProcessError) as failure:
-        print(f"{name}: {failure}", file=sys.stderr)
-        if run is not None:
-            run.show_failure()
-        sys.exit(1)
-    except Exception:
-        traceback.print_exc()
-        if run is not None:
-            run.show_failure()
-        sys.exit(1)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"{name}: OK")
+    script.main(name, lambda run: scenario(run, args),
+                tools_needed=tuple(need(args) if callable(need) else need),
+                new_run=lambda name, work: Run(name, work, release))

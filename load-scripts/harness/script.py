@@ -11,10 +11,12 @@ took) or why it failed.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -54,25 +56,42 @@ class Run:
         if self.failures:
             raise Failure(f"{len(self.failures)} checks failed")
 
+    def show_failure(self) -> None:
+        """What a failed run shows after its reason: the end of every server's log."""
+        for server in self.started:
+            print(f"--- {server.name}'s log ends:\n{tail(server.log_path)}", file=sys.stderr)
+
 
 def main(name: str, body: Callable[[Run], None], tools_needed: tuple = (),
-         install: str = ".ci/setup installs it") -> None:
+         install: str = ".ci/setup installs it",
+         new_run: Callable[[str, Path], Run] = Run) -> None:
     """Runs `body` as script `name` and exits: 0 with `NAME: passed in S s`; 1 with
-    `NAME: WHY` and the end of every server's log on a failure. The missing-tool check
-    (`tools.require`) comes first: without a tool the script fails in CI, or is skipped."""
+    `NAME: WHY` (or the traceback of an error nobody expected) and `run.show_failure()` on a
+    failure. The missing-tool check (`tools.require`) comes first: without a tool the script
+    fails in CI, or is skipped. `new_run` makes the run (a `Run` of the script's own, for
+    one that carries more); what it does (a build) fails the run as the body would."""
     tools.require(name, *tools_needed, install=install)
+    # Line by line, so that a failure (on stderr) comes after what led to it, in CI's log too.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
+    # A run stopped from outside (a CI timeout) still stops its servers on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"faultline-{Path(name).stem}.") as work:
-        run = Run(name, Path(work))
+        run = None
         try:
+            run = new_run(name, Path(work))
             with run.servers:
                 body(run)
             run.settle()
-        # A command run with check=True (a build, an install) that failed is a failure too.
-        except (Failure, subprocess.CalledProcessError) as failure:
-            print(f"{name}: {failure}", file=sys.stderr)
-            for server in run.started:
-                print(f"--- {server.name}'s log ends:\n{tail(server.log_path)}", file=sys.stderr)
+        except Exception as failure:
+            # A command run with check=True (a build, an install) that failed is a failure too.
+            if isinstance(failure, (Failure, subprocess.CalledProcessError)):
+                print(f"{name}: {failure}", file=sys.stderr)
+            else:
+                traceback.print_exc()
+            if run is not None:
+                run.show_failure()
             sys.exit(1)
     print(f"{name}: passed in {time.monotonic() - began:.3f}s")
 

@@ -195,6 +195,38 @@ class ScriptTest(unittest.TestCase):
         self.assertFalse(server.alive())
         self.assertFalse(work.exists())
 
+    def test_a_run_stopped_by_sigterm_stops_its_server_first(self):
+        # A CI timeout ends a script with SIGTERM: its servers must not outlive it.
+        with tempfile.TemporaryDirectory() as work:
+            pid_file = Path(work) / "pid"
+            child = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from pathlib import Path
+from harness import procs, script
+
+def body(run):
+    port = procs.free_port()
+    server = run.add(procs.Server("http", [sys.executable, "-m", "http.server", "--bind",
+                                           "127.0.0.1", port], run.work, port=port))
+    Path({str(pid_file)!r}).write_text(str(server.pid))
+    time.sleep(60)
+
+script.main("t", body)
+"""], cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL)
+            try:
+                procs.wait_until(lambda: pid_file.exists() and pid_file.read_text(), 30,
+                                 "the script's server", lambda: child.poll() is None)
+                child.terminate()
+                self.assertEqual(child.wait(30), 128 + 15)
+            finally:
+                child.kill()
+                child.wait()
+                outlived = pid_file.exists() and Path(f"/proc/{pid_file.read_text()}").exists()
+                if outlived:
+                    os.kill(int(pid_file.read_text()), 9)
+            self.assertFalse(outlived, "the server outlived its script")
+
     def test_a_check_that_fails_fails_the_run_at_its_end(self):
         status, out, err = self.run_script(lambda run: run.check(1 + 1 == 3, "arithmetic"))
         self.assertEqual((status, out), (1, ""))
