@@ -18,13 +18,12 @@ import http.client
 import json
 import re
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import metrics, nginx  # noqa: E402
-from harness.procs import Failure, Server, Servers  # noqa: E402
+from harness import metrics, nginx, script  # noqa: E402
+from harness.procs import Failure, Server  # noqa: E402
 from harness.signing import github_headers  # noqa: E402
 from harness.storm import Tally, run_parallel  # noqa: E402
 
@@ -109,26 +108,23 @@ def check(proxy, intake):
     print(f"keep_alive.py: ledger ok, {drained} refused bodies drained, none closed")
 
 
+def body(run: script.Run, intake_bin: str) -> None:
+    intake = run.add(Server("intake", [intake_bin, "--port", 0, "--inbox", f"repo=github:{SECRET}"],
+                            run.work))
+    proxy = run.add(nginx.start(run.work, intake.port))
+    try:
+        check(proxy, intake)
+    except AssertionError as failed:
+        raise Failure(f"{failed!r}; nginx's errors: {nginx.error_log(run.work)[-600:]}") from None
+    lost = LOST.findall(nginx.error_log(run.work))
+    if lost:
+        raise Failure(f"nginx lost upstream connections: {lost[:3]}")
+    print("keep-alive.sh: every real delivery behind nginx answered 200, every request counted once")
+
+
 def main():
     intake_bin = sys.argv[1]
-    with tempfile.TemporaryDirectory(prefix="faultline-keep-alive.") as work:
-        try:
-            with Servers() as servers:
-                intake = servers.add(Server("intake", [intake_bin, "--port", 0, "--inbox",
-                                                       f"repo=github:{SECRET}"], work))
-                proxy = servers.add(nginx.start(Path(work), intake.port))
-                try:
-                    check(proxy, intake)
-                except AssertionError as failed:
-                    raise Failure(f"{failed!r}; nginx's errors: "
-                                  f"{nginx.error_log(Path(work))[-600:]}") from None
-                lost = LOST.findall(nginx.error_log(Path(work)))
-                if lost:
-                    raise Failure(f"nginx lost upstream connections: {lost[:3]}")
-        except Failure as failure:
-            print(f"keep-alive.sh: {failure}", file=sys.stderr)
-            sys.exit(1)
-    print("keep-alive.sh: every real delivery behind nginx answered 200, every request counted once")
+    script.main("keep-alive.sh", lambda run: body(run, intake_bin))
 
 
 if __name__ == "__main__":
