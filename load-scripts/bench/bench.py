@@ -26,9 +26,13 @@ from report import BEGIN_MARK, END_MARK, evaluate, median, report, splice
 from run import measure_all
 from settings import Settings, parser
 
+from harness.procs import exit_on_sigterm  # noqa: E402 (lab puts the harness on the path)
+
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    # A CI timeout's SIGTERM runs the finally clauses: every lab server stops.
+    exit_on_sigterm("bench.py")
     saved = json.loads(args.render_only.read_text()) if args.render_only else None
     settings = Settings.from_args(args, argv, saved["args"] if saved else None)
     settings.out_dir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from receivers import Receiver
 from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, commit, render, render_postgres,
                            write_section)
 from harness.postgres import PgServer, SETTINGS as PG_SETTINGS
-from harness.procs import Failure as BenchFailure
+from harness.procs import Failure as BenchFailure, exit_on_sigterm
 from harness.signing import hex_signature
 
 HERE = Path(__file__).resolve().parent
@@ -172,6 +172,8 @@ def main() -> int:
     parser.add_argument("--write", help="the markdown file whose ingest section is rewritten")
     parser.add_argument("--results", default="target/bench/ingest.json")
     args = parser.parse_args()
+    # A CI timeout's SIGTERM runs the finally clauses: every server and PostgreSQL stop.
+    exit_on_sigterm("ingest.py")
     if args.render_only:
         report(json.loads(Path(args.render_only).read_text()), args.write)
         return 0

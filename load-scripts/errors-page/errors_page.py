@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ import cdp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import lab as labs  # noqa: E402
 from harness.metrics import Metrics  # noqa: E402
-from harness.procs import Failure  # noqa: E402
+from harness.procs import Failure, exit_on_sigterm  # noqa: E402
 
 # Requests per failure kind: enough for distinct counts, few enough for seconds in a debug
 # build. Distinct numbers, so a row showing another group's count cannot pass. Each with the
@@ -345,7 +344,7 @@ def main():
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     # A CI timeout's SIGTERM runs the finally clauses below: the lab and Chromium stop.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("errors_page.py: stopped by SIGTERM"))
+    exit_on_sigterm("errors_page.py")
     began = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="faultline-errors-page-lab.")

@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +26,17 @@ LISTENING = re.compile(r"listening on 127\.0\.0\.1:(\d+)")
 
 class Failure(Exception):
     """A real failure of a run: its script exits non-zero."""
+
+
+def exit_on_sigterm(name: str) -> None:
+    """Makes a SIGTERM (a CI timeout's) end script `name` as an exception would, with status
+    143: its `finally` clauses and `with` blocks run, so every server it started is stopped
+    by its PID. Python's default ends the process at once and leaves them running."""
+    def stop(*_):
+        print(f"{name}: stopped by SIGTERM", file=sys.stderr)
+        sys.exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def free_port() -> int:

@@ -11,7 +11,6 @@ took) or why it failed.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import tools
-from .procs import Failure, Servers
+from .procs import Failure, Servers, exit_on_sigterm
 
 # How much of each server's log a failure shows: the last lines say why, the rest is noise.
 FAILURE_LOG_CHARS = 2000
@@ -75,7 +74,7 @@ def main(name: str, body: Callable[[Run], None], tools_needed: tuple = (),
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     # A run stopped from outside (a CI timeout) still stops its servers on the way out.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    exit_on_sigterm(name)
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"faultline-{Path(name).stem}.") as work:
         run = None
