@@ -34,12 +34,15 @@ step lint/doc "the docs link only to what exists: the library with no feature an
     'RUSTDOCFLAGS="-D warnings" cargo doc -p faultline --no-deps &&
      RUSTDOCFLAGS="-D warnings" cargo doc -p faultline --no-deps --all-features &&
      RUSTDOCFLAGS="-D warnings" cargo doc -p webhook-ingest --no-deps'
-# Every tracked shell script (warnings and errors: the infos flag word splitting the scripts
-# mean) and every Python file outside the build directory.
+# Every shell script (warnings and errors: the infos flag word splitting the scripts mean)
+# and every Python file of the repository, found without git (a checkout may have no .git);
+# the build directory and any installed packages are left out.
 step lint/scripts "the shell scripts (shellcheck) and the Python scripts (pyflakes)" \
-    'git ls-files -z "*.sh" .ci/run .ci/setup .ci/mutants .ci/tool-tests .ci/with-postgres .ci/without-tools |
+    'ours() { find . \( -path ./target -o -path ./.git -o -name node_modules -o -name .venv \) -prune \
+                   -o -type f -name "$1" -print0; }
+     { ours "*.sh"; printf "%s\0" .ci/run .ci/setup .ci/mutants .ci/tool-tests .ci/with-postgres .ci/without-tools; } |
          xargs -0 shellcheck -x -S warning &&
-     git ls-files -z "*.py" | xargs -0 pyflakes3'
+     ours "*.py" | xargs -0 pyflakes3'
 # Advisories are left out: they need the RustSec database, fetched from a host this machine's
 # network does not reach.
 step lint/deny "cargo deny: licenses, bans and sources of every dependency (deny.toml)" \
