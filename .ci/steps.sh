@@ -77,11 +77,16 @@ step feature-matrix/all "every feature" \
 # The whole command runs once, not once per setting: a check that needs no tool is the same
 # check either way.
 step test/workspace "cargo test --workspace (the README's test command) with only Rust on PATH: passes, the tool checks say skipped" \
-    'mkdir -p target && .ci/without-tools cargo test --workspace 2>&1 | tee target/ci-test-no-tools.log
+    'mkdir -p target && touch target/ci-test-began
+     .ci/without-tools cargo test --workspace 2>&1 | tee target/ci-test-no-tools.log
      for skip in "skipped: promtool not found" "skipped: PostgreSQL not found"; do
          grep -q "$skip" target/ci-test-no-tools.log ||
              { echo "no \"$skip\" line: the tools were not hidden" >&2; exit 1; }
-     done'
+     done
+     # The tests write only to the temporary and build directories: the service binary they
+     # start keeps its spool (and the inbox secrets) out of the source tree.
+     written=$(find . \( -path ./target -o -path ./.git \) -prune -o -newer target/ci-test-began -print)
+     [[ -z $written ]] || { echo "the tests wrote into the source tree:" $written >&2; exit 1; }'
 # The suites whose checks need promtool or PostgreSQL: tests/common/tools.rs and the service's
 # test_postgres are the only ways a test finds a tool, and these are the files that use them
 # (.ci/tool-tests keeps the list honest).

@@ -2,13 +2,22 @@
 //! read, then stopped the way an orchestrator stops it.
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
 
-/// The service's binary, with no listen address inherited from the environment.
+/// The variable that names the binary's spool directory.
+const SPOOL_ENV: &str = "WEBHOOK_INGEST_SPOOL";
+
+/// The service's binary, with no listen address inherited from the environment, and a spool
+/// of its own in the temporary directory (removed with its [`Running`]; a `--spool` flag
+/// still wins). Without it every binary a test starts would share `webhook-ingest-spool/` in
+/// the package's directory, with the inboxes' secrets in its `known-inboxes.json`.
 pub fn binary() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_webhook-ingest"));
-    command.env_remove("WEBHOOK_INGEST_LISTEN");
+    command
+        .env_remove("WEBHOOK_INGEST_LISTEN")
+        .env(SPOOL_ENV, super::temp_path("binary-spool", "d"));
     command
 }
 
@@ -21,6 +30,8 @@ pub struct Running {
     stderr: Option<JoinHandle<String>>,
     /// The first line the binary printed, as printed.
     pub first_line: String,
+    /// The spool directory [`binary`] gave it, removed on drop.
+    spool: Option<PathBuf>,
 }
 
 /// What a stopped binary printed after its first line, and its log.
@@ -32,6 +43,10 @@ pub struct Stopped {
 impl Running {
     /// Starts `command`, capturing its output, and waits for its first line.
     pub fn start(mut command: Command) -> Self {
+        let spool = command
+            .get_envs()
+            .find(|(name, _)| *name == SPOOL_ENV)
+            .and_then(|(_, dir)| dir.map(PathBuf::from));
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -51,6 +66,7 @@ impl Running {
             stdout,
             stderr: Some(stderr),
             first_line,
+            spool,
         }
     }
 
@@ -86,5 +102,8 @@ impl Drop for Running {
         // After terminate the process is gone and both calls change nothing.
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(spool) = &self.spool {
+            let _ = std::fs::remove_dir_all(spool);
+        }
     }
 }
