@@ -217,8 +217,9 @@ impl Cli {
         if self.body_limit > crate::MAX_BODY_LIMIT {
             // A larger body could not be kept in the spool while the store is down.
             return Err(format!(
-                "--body-limit must be at most {} bytes (32 MiB)",
-                crate::MAX_BODY_LIMIT
+                "--body-limit must be at most {} bytes ({} MiB)",
+                crate::MAX_BODY_LIMIT,
+                crate::MAX_BODY_LIMIT >> 20
             ));
         }
         Ok(())

@@ -7,7 +7,6 @@
 //! flush per delivery (group commit).
 
 #[cfg(test)]
-#[cfg(test)]
 use std::collections::{BTreeMap, BTreeSet};
 #[cfg(test)]
 use std::ffi::OsString;
