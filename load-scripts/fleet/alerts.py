@@ -409,12 +409,9 @@ def scenario(run: script.Run, release: bool) -> None:
 
 
 def main():
-    if sys.argv[1:] not in ([], ["--release"]):
-        raise SystemExit("usage: load-scripts/fleet/alerts.sh [--release]")
-    release = sys.argv[1:] == ["--release"]
+    release, _ = script.parse(sys.argv[1:], "load-scripts/fleet/alerts.sh [--release]")
     script.main("alerts", lambda run: scenario(run, release),
-                tools_needed=("prometheus", "promtool"),
-                install="apt-get install prometheus; promtool comes with it")
+                tools_needed=prometheus.TOOLS, install=prometheus.INSTALL)
 
 
 def check(prom, rules_file, nodes):

@@ -125,11 +125,9 @@ def scenario(run: script.Run, release: bool) -> None:
 
 
 def main(argv):
-    if argv not in ([], ["--release"]):
-        raise SystemExit("usage: load-scripts/fleet/fleet.sh [--release]")
-    script.main("fleet", lambda run: scenario(run, argv == ["--release"]),
-                tools_needed=("prometheus", "promtool"),
-                install="apt-get install prometheus; promtool comes with it")
+    release, _ = script.parse(argv, "load-scripts/fleet/fleet.sh [--release]")
+    script.main("fleet", lambda run: scenario(run, release),
+                tools_needed=prometheus.TOOLS, install=prometheus.INSTALL)
 
 
 if __name__ == "__main__":

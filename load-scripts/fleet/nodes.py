@@ -122,19 +122,6 @@ def wait_for_lines(path: Path, count: int, timeout_s: float, storm: Background) 
                       f"the storm is stuck before {count} answers", storm.thread.is_alive)
 
 
-def parse(argv: list[str], usage: str, pattern: str | None) -> tuple[bool, list[str]]:
-    """`--release` and the scenario's arguments, each matching PATTERN."""
-    release, rest = False, []
-    for arg in argv:
-        if arg == "--release":
-            release = True
-        elif pattern and re.fullmatch(pattern, arg):
-            rest.append(arg)
-        else:
-            raise SystemExit(f"usage: {usage}")
-    return release, rest
-
-
 # The tool a scenario names when it starts PostgreSQL (its servers are not on PATH).
 POSTGRESQL = tools.POSTGRESQL
 
@@ -143,7 +130,7 @@ def main(name: str, scenario, usage: str, pattern: str | None = None,
          need=()) -> None:
     """Runs SCENARIO(run, args) as script NAME (see the module's doc). NEED is the tools it
     needs, or a function of its arguments that says which."""
-    release, args = parse(sys.argv[1:], usage, pattern)
+    release, args = script.parse(sys.argv[1:], usage, pattern)
     script.main(name, lambda run: scenario(run, args),
                 tools_needed=tuple(need(args) if callable(need) else need),
                 new_run=lambda name, work: Run(name, work, release))

@@ -39,7 +39,7 @@ SETTINGS = {
 
 
 def bin_dir() -> Path:
-    """Debian's server binaries, newest version first."""
+    """The newest version's server binaries that Debian installed."""
     found = postgresql_bins()
     if not found:
         raise Failure(f"no PostgreSQL under {POSTGRESQL_ROOT}/*/bin; "

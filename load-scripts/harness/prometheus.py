@@ -10,6 +10,9 @@ from pathlib import Path
 from .client import get
 from .procs import Failure, Server, free_port, wait_until
 
+# What a script that starts Prometheus needs, and how to get it.
+TOOLS = ("prometheus", "promtool")
+INSTALL = "apt-get install prometheus; promtool comes with it"
 JOB = "faultline"
 # Every second: a check waits a few intervals for what it sent to be scraped.
 SCRAPE_INTERVAL_S = 1

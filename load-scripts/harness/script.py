@@ -11,6 +11,7 @@ took) or why it failed.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,20 @@ class Run:
         """What a failed run shows after its reason: the end of every server's log."""
         for server in self.started:
             print(f"--- {server.name}'s log ends:\n{tail(server.log_path)}", file=sys.stderr)
+
+
+def parse(argv: list[str], usage: str, pattern: str | None = None) -> tuple[bool, list[str]]:
+    """A script's command line: whether it says `--release`, and its other arguments, each
+    matching PATTERN; anything else exits with `usage: USAGE`."""
+    release, rest = False, []
+    for arg in argv:
+        if arg == "--release":
+            release = True
+        elif pattern and re.fullmatch(pattern, arg):
+            rest.append(arg)
+        else:
+            raise SystemExit(f"usage: {usage}")
+    return release, rest
 
 
 def main(name: str, body: Callable[[Run], None], tools_needed: tuple = (),

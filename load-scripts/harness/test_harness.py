@@ -227,6 +227,13 @@ script.main("t", body)
                     os.kill(int(pid_file.read_text()), 9)
             self.assertFalse(outlived, "the server outlived its script")
 
+    def test_the_command_line_is_release_and_arguments_of_the_pattern(self):
+        self.assertEqual(script.parse(["300", "--release"], "u", "[0-9]+"), (True, ["300"]))
+        self.assertEqual(script.parse([], "u"), (False, []))
+        for bad in (["many"], ["300"], ["--debug"]):
+            with self.assertRaisesRegex(SystemExit, "^usage: u$"):
+                script.parse(bad, "u", "[0-9]+" if bad == ["many"] else None)
+
     def test_a_check_that_fails_fails_the_run_at_its_end(self):
         status, out, err = self.run_script(lambda run: run.check(1 + 1 == 3, "arithmetic"))
         self.assertEqual((status, out), (1, ""))
