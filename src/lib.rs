@@ -153,6 +153,9 @@ mod export;
 #[cfg(feature = "webhooks")]
 pub mod webhooks;
 
+/// What `?` makes of an error: every fault faultline defines keeps its status and code.
+mod convert;
+
 /// The tower layer, service, response future and body.
 mod middleware;
 

@@ -40,6 +40,37 @@
 //! | `header = "www-authenticate: Bearer"` | variant, struct, enum (added to each) | adds a header; may repeat |
 //! | `transparent` | variant, struct with one field | status, code, message and headers of the field, itself a `Fault` |
 //!
+//! A transparent field is one of your own faults, or one of faultline's: axum's rejections
+//! (`JsonRejection`, `QueryRejection`, …) and, with the `webhooks` feature,
+//! `faultline::webhooks::Refusal`. With thiserror's `#[from]` beside it, `?` puts it in the
+//! enum with its status, code and outcome kept (a rejection still counts as `rejected`):
+//!
+//! ```
+//! use axum::extract::rejection::JsonRejection;
+//! use axum::Json;
+//! use faultline::Fault;
+//!
+//! #[derive(Debug, thiserror::Error, Fault)]
+//! enum ApiError {
+//!     #[error(transparent)]
+//!     #[fault(transparent)]
+//!     Json(#[from] JsonRejection),
+//!     #[error("no such item")]
+//!     #[fault(status = 404, code = "item-unknown")]
+//!     Unknown,
+//! }
+//!
+//! async fn create(body: Result<Json<serde_json::Value>, JsonRejection>) -> Result<String, ApiError> {
+//!     let Json(item) = body?; // a 400, 415 or 422 with its code, counted `rejected`
+//!     item.get("id").map(ToString::to_string).ok_or(ApiError::Unknown)
+//! }
+//! # let _ = axum::Router::<()>::new().route("/", axum::routing::post(create));
+//! ```
+//!
+//! A field that is not a fault is a compile error that says so
+//! (`` `std::io::Error` is not a fault``): give such an error a variant with a status and code
+//! of its own, as `Store` above.
+//!
 //! A mistake is a compile error on the key that makes it: a variant without a code or a
 //! status, a status outside 400–599, a code that is not kebab-case, one code with two
 //! statuses, a key beside `transparent`.

@@ -27,6 +27,14 @@ use http::StatusCode;
 /// assert_eq!(catalog[1].status, 401);
 /// assert_eq!(catalog[1].description, "the signature does not match");
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a fault: it has no catalog of answers",
+    label = "not a fault",
+    note = "a `#[fault(transparent)]` field is a fault: a type that derives `Fault`, \
+            `faultline::webhooks::Refusal` or one of axum's rejections",
+    note = "for any other error, give its variant a status and code of its own: \
+            `#[fault(status = 502, code = \"upstream-failed\")] Upstream(#[from] E)`"
+)]
 pub trait Catalog {
     /// The (status, code, description) of every answer, in the order of declaration; one
     /// code may appear with one status only.

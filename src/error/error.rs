@@ -1,6 +1,7 @@
 //! [`Error`]: the error type for ad-hoc cases and for any other `std::error::Error` met with
 //! `?`, and the faults behind it.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
@@ -34,10 +35,11 @@ use crate::error::{Fault, FaultMarker};
 /// ```
 ///
 /// Like `anyhow::Error`, it does not itself implement `std::error::Error`, so that every
-/// error converts into it. With `?`, axum's extractor rejections keep their status and code
-/// and count as `rejected`. An error type of yours that implements [`Fault`] cannot be told
-/// apart inside `?` (Rust has no specialization): pass it through [`Error::from_fault`], or
-/// return it as itself, or `?` makes it a plain 500.
+/// error converts into it. With `?`, every fault faultline defines keeps its status and code:
+/// axum's extractor rejections (counted as `rejected`) and, with the `webhooks` feature,
+/// the webhook refusals (counted as `handled`). An error type of yours that implements
+/// [`Fault`] cannot be told apart inside `?` (Rust has no specialization): pass it through
+/// [`Error::from_fault`], or return it as itself, or `?` makes it a plain 500.
 pub struct Error {
     fault: Arc<dyn Fault>,
 }
@@ -135,6 +137,20 @@ impl IntoResponse for Error {
             .extensions_mut()
             .insert(FaultMarker::Fault(self.fault));
         response
+    }
+}
+
+/// `error` as the fault `F` it is, when it is one, else `error` back: what lets `?` keep
+/// the status and code of the faults faultline defines. The look-up compares type ids and
+/// allocates nothing.
+pub(crate) fn taken_as<F: Fault, E: Any>(error: E) -> Result<Error, E> {
+    let mut slot = Some(error);
+    match (&mut slot as &mut dyn Any)
+        .downcast_mut::<Option<F>>()
+        .and_then(Option::take)
+    {
+        Some(fault) => Ok(Error::from_fault(fault)),
+        None => Err(slot.expect("the slot is emptied only when the type matched")),
     }
 }
 

@@ -55,6 +55,14 @@ use http::{HeaderMap, StatusCode};
 /// }
 /// # let _ = axum::Router::<()>::new().route("/", axum::routing::post(receive));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a fault: it has no status and code of its own",
+    label = "not a fault",
+    note = "a `#[fault(transparent)]` field is a fault: a type that derives `Fault`, \
+            `faultline::webhooks::Refusal` or one of axum's rejections",
+    note = "for any other error, give its variant a status and code of its own: \
+            `#[fault(status = 502, code = \"upstream-failed\")] Upstream(#[from] E)`"
+)]
 pub trait Fault: StdError + Send + Sync + 'static {
     /// The HTTP status the client receives.
     fn status(&self) -> StatusCode;

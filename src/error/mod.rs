@@ -14,6 +14,8 @@ mod marker;
 mod rejection;
 
 pub use catalog::{Catalog, CatalogEntry};
+pub(crate) use error::taken_as;
 pub use error::Error;
 pub use fault::Fault;
 pub(crate) use marker::{mark, marked, FaultMarker};
+pub(crate) use rejection::as_rejection;

@@ -17,7 +17,7 @@ use std::any::Any;
 use http::StatusCode;
 
 use crate::error::codes;
-use crate::error::{Catalog, CatalogEntry, Error, Fault};
+use crate::error::{taken_as, Catalog, CatalogEntry, Error, Fault};
 
 /// Implements [`Fault`] and [`Catalog`] for rejections, each with the statuses axum answers
 /// it with and what they mean.
@@ -54,30 +54,14 @@ macro_rules! rejection_faults {
         /// Takes an error met with `?` back as the rejection fault it is, if it is one; the
         /// look-up compares type ids and allocates nothing.
         pub(crate) fn as_rejection<E: Any>(error: E) -> Result<Error, E> {
-            let mut slot = Some(error);
+            let found = Err(error);
             $(
                 $(#[$cfg])*
-                if let Some(rejection) = (&mut slot as &mut dyn Any)
-                    .downcast_mut::<Option<$ty>>()
-                    .and_then(Option::take)
-                {
-                    return Ok(Error::from_fault(rejection));
-                }
+                let found = found.or_else(taken_as::<$ty, E>);
             )+
-            Err(slot.expect("the slot is emptied only when a rejection type matched"))
+            found
         }
     };
-}
-
-/// `?` on any `std::error::Error`: an axum rejection keeps its status and code and counts as
-/// `rejected`; anything else is a 500 whose text only the report sees.
-impl<E> From<E> for Error
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    fn from(error: E) -> Self {
-        as_rejection(error).unwrap_or_else(Error::internal)
-    }
 }
 
 rejection_faults! {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::error::{Error, Fault};
+use crate::error::{Catalog, CatalogEntry, Error, Fault};
 
 /// Seconds a sender waits before retrying a delivery refused because the secrets could not
 /// be read: long enough for a store to fail over, short enough that a sender retrying on a
@@ -34,6 +34,49 @@ pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
 /// | [`SecretsUnavailable`](Refusal::SecretsUnavailable) | 503, `Retry-After` | `webhook-secrets-unavailable` |
 /// | [`Replayed`](Refusal::Replayed) | 409 | `webhook-replayed` |
 /// | [`ReplaysUnavailable`](Refusal::ReplaysUnavailable) | 503, `Retry-After` | `webhook-replays-unavailable` |
+///
+/// With `?` it keeps its status and code wherever it goes: into [`faultline::Error`](Error),
+/// into an error enum of yours that holds it as a `#[fault(transparent)]` field, or as the
+/// handler's own error type; it is counted `handled` under its code, never as a 500.
+///
+/// ```
+/// use faultline::webhooks::senders::GitHub;
+/// use faultline::webhooks::{Refusal, Verified};
+/// use faultline::Fault;
+///
+/// #[derive(serde::Deserialize)]
+/// struct Push {
+///     #[serde(rename = "ref")]
+///     reference: String,
+/// }
+///
+/// #[derive(Debug, thiserror::Error, Fault)]
+/// enum HookError {
+///     #[error(transparent)]
+///     #[fault(transparent)]
+///     Refused(#[from] Refusal),
+///     #[error("branch `{0}` is not deployed")]
+///     #[fault(status = 422, code = "branch-not-deployed")]
+///     NotDeployed(String),
+/// }
+///
+/// async fn push(delivery: Verified<GitHub>) -> Result<&'static str, HookError> {
+///     let push: Push = delivery.json()?; // not a push: 400 `webhook-body-invalid`
+///     if push.reference != "refs/heads/main" {
+///         return Err(HookError::NotDeployed(push.reference));
+///     }
+///     Ok("deployed")
+/// }
+///
+/// // The same line in a handler that returns `faultline::Error`, or `Refusal` itself.
+/// async fn plain(delivery: Verified<GitHub>) -> Result<String, faultline::Error> {
+///     let push: Push = delivery.json()?;
+///     Ok(push.reference)
+/// }
+/// # let _ = axum::Router::<faultline::webhooks::Intake<GitHub>>::new()
+/// #     .route("/push", axum::routing::post(push))
+/// #     .route("/plain", axum::routing::post(plain));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Refusal {
@@ -204,6 +247,70 @@ impl Fault for Refusal {
                 HeaderValue::from(SECRETS_RETRY_AFTER_SECS),
             );
         }
+    }
+}
+
+/// Every refusal with what it tells the sender's operator, for API documentation: the
+/// status and code are read from a refusal of each kind, so the table cannot drift from
+/// [`Fault`]'s answers. A `#[fault(transparent)]` field of type `Refusal` adds these to its
+/// type's catalog.
+impl Catalog for Refusal {
+    fn catalog() -> Vec<CatalogEntry> {
+        let unavailable = || Box::new(std::io::Error::other("unavailable")) as _;
+        let header = "";
+        let tolerance = Duration::ZERO;
+        [
+            (
+                Refusal::SignatureMissing { header },
+                "the delivery carries no signature",
+            ),
+            (
+                Refusal::SignatureMismatch { header },
+                "the signature does not match the body",
+            ),
+            (
+                Refusal::TimestampStale { header, tolerance },
+                "the signed timestamp is too old",
+            ),
+            (
+                Refusal::TimestampFuture { header, tolerance },
+                "the signed timestamp is too far ahead",
+            ),
+            (
+                Refusal::HeaderMissing { header },
+                "a header the signature covers is missing",
+            ),
+            (
+                malformed(header, ""),
+                "a header is not in its sender's form, or is sent twice",
+            ),
+            (
+                Refusal::BodyTooLarge { limit: 0 },
+                "the body is longer than the intake's bound",
+            ),
+            (Refusal::BodyUnreadable, "the body ended before its end"),
+            (
+                Refusal::BodyInvalid {
+                    problem: "",
+                    line: 0,
+                    column: 0,
+                },
+                "the verified body is not the JSON the handler takes",
+            ),
+            (Refusal::UnknownInbox, "no inbox takes deliveries here"),
+            (
+                Refusal::SecretsUnavailable(unavailable()),
+                "the secrets could not be read; retry",
+            ),
+            (Refusal::Replayed, "the delivery was taken already"),
+            (
+                Refusal::ReplaysUnavailable(unavailable()),
+                "whether the delivery was taken could not be told; retry",
+            ),
+        ]
+        .into_iter()
+        .map(|(refusal, meaning)| CatalogEntry::new(refusal.status(), refusal.code(), meaning))
+        .collect()
     }
 }
 

@@ -13,6 +13,7 @@ mod keep_alive;
 mod load;
 mod misuse;
 mod proof;
+mod question_mark;
 mod replay;
 mod server;
 mod sign;
