@@ -188,10 +188,12 @@ pub mod ledger {
     //! [`LedgerBuilder`], the counts at one moment ([`Snapshot`], with one [`Series`] per
     //! route, code and status) and the error groups ([`Group`]), with the labels and the
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
-    //! error budget per route ([`RouteBudget`]).
+    //! error budget per route ([`RouteBudget`]); the counters kept outside the ledger that it
+    //! exports ([`ExportCounters`], each read as a [`Counter`]).
 
     pub use crate::count::{
-        Group, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, UnreadBodies,
+        Counter, ExportCounters, Group, LedgerBuilder, RouteBudget, RouteRequests, Series,
+        Snapshot, UnreadBodies,
     };
     pub use crate::export::PROMETHEUS_TEXT;
     pub use crate::limits::TREND_MINUTES;

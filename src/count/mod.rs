@@ -10,5 +10,6 @@ pub(crate) use ledger::ToReport;
 #[cfg(all(test, not(loom)))]
 pub(crate) use ledger::TALLY_PANICS;
 pub use ledger::{
-    Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot, UnreadBodies,
+    Counter, ExportCounters, Ledger, LedgerBuilder, RouteBudget, RouteRequests, Series, Snapshot,
+    UnreadBodies,
 };

@@ -99,6 +99,15 @@ impl Snapshot {
             let _ = writeln!(out, "\"}} {}", series.count);
         }
         push_unread_bodies(&mut out, self);
+        for counter in &self.counters {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n",
+                name = counter.name,
+                help = counter.help,
+                value = counter.value
+            );
+        }
         out
     }
 }

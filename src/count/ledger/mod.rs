@@ -10,6 +10,7 @@
 mod budget;
 mod builder;
 mod counters;
+mod exported;
 mod quiescent;
 mod routes;
 mod series;
@@ -26,6 +27,8 @@ use self::budget::History;
 pub use self::budget::RouteBudget;
 pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
+use self::exported::Exported;
+pub use self::exported::{Counter, ExportCounters};
 use self::quiescent::{Quiescent, Waiters};
 pub use self::routes::RouteRequests;
 use self::routes::{Column, RouteCounts, RouteSlots};
@@ -93,6 +96,7 @@ struct Inner {
     reporter: Reporter,
     waiters: Waiters,
     unread: UnreadCounters,
+    exported: Exported,
 }
 
 /// One thread's share of the ledger.
@@ -151,6 +155,7 @@ impl Ledger {
                 reporter: Reporter::new(limits.reports),
                 waiters: Waiters::default(),
                 unread: UnreadCounters::default(),
+                exported: Exported::default(),
             }),
         }
     }
@@ -310,6 +315,29 @@ impl Ledger {
         self.inner.reporter.groups()
     }
 
+    /// Carries `source`'s counters in every snapshot from now on ([`Snapshot::counters`]),
+    /// and so on `/metrics` beside the ledger's own; a name that several sources give is
+    /// exported once, summed.
+    ///
+    /// ```
+    /// use faultline::ledger::{Counter, ExportCounters};
+    ///
+    /// struct Cache;
+    /// impl ExportCounters for Cache {
+    ///     fn counters(&self) -> Vec<Counter> {
+    ///         vec![Counter::new("cache_evicted_total", "Entries evicted before their time.", 3)]
+    ///     }
+    /// }
+    ///
+    /// let (layer, ledger) = faultline::FaultLayer::pair();
+    /// # let _ = layer;
+    /// ledger.export(Cache);
+    /// assert!(ledger.snapshot().to_prometheus().contains("\ncache_evicted_total 3\n"));
+    /// ```
+    pub fn export(&self, source: impl ExportCounters) {
+        self.inner.exported.add(Arc::new(source));
+    }
+
     /// The counts as plain data. Each stripe's counters are exact; while requests are in
     /// flight they are read one after another, finishes before starts, so every finish read
     /// has its start read ([`Snapshot::is_consistent`]) and the totals are exact at quiescence.
@@ -334,6 +362,7 @@ impl Ledger {
             series,
             routes,
             unread_bodies: self.inner.unread.read(),
+            counters: self.inner.exported.read(),
         }
     }
 }

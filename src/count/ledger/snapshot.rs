@@ -1,5 +1,6 @@
 //! The ledger's counts at one moment, as plain data.
 
+use super::exported::Counter;
 use super::routes::RouteRequests;
 use super::series::Series;
 use super::unread::UnreadBodies;
@@ -41,6 +42,9 @@ pub struct Snapshot {
     pub routes: Vec<RouteRequests>,
     /// Request bodies that answers left unread, and what the layer did with them.
     pub unread_bodies: UnreadBodies,
+    /// The counters kept outside the ledger that it exports
+    /// ([`Ledger::export`](crate::Ledger::export)), read with this snapshot.
+    pub counters: Vec<Counter>,
 }
 
 impl Snapshot {
