@@ -86,9 +86,10 @@ def slack(secret, at):
     return {"x-slack-request-timestamp": ts, "x-slack-signature": signature}
 
 
-def faultline_sign(sender, secret, msg_id):
-    """The headers faultline's Signer sends with BODY, signed now."""
-    signed = subprocess.run([os.environ["WEBHOOK_INTAKE"], "sign", sender, secret, msg_id],
+def faultline_sign(sender, secret, *given):
+    """The headers faultline's Signer sends with BODY, signed now; `given` is the --id and
+    --event flags, for the senders that send them."""
+    signed = subprocess.run([os.environ["WEBHOOK_INTAKE"], "sign", sender, secret, *given],
                             input=BODY.encode(), capture_output=True, check=True)
     return json.loads(signed.stdout)
 
@@ -105,25 +106,28 @@ def faultline_signed():
     """Deliveries signed by faultline, each passed by the sender's own library first, and
     refused by it with the body changed (so a verifier that checks nothing fails here)."""
     out = []
-    for inbox, sender, event in (("standard", "standard-webhooks", None),
-                                 ("gitlab-signed", "gitlab-signed", "Push Hook")):
-        headers = faultline_sign(sender, SECRET[inbox], "msg_faultline_1")
+    for inbox, sender, event in (("standard", "standard-webhooks", ()),
+                                 ("gitlab-signed", "gitlab-signed", ("--event", "Push Hook"))):
+        headers = faultline_sign(sender, SECRET[inbox], "--id", "msg_faultline_1", *event)
+        assert headers.get("x-gitlab-event") == (event[1] if event else None), headers
         StandardWebhook(SECRET[inbox]).verify(BODY, headers)
         assert refused(lambda: StandardWebhook(SECRET[inbox]).verify(TAMPERED, headers)), inbox
-        if event:
-            headers["x-gitlab-event"] = event
         out.append((inbox, headers, BODY, 200, None))
-    signed = faultline_sign("standard-webhooks", SECRET["svix"], "msg_faultline_2")
+    # No id given: the signer makes the one it signs.
+    signed = faultline_sign("standard-webhooks", SECRET["svix"])
     svix_headers = {name.replace("webhook-", "svix-"): value for name, value in signed.items()}
     SvixWebhook(SECRET["svix"]).verify(BODY, svix_headers)
     assert refused(lambda: SvixWebhook(SECRET["svix"]).verify(TAMPERED, svix_headers))
     out.append(("svix", svix_headers, BODY, 200, None))
-    headers = faultline_sign("stripe", SECRET["stripe"], "evt_faultline")
+    # Stripe and Slack send no id and no event header: the signer is asked for neither.
+    headers = faultline_sign("stripe", SECRET["stripe"])
+    assert list(headers) == ["stripe-signature"], headers
     check = stripe.WebhookSignature.verify_header
     check(BODY, headers["stripe-signature"], SECRET["stripe"], tolerance=300)
     assert refused(lambda: check(TAMPERED, headers["stripe-signature"], SECRET["stripe"], tolerance=300))
     out.append(("stripe", headers, BODY, 200, None))
-    headers = faultline_sign("slack", SECRET["slack"], "unsent")
+    headers = faultline_sign("slack", SECRET["slack"])
+    assert sorted(headers) == ["x-slack-request-timestamp", "x-slack-signature"], headers
     slack_check = lambda body: SignatureVerifier(SECRET["slack"]).is_valid(
         body=body, timestamp=headers["x-slack-request-timestamp"], signature=headers["x-slack-signature"])
     assert slack_check(BODY) and not slack_check(TAMPERED)

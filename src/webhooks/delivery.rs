@@ -137,13 +137,13 @@ impl Delivery {
     ///
     /// ```
     /// use std::time::SystemTime;
-    /// use faultline::webhooks::{Delivery, DeliveryId, Keys, SecretSet, Sender, Signer};
+    /// use faultline::webhooks::{Delivery, Keys, Outgoing, SecretSet, Sender, Signer};
     ///
     /// let keys = Keys::new(Sender::Stripe, SecretSet::one("whsec_stripe")?)?;
     /// let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe")?;
     /// let body = br#"{"id":"evt_1","data":{"object":{"type":"card"}},"type":"invoice.paid"}"#;
     /// let now = SystemTime::now();
-    /// let headers = signer.sign(&DeliveryId::parse("evt_1")?, now, body);
+    /// let headers = signer.sign(Outgoing::new(body), now);
     /// let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now)?;
     /// assert_eq!(delivery.event(), Some("invoice.paid"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -168,7 +168,7 @@ impl Delivery {
     ///
     /// ```
     /// use std::time::SystemTime;
-    /// use faultline::webhooks::{Delivery, DeliveryId, Keys, SecretSet, Sender, Signer};
+    /// use faultline::webhooks::{Delivery, DeliveryId, Keys, Outgoing, SecretSet, Sender, Signer};
     /// use faultline::Fault;
     ///
     /// #[derive(Debug, serde::Deserialize)]
@@ -182,7 +182,8 @@ impl Delivery {
     /// let id = DeliveryId::parse("72d3162e-cc78-11e3-81ab-4c9367dc0958")?;
     /// let now = SystemTime::now();
     /// let verify = |body: &[u8]| {
-    ///     Delivery::verify(&keys, &signer.sign(&id, now, body), body.to_vec().into(), now)
+    ///     let headers = signer.sign(Outgoing::new(body).id(&id).event("push"), now);
+    ///     Delivery::verify(&keys, &headers, body.to_vec().into(), now)
     /// };
     /// let delivery = verify(br#"{"ref":"refs/heads/main"}"#)?;
     /// assert_eq!(delivery.json::<Push>()?.git_ref, "refs/heads/main");
@@ -315,8 +316,8 @@ fn visible<'h>(header: &'static str, value: &'h HeaderValue) -> Result<&'h Heade
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::webhooks::id::DeliveryId;
-    use crate::webhooks::sign::Signer;
+
+    use crate::webhooks::sign::{Outgoing, Signer};
 
     #[test]
     fn the_body_is_read_for_its_event_on_the_first_ask_only() {
@@ -324,7 +325,7 @@ mod tests {
         let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe").unwrap();
         let body = br#"{"type":"invoice.paid"}"#;
         let now = SystemTime::now();
-        let headers = signer.sign(&DeliveryId::parse("evt_1").unwrap(), now, body);
+        let headers = signer.sign(Outgoing::new(body), now);
         let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now).unwrap();
         assert!(
             delivery.body_event.get().is_none(),

@@ -17,8 +17,6 @@ use crate::webhooks::delivery::{Delivery, Pending};
 use crate::webhooks::keys::{Keys, LookupError, Secrets};
 use crate::webhooks::refusal::Refusal;
 use crate::webhooks::replay::{OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_WINDOW};
-use crate::webhooks::secret::{SecretError, SecretSet};
-use crate::webhooks::sender::Sender;
 
 /// The longest body an intake reads unless told otherwise: GitHub caps its payloads at
 /// 25 MB, the largest cap among the senders, so that no push a sender would send is refused.
@@ -47,14 +45,6 @@ impl<K> Clone for Intake<K> {
     }
 }
 
-impl Intake<Keys> {
-    /// An intake for one sender and a fixed set of secrets, refused as
-    /// [`Keys::new`] refuses secrets in the wrong form for the sender.
-    pub fn fixed(sender: Sender, secrets: SecretSet) -> Result<Self, SecretError> {
-        Ok(Self::new(Keys::new(sender, secrets)?))
-    }
-}
-
 impl<K: Secrets> Intake<K> {
     /// An intake whose keys come from `secrets`, per request.
     pub fn new(secrets: K) -> Self {
@@ -80,10 +70,11 @@ impl<K: Secrets> Intake<K> {
     /// the senders that sign one) alone.
     ///
     /// ```
-    /// use faultline::webhooks::{Intake, OnRepeat, ReplayMemory, SecretSet, Sender};
+    /// use faultline::webhooks::senders::GitHub;
+    /// use faultline::webhooks::{Intake, OnRepeat, ReplayMemory, SecretSet};
     ///
     /// let memory = ReplayMemory::new();
-    /// let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?
+    /// let intake = Intake::new(GitHub::new(SecretSet::one("It's a Secret to Everybody")?)?)
     ///     .replays(memory.clone(), OnRepeat::Refuse);
     /// assert_eq!(memory.evicted(), 0);
     /// # Ok::<(), faultline::webhooks::SecretError>(())
@@ -119,9 +110,11 @@ impl<K: Secrets> Intake<K> {
 /// When the intake remembers what it takes ([`Intake::replays`]), a repeat of a delivery it
 /// took is then flagged ([`is_duplicate`](Verified::is_duplicate)) or refused.
 ///
-/// `K` is where the keys come from: [`Keys`] for a fixed set, a type of one sender
-/// ([`senders::GitHub`](super::senders::GitHub), …) to pick one intake of several in a
-/// state, or a [`Secrets`] of yours. As it reads the body, it is the handler's last
+/// `K` is where the keys come from, the type given to [`Intake::new`]: a type of one
+/// sender ([`senders::GitHub`](super::senders::GitHub), …), the same for an app of one
+/// sender or of several in one state, or a [`Secrets`] lookup of yours. `Verified` alone is
+/// `Verified<Keys>`, for keys whose sender is read at run time (from a configuration file:
+/// `Intake::new(Keys::new(sender, secrets)?)`). As it reads the body, it is the handler's last
 /// argument, as axum's `Bytes` is.
 pub struct Verified<K = Keys> {
     delivery: Delivery,

@@ -1,19 +1,23 @@
 //! Verified webhook intake (feature `webhooks`): one verifier per sender, and the
 //! [`Verified`](crate::webhooks::Verified) extractor that yields a delivery only when its signature matches its body.
 //!
-//! A route takes `Verified` as its body extractor and finds an [`Intake`](crate::webhooks::Intake) in its state: the
-//! [`Sender`](crate::webhooks::Sender) and a [`SecretSet`](crate::webhooks::SecretSet) (several secrets during a rotation, each with an optional
-//! expiry), or a [`Secrets`](crate::webhooks::Secrets) lookup per tenant or inbox. Whatever fails verification is
+//! A route takes `Verified<K>` as its body extractor and finds an `Intake<K>` in its state,
+//! made with [`Intake::new`](crate::webhooks::Intake::new) from where its keys come from: the keys of one sender, of a
+//! type per sender ([`senders::GitHub`](crate::webhooks::senders::GitHub), …, each holding a [`SecretSet`](crate::webhooks::SecretSet): several secrets
+//! during a rotation, each with an optional expiry), or a [`Secrets`](crate::webhooks::Secrets) lookup per tenant or inbox.
+//! One sender or several, the setup is the same: an app with several holds an intake of each
+//! in its state, and each handler names its own. Whatever fails verification is
 //! answered with a [`Refusal`](crate::webhooks::Refusal), a [`Fault`](crate::Fault) with a stable code, rendered and
 //! counted by the [`FaultLayer`](crate::FaultLayer) like any handled error; it names
 //! headers, never a secret or the body.
 //!
 //! ```
 //! use axum::{routing::post, Router};
-//! use faultline::webhooks::{Intake, SecretSet, Sender, Verified};
+//! use faultline::webhooks::senders::GitHub;
+//! use faultline::webhooks::{Intake, SecretSet, Verified};
 //! use faultline::FaultLayer;
 //!
-//! async fn push(delivery: Verified) -> &'static str {
+//! async fn push(delivery: Verified<GitHub>) -> &'static str {
 //!     // Only a delivery signed with the secret gets here.
 //!     assert_eq!(delivery.event(), Some("push"));
 //!     "kept"
@@ -21,7 +25,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let intake = Intake::fixed(Sender::GitHub, SecretSet::one("It's a Secret to Everybody")?)?;
+//! let intake = Intake::new(GitHub::new(SecretSet::one("It's a Secret to Everybody")?)?);
 //! let (layer, ledger) = FaultLayer::pair();
 //! let app = Router::new()
 //!     .route("/hooks/github", post(push))
@@ -48,8 +52,8 @@
 //! # }
 //! ```
 //!
-//! An app with one state of its own and several senders holds an intake per sender in it,
-//! each with keys of that sender's type: `Intake<senders::GitHub>`, picked by a handler's
+//! An app with one state of its own and several senders holds an intake per sender in it:
+//! `Intake<senders::GitHub>` beside `Intake<senders::Stripe>`, each picked by a handler's
 //! `Verified<senders::GitHub>` (see [`senders`](crate::webhooks::senders)). An intake told where to remember what it
 //! took ([`Intake::replays`](crate::webhooks::Intake::replays)) flags or refuses a repeat,
 //! recognised by what the sender signed ([`ReplayKey`](crate::webhooks::ReplayKey)).
@@ -58,6 +62,7 @@
 //! and what each refusal tells the sender.
 
 mod body;
+mod counters;
 mod delivery;
 mod handshake;
 mod id;
@@ -71,6 +76,7 @@ mod sender;
 pub mod senders;
 mod sign;
 
+pub use counters::{REPLAYS_EVICTED, REPLAYS_EXPIRED};
 pub use delivery::Delivery;
 pub use handshake::Handshake;
 pub use id::{DeliveryId, IdError, MAX_DELIVERY_ID_BYTES};
@@ -87,4 +93,4 @@ pub use secret::{
     TOKEN_DIGEST_BYTES,
 };
 pub use sender::{Sender, ToleranceError, DEFAULT_TOLERANCE, MAX_TOLERANCE, MIN_TOLERANCE};
-pub use sign::Signer;
+pub use sign::{Outgoing, Signer};

@@ -38,11 +38,13 @@
 //! Two inboxes of one sender in one state (two GitHub organisations, say) each need a type
 //! of their own: a newtype of [`Keys`] that implements [`Secrets`] as these do.
 
+use std::time::Duration;
+
 use axum::http::request::Parts;
 
 use crate::webhooks::keys::{Keys, LookupError, Secrets};
 use crate::webhooks::secret::{SecretError, SecretSet};
-use crate::webhooks::sender::Sender;
+use crate::webhooks::sender::{Sender, ToleranceError};
 
 /// One type per sender, from one definition: keys whose sender is fixed by the type.
 macro_rules! sender_keys {
@@ -57,6 +59,12 @@ macro_rules! sender_keys {
                 "an error when a secret is not in the sender's form (see [`Keys::new`]).")]
             pub fn new(secrets: SecretSet) -> Result<Self, SecretError> {
                 Keys::new(Sender::$sender, secrets).map(Self)
+            }
+
+            /// The same keys, held to `tolerance` for a signed timestamp instead of the
+            /// sender's default: see [`Keys::with_tolerance`], whose errors it gives.
+            pub fn with_tolerance(self, tolerance: Duration) -> Result<Self, ToleranceError> {
+                self.0.with_tolerance(tolerance).map(Self)
             }
 
             /// The keys, with their sender.

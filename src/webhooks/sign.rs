@@ -7,37 +7,46 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use http::header::HeaderName;
 use http::{HeaderMap, HeaderValue};
+use sha2::{Digest, Sha256};
 
 use crate::webhooks::id::DeliveryId;
 use crate::webhooks::proof::hmac;
 use crate::webhooks::secret::{Secret, SecretError};
 use crate::webhooks::sender::{Scheme, Sender};
 
-/// Signs deliveries as one sender does: the headers that sender sends beside a body, its
-/// proof and, where the sender sends them, the delivery id and the signed timestamp. What
-/// it signs, [`Verified`](super::Verified) and the sender's own libraries accept.
+/// Signs deliveries as one sender does: every header that sender sends beside a body (its
+/// proof, the signed timestamp, the delivery id and the event where it sends them), asking
+/// for no more than the sender sends. What it signs, [`Verified`](super::Verified) and the
+/// sender's own libraries accept.
 ///
 /// ```
 /// use std::time::SystemTime;
-/// use axum::http::HeaderValue;
-/// use faultline::webhooks::{Delivery, DeliveryId, Keys, SecretSet, Sender, Signer};
+/// use faultline::webhooks::{Delivery, DeliveryId, Keys, Outgoing, SecretSet, Sender, Signer};
 ///
-/// let text = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-/// let signer = Signer::for_sender(Sender::StandardWebhooks, text)?;
-/// let id = DeliveryId::parse("msg_p5jXN8AQM9LWM0D4loKWxJek")?;
-/// let body = br#"{"type":"invoice.paid"}"#;
 /// let now = SystemTime::now();
-/// let headers = signer.sign(&id, now, body);
-/// assert!(headers["webhook-signature"].to_str()?.starts_with("v1,"));
+/// let body = br#"{"type":"invoice.paid"}"#;
 ///
+/// // Stripe and Slack sign no id and name the event in the body: the body is all they need.
+/// let stripe = Signer::for_sender(Sender::Stripe, "whsec_the_stripe_secret")?;
+/// let headers = stripe.sign(Outgoing::new(body), now);
+/// assert!(headers["stripe-signature"].to_str()?.starts_with("t="));
+///
+/// // A sender that signs its delivery id is given one, or makes one from what it signs.
+/// let text = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+/// let standard = Signer::for_sender(Sender::StandardWebhooks, text)?;
+/// let id = DeliveryId::parse("msg_p5jXN8AQM9LWM0D4loKWxJek")?;
+/// let headers = standard.sign(Outgoing::new(body).id(&id), now);
 /// let keys = Keys::new(Sender::StandardWebhooks, SecretSet::for_sender(Sender::StandardWebhooks, text)?)?;
 /// let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), now)?;
 /// assert_eq!(delivery.id(), Some(id.as_str()));
 ///
-/// // The senders that name the event in a header: add it beside the proof.
-/// let github = Signer::for_sender(Sender::GitHub, "It's a Secret to Everybody")?;
-/// let mut headers = github.sign(&id, now, b"Hello, World!");
-/// headers.insert(Sender::GitHub.event_header().unwrap(), HeaderValue::from_static("push"));
+/// // The senders that name the event in a header are given it; GitHub's hook, too.
+/// let github = Signer::for_sender(Sender::GitHub, "It's a Secret to Everybody")?
+///     .github_hook(460_000_001, "repository", 35_129_377);
+/// let headers = github.sign(Outgoing::new(b"Hello, World!").event("push"), now);
+/// assert_eq!(headers["x-github-event"], "push");
+/// assert_eq!(headers["x-github-hook-id"], "460000001");
+/// assert!(headers.contains_key("x-github-delivery"));
 /// assert_eq!(
 ///     headers["x-hub-signature-256"],
 ///     "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
@@ -48,6 +57,51 @@ use crate::webhooks::sender::{Scheme, Sender};
 pub struct Signer {
     sender: Sender,
     secret: Secret,
+    hook: Option<GitHubHook>,
+}
+
+/// The hook GitHub names in every delivery it sends from it.
+#[derive(Debug, Clone, Copy)]
+struct GitHubHook {
+    id: u64,
+    target_type: &'static str,
+    target_id: u64,
+}
+
+/// A delivery to sign: its body and, where its sender sends them, its id and its event. A
+/// signer reads of it only what its sender sends.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    body: &'a [u8],
+    id: Option<&'a DeliveryId>,
+    event: Option<&'a str>,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A delivery of `body`.
+    pub fn new(body: &'a [u8]) -> Self {
+        Self {
+            body,
+            id: None,
+            event: None,
+        }
+    }
+
+    /// Its delivery id, for the senders that send one: in the sender's id header, or inside
+    /// the signature (Standard Webhooks, GitLab's signing token). Without it, such a sender
+    /// sends an id made from the timestamp and the body: the same body signed at the same
+    /// second gets the same id, as a sender's retry of one delivery does.
+    pub fn id(mut self, id: &'a DeliveryId) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Its event, for the senders that name it in a header ([`Sender::event_header`]):
+    /// `push`, `Push Hook`, `repo:push`, `orders/create`. The others name it in the body.
+    pub fn event(mut self, event: &'a str) -> Self {
+        self.event = Some(event);
+        self
+    }
 }
 
 impl Signer {
@@ -55,7 +109,11 @@ impl Signer {
     /// refuses a secret in the wrong form or of the wrong length.
     pub fn new(sender: Sender, secret: Secret) -> Result<Self, SecretError> {
         secret.check_for(sender)?;
-        Ok(Self { sender, secret })
+        Ok(Self {
+            sender,
+            secret,
+            hook: None,
+        })
     }
 
     /// A signer for `sender` with the secret as its settings show it
@@ -64,21 +122,64 @@ impl Signer {
         Self::new(sender, Secret::for_sender(sender, text)?)
     }
 
+    /// The hook GitHub sends from: `X-GitHub-Hook-ID`, and what it is installed on
+    /// (`X-GitHub-Hook-Installation-Target-Type`, `repository` or `organization`, and
+    /// `-ID`), sent with every delivery. The other senders name no hook this way.
+    pub fn github_hook(mut self, id: u64, target_type: &'static str, target_id: u64) -> Self {
+        self.hook = Some(GitHubHook {
+            id,
+            target_type,
+            target_id,
+        });
+        self
+    }
+
     /// The sender it signs as.
     pub fn sender(&self) -> Sender {
         self.sender
     }
 
-    /// The headers `sender` sends with `body`, signed at `at`: the proof, the timestamp
-    /// where it is signed, and `id` in the sender's id header (the first of
-    /// [`Sender::id_headers`]) or inside the signature (Standard Webhooks). Stripe and Slack
-    /// send no id header, so `id` is not sent for them.
-    pub fn sign(&self, id: &DeliveryId, at: SystemTime, body: &[u8]) -> HeaderMap {
-        let key = self.secret.key();
+    /// The headers the sender sends with `delivery`, signed at `at`.
+    pub fn sign(&self, delivery: Outgoing<'_>, at: SystemTime) -> HeaderMap {
         let ts = at
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_secs())
             .to_string();
+        let made;
+        let id = match delivery.id {
+            Some(id) => id,
+            None => {
+                made = made_id(self.sender, &ts, delivery.body);
+                &made
+            }
+        };
+        let mut headers = self.proof(id, &ts, delivery.body);
+        for &header in self.id_headers_sent() {
+            headers.insert(HeaderName::from_static(header), id.as_header().clone());
+        }
+        let event = self.sender.event_header().zip(delivery.event);
+        if let Some((header, event)) = event {
+            if let Ok(value) = HeaderValue::from_str(event) {
+                headers.insert(HeaderName::from_static(header), value);
+            }
+        }
+        if let (Sender::GitHub, Some(hook)) = (self.sender, self.hook) {
+            headers.insert("x-github-hook-id", hook.id.into());
+            headers.insert(
+                "x-github-hook-installation-target-type",
+                HeaderValue::from_static(hook.target_type),
+            );
+            headers.insert(
+                "x-github-hook-installation-target-id",
+                hook.target_id.into(),
+            );
+        }
+        headers
+    }
+
+    /// The proof, and the timestamp and id where they are signed with it.
+    fn proof(&self, id: &DeliveryId, ts: &str, body: &[u8]) -> HeaderMap {
+        let key = self.secret.key();
         let mut headers = HeaderMap::new();
         let mut put = |name: &'static str, value: String| {
             let value = HeaderValue::try_from(value)
@@ -89,7 +190,7 @@ impl Signer {
             Scheme::Hex { header, prefix } if self.sender == Sender::Slack => {
                 let tag = hmac(key, &[b"v0:", ts.as_bytes(), b":"], body);
                 put(header, format!("{prefix}{}", hex(&tag)));
-                put("x-slack-request-timestamp", ts);
+                put("x-slack-request-timestamp", ts.to_owned());
             }
             Scheme::Hex { header, prefix } => {
                 put(header, format!("{prefix}{}", hex(&hmac(key, &[], body))))
@@ -106,7 +207,7 @@ impl Signer {
                     "webhook-signature",
                     format!("v1,{}", base64(&hmac(key, &signed, body))),
                 );
-                put("webhook-timestamp", ts);
+                put("webhook-timestamp", ts.to_owned());
                 headers.insert("webhook-id", id.as_header().clone());
             }
             Scheme::Stripe => {
@@ -114,11 +215,42 @@ impl Signer {
                 put("stripe-signature", format!("t={ts},v1={}", hex(&tag)));
             }
         }
-        if let Some(&header) = self.sender.id_headers().first() {
-            headers.insert(HeaderName::from_static(header), id.as_header().clone());
-        }
         headers
     }
+
+    /// The id headers the sender sends: GitLab both of its own; Bitbucket Cloud's, not
+    /// Data Center's (one deployment sends one); the others their one.
+    fn id_headers_sent(&self) -> &'static [&'static str] {
+        let all = self.sender.id_headers();
+        match self.sender {
+            Sender::GitLab => all,
+            _ => &all[..all.len().min(1)],
+        }
+    }
+}
+
+/// The id a delivery given none is sent with, by the senders that send one: a digest of the
+/// timestamp and the body, shaped as the sender's ids are (`msg_…` for Standard Webhooks, a
+/// UUID's groups for the others).
+fn made_id(sender: Sender, ts: &str, body: &[u8]) -> DeliveryId {
+    let digest = Sha256::new()
+        .chain_update(ts)
+        .chain_update(b".")
+        .chain_update(body)
+        .finalize();
+    let digits = hex(&digest[..16]);
+    let text = match sender.scheme() {
+        Scheme::Standard => format!("msg_{digits}"),
+        _ => format!(
+            "{}-{}-{}-{}-{}",
+            &digits[..8],
+            &digits[8..12],
+            &digits[12..16],
+            &digits[16..20],
+            &digits[20..]
+        ),
+    };
+    DeliveryId::parse(&text).unwrap_or_else(|_| unreachable!("hex digits are an id"))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -164,7 +296,7 @@ mod tests {
             let signer = Signer::for_sender(sender, text(sender)).unwrap();
             let keys =
                 Keys::new(sender, SecretSet::for_sender(sender, text(sender)).unwrap()).unwrap();
-            let headers = signer.sign(&id, at, body);
+            let headers = signer.sign(Outgoing::new(body).id(&id), at);
             let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), at)
                 .unwrap_or_else(|refusal| panic!("{sender}: {refusal}"));
             let sends_id = !sender.id_headers().is_empty()
@@ -184,7 +316,7 @@ mod tests {
         // docs.github.com, "Validating webhook deliveries".
         let github = Signer::for_sender(Sender::GitHub, "It's a Secret to Everybody").unwrap();
         let id = DeliveryId::parse("msg_p5jXN8AQM9LWM0D4loKWxJek").unwrap();
-        let headers = github.sign(&id, SystemTime::now(), b"Hello, World!");
+        let headers = github.sign(Outgoing::new(b"Hello, World!").id(&id), SystemTime::now());
         assert_eq!(
             headers["x-hub-signature-256"],
             "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
@@ -196,13 +328,113 @@ mod tests {
         )
         .unwrap();
         let at = UNIX_EPOCH + Duration::from_secs(1614265330);
-        let headers = standard.sign(&id, at, br#"{"test": 2432232314}"#);
+        let headers = standard.sign(Outgoing::new(br#"{"test": 2432232314}"#).id(&id), at);
         assert_eq!(
             headers["webhook-signature"],
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
         assert_eq!(headers["webhook-timestamp"], "1614265330");
         assert_eq!(headers["webhook-id"], "msg_p5jXN8AQM9LWM0D4loKWxJek");
+    }
+
+    /// Every header each sender sends, by name: what a signer must set, no more, no less.
+    fn sent_by(sender: Sender) -> &'static [&'static str] {
+        match sender {
+            Sender::GitHub => &[
+                "x-hub-signature-256",
+                "x-github-delivery",
+                "x-github-event",
+                "x-github-hook-id",
+                "x-github-hook-installation-target-type",
+                "x-github-hook-installation-target-id",
+            ],
+            Sender::GitLab => &[
+                "x-gitlab-token",
+                "idempotency-key",
+                "x-gitlab-event-uuid",
+                "x-gitlab-event",
+            ],
+            Sender::GitLabSigned => &[
+                "webhook-id",
+                "webhook-timestamp",
+                "webhook-signature",
+                "x-gitlab-event",
+            ],
+            Sender::Bitbucket => &["x-hub-signature", "x-request-uuid", "x-event-key"],
+            Sender::Gitea => &["x-gitea-signature", "x-gitea-delivery", "x-gitea-event"],
+            Sender::Forgejo => &[
+                "x-forgejo-signature",
+                "x-forgejo-delivery",
+                "x-forgejo-event",
+            ],
+            Sender::StandardWebhooks => &["webhook-id", "webhook-timestamp", "webhook-signature"],
+            Sender::Stripe => &["stripe-signature"],
+            Sender::Slack => &["x-slack-signature", "x-slack-request-timestamp"],
+            Sender::Shopify => &[
+                "x-shopify-hmac-sha256",
+                "x-shopify-webhook-id",
+                "x-shopify-topic",
+            ],
+        }
+    }
+
+    #[test]
+    fn each_sender_gets_every_header_it_sends_and_no_other_from_a_body_and_its_event() {
+        let body = br#"{"type":"invoice.paid"}"#;
+        let at = SystemTime::now();
+        for sender in Sender::ALL {
+            let signer = Signer::for_sender(sender, text(sender))
+                .unwrap()
+                .github_hook(460_000_001, "repository", 35_129_377);
+            let headers = signer.sign(Outgoing::new(body).event("push"), at);
+            let mut names: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
+            let mut expected = sent_by(sender).to_vec();
+            names.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(names, expected, "{sender}");
+            if let Some(header) = sender.event_header() {
+                assert_eq!(headers[header], "push", "{sender}");
+            }
+            let keys =
+                Keys::new(sender, SecretSet::for_sender(sender, text(sender)).unwrap()).unwrap();
+            let delivery = Delivery::verify(&keys, &headers, body.to_vec().into(), at)
+                .unwrap_or_else(|refusal| panic!("{sender}: {refusal}"));
+            let sends_id = !matches!(sender, Sender::Stripe | Sender::Slack);
+            assert_eq!(delivery.id().is_some(), sends_id, "{sender}");
+        }
+        let github = Signer::for_sender(Sender::GitHub, "s").unwrap();
+        let headers = github
+            .github_hook(7, "organization", 9)
+            .sign(Outgoing::new(body), at);
+        assert_eq!(headers["x-github-hook-id"], "7");
+        assert_eq!(
+            headers["x-github-hook-installation-target-type"],
+            "organization"
+        );
+        assert_eq!(headers["x-github-hook-installation-target-id"], "9");
+    }
+
+    #[test]
+    fn an_id_made_for_a_delivery_given_none_is_the_same_for_a_retry_only() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let later = at + Duration::from_secs(1);
+        let made = |sender, at, body: &[u8]| {
+            let signer = Signer::for_sender(sender, text(sender)).unwrap();
+            let headers = signer.sign(Outgoing::new(body), at);
+            let header = sender.id_headers().first().copied().unwrap_or("webhook-id");
+            headers[header].to_str().unwrap().to_owned()
+        };
+        let standard = made(Sender::StandardWebhooks, at, b"{}");
+        assert!(standard.starts_with("msg_"), "{standard}");
+        assert_eq!(standard.len(), "msg_".len() + 32);
+        let github = made(Sender::GitHub, at, b"{}");
+        assert_eq!(
+            github.split('-').map(str::len).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert_eq!(made(Sender::GitHub, at, b"{}"), github);
+        assert_ne!(made(Sender::GitHub, later, b"{}"), github);
+        assert_ne!(made(Sender::GitHub, at, b"[]"), github);
     }
 
     #[test]

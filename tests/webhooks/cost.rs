@@ -6,6 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::http::Request;
 use axum::routing::post;
 use axum::Router;
+use faultline::webhooks::senders::GitHub;
 use faultline::webhooks::{Intake, SecretSet, Sender, Verified};
 use tower::ServiceExt;
 
@@ -15,13 +16,13 @@ use crate::sign::signed;
 async fn the_verified_body_is_the_buffer_it_arrived_in() {
     let body = Bytes::from(vec![b'x'; 64 * 1024]);
     let arrived = body.as_ptr() as usize;
-    let intake = Intake::fixed(Sender::GitHub, SecretSet::one("gh-secret").unwrap()).unwrap();
+    let intake = Intake::new(GitHub::new(SecretSet::one("gh-secret").unwrap()).unwrap());
     let app = Router::new()
         .route(
             "/hooks",
-            post(
-                |delivery: Verified| async move { (delivery.body().as_ptr() as usize).to_string() },
-            ),
+            post(|delivery: Verified<GitHub>| async move {
+                (delivery.body().as_ptr() as usize).to_string()
+            }),
         )
         .with_state(intake);
     let mut request = Request::post("/hooks");

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, Request};
 use axum::response::{IntoResponse, Response};
 use axum::{routing::post, Router};
 use faultline::webhooks::{
-    Delivery, DeliveryId, Intake, Keys, SecretSet, Sender, Signer, Verified,
+    senders, Delivery, DeliveryId, Intake, Keys, Outgoing, SecretSet, Sender, Signer, Verified,
 };
 use faultline::{Fault, FaultLayer};
 use http_body_util::BodyExt;
@@ -27,11 +27,8 @@ fn secret(sender: Sender) -> &'static str {
 
 fn signed(sender: Sender, body: &[u8]) -> HeaderMap {
     let signer = Signer::for_sender(sender, secret(sender)).unwrap();
-    signer.sign(
-        &DeliveryId::parse("msg_1").unwrap(),
-        SystemTime::now(),
-        body,
-    )
+    let id = DeliveryId::parse("msg_1").unwrap();
+    signer.sign(Outgoing::new(body).id(&id), SystemTime::now())
 }
 
 fn verified(sender: Sender, body: &'static str) -> Delivery {
@@ -111,7 +108,7 @@ fn a_body_of_another_shape_is_a_400_that_shows_none_of_the_body() {
     );
 }
 
-async fn slack(delivery: Verified) -> Response {
+async fn slack(delivery: Verified<senders::Slack>) -> Response {
     if let Some(handshake) = delivery.handshake() {
         return handshake.into_response();
     }
@@ -131,7 +128,7 @@ async fn send(app: &Router, headers: HeaderMap, body: &'static str) -> (u16, Str
 
 #[tokio::test]
 async fn slacks_challenge_is_echoed_once_verified_and_refused_unsigned_or_forged() {
-    let intake = Intake::fixed(Sender::Slack, SecretSet::one(SLACK).unwrap()).unwrap();
+    let intake = Intake::new(senders::Slack::new(SecretSet::one(SLACK).unwrap()).unwrap());
     let (layer, ledger) = FaultLayer::pair();
     let app = Router::new()
         .route("/hooks/slack", post(slack))
@@ -177,8 +174,8 @@ fn the_pings_are_handshakes_and_other_events_are_not() {
     let keys = Keys::new(Sender::GitHub, SecretSet::one("gh").unwrap()).unwrap();
     let id = DeliveryId::parse("72d3162e").unwrap();
     for (event, handshake) in [("ping", true), ("push", false)] {
-        let mut headers = github.sign(&id, SystemTime::now(), b"{}");
-        headers.insert("x-github-event", event.parse().unwrap());
+        let delivery = Outgoing::new(b"{}").id(&id).event(event);
+        let headers = github.sign(delivery, SystemTime::now());
         let delivery = Delivery::verify(&keys, &headers, "{}".into(), SystemTime::now()).unwrap();
         let found = delivery.handshake();
         assert_eq!(found.is_some(), handshake, "{event}");

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use axum::routing::post;
 use axum::Router;
+use faultline::webhooks::senders::GitHub;
 use faultline::webhooks::{Intake, SecretSet, Sender, Verified};
 use faultline::FaultLayer;
 
@@ -64,18 +65,17 @@ async fn a_delivery_refused_before_its_body_keeps_the_connection_for_the_next_on
     ];
     for (forged, status) in forgeries {
         for framing in sizes {
-            let intake = Intake::fixed(Sender::GitHub, SecretSet::one(SECRET).unwrap()).unwrap();
+            let intake = Intake::new(GitHub::new(SecretSet::one(SECRET).unwrap()).unwrap());
             let (layer, ledger) = FaultLayer::pair();
-            let app =
-                Router::new()
-                    .route(
-                        "/hooks",
-                        post(|delivery: Verified| async move {
-                            format!("kept {}", delivery.body().len())
-                        }),
-                    )
-                    .with_state(intake)
-                    .layer(layer);
+            let app = Router::new()
+                .route(
+                    "/hooks",
+                    post(|delivery: Verified<GitHub>| async move {
+                        format!("kept {}", delivery.body().len())
+                    }),
+                )
+                .with_state(intake)
+                .layer(layer);
             let lab = Lab::serve(app, ledger).await;
             let first = Request {
                 method: "POST",

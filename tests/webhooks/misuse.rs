@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use faultline::webhooks::{
-    Delivery, DeliveryId, Intake, Keys, Secret, SecretError, SecretSet, Sender, Signer,
-    ToleranceError, MAX_TOLERANCE, MIN_TOLERANCE,
+    Delivery, Keys, Outgoing, Secret, SecretError, SecretSet, Sender, Signer, ToleranceError,
+    MAX_TOLERANCE, MIN_TOLERANCE,
 };
 use faultline::Fault;
 
@@ -24,13 +24,13 @@ fn whsec(bytes: usize) -> String {
 #[test]
 fn a_whsec_text_taken_as_raw_bytes_is_refused_for_the_senders_that_decode_it() {
     for sender in [Sender::StandardWebhooks, Sender::GitLabSigned] {
-        let Err(refused) = Intake::fixed(sender, SecretSet::one(SVIX).unwrap()) else {
+        let Err(refused) = Keys::new(sender, SecretSet::one(SVIX).unwrap()) else {
             panic!("{sender}: a `whsec_` text taken as raw bytes");
         };
         assert_eq!(refused, SecretError::EncodedKey { sender });
         let message = refused.to_string();
         assert!(message.contains("Secret::for_sender"), "{message}");
-        assert!(Intake::fixed(sender, SecretSet::for_sender(sender, SVIX).unwrap()).is_ok());
+        assert!(Keys::new(sender, SecretSet::for_sender(sender, SVIX).unwrap()).is_ok());
     }
 }
 
@@ -105,8 +105,7 @@ fn stripe_at(age: Duration, tolerance: Option<Duration>) -> Result<Delivery, &'s
     }
     let now = SystemTime::now();
     let signer = Signer::for_sender(Sender::Stripe, "whsec_stripe").unwrap();
-    let id = DeliveryId::parse("evt_1").unwrap();
-    let headers = signer.sign(&id, now - age, b"{}");
+    let headers = signer.sign(Outgoing::new(b"{}"), now - age);
     Delivery::verify(&keys, &headers, "{}".into(), now).map_err(|refusal| refusal.code())
 }
 

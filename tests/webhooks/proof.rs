@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::HeaderMap;
 use faultline::webhooks::{
-    Delivery, DeliveryId, Keys, Refusal, Secret, SecretSet, Sender, Signer, MAX_SIGNATURES,
+    Delivery, DeliveryId, Keys, Outgoing, Refusal, Secret, SecretSet, Sender, Signer,
+    MAX_SIGNATURES,
 };
 use faultline::Fault;
 
@@ -46,7 +47,7 @@ fn code(result: Result<Delivery, Refusal>) -> &'static str {
 fn stripe_signed(at: SystemTime) -> &'static str {
     let signer = Signer::for_sender(Sender::Stripe, STRIPE).unwrap();
     let id = DeliveryId::parse("evt_1").unwrap();
-    let headers = signer.sign(&id, at, BODY);
+    let headers = signer.sign(Outgoing::new(BODY).id(&id), at);
     let keys = keys(Sender::Stripe, STRIPE);
     code(Delivery::verify(
         &keys,

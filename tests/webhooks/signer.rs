@@ -6,7 +6,8 @@ use std::time::SystemTime;
 
 use axum::http::HeaderMap;
 use faultline::webhooks::{
-    Delivery, DeliveryId, IdError, Keys, Refusal, SecretSet, Sender, Signer, MAX_DELIVERY_ID_BYTES,
+    Delivery, DeliveryId, IdError, Keys, Outgoing, Refusal, SecretSet, Sender, Signer,
+    MAX_DELIVERY_ID_BYTES,
 };
 use faultline::Fault;
 
@@ -30,10 +31,9 @@ fn the_library_signs_every_proof_header_as_the_senders_documents_do() {
     let at = SystemTime::now();
     for (_, sender, secret) in INBOXES {
         let expected = signed(sender, secret, BODY, at);
-        let ours =
-            Signer::for_sender(sender, secret)
-                .unwrap()
-                .sign(&id_of(sender, &expected), at, BODY);
+        let ours = Signer::for_sender(sender, secret)
+            .unwrap()
+            .sign(Outgoing::new(BODY).id(&id_of(sender, &expected)), at);
         for &header in sender.proof_headers() {
             assert_eq!(ours[header], value(&expected, header), "{sender} {header}");
         }
@@ -49,7 +49,7 @@ fn a_delivery_kept_with_its_proof_headers_only_still_verifies() {
         let keys = Keys::new(sender, SecretSet::for_sender(sender, secret).unwrap()).unwrap();
         let sent = Signer::for_sender(sender, secret)
             .unwrap()
-            .sign(&id, at, BODY);
+            .sign(Outgoing::new(BODY).id(&id), at);
         let mut kept = HeaderMap::new();
         for &name in sender.proof_headers() {
             kept.insert(name, sent[name].clone());
@@ -82,7 +82,7 @@ fn the_verifier_and_delivery_id_parse_refuse_the_same_ids() {
     let signer = Signer::for_sender(Sender::Gitea, "gitea").unwrap();
     let fine = DeliveryId::parse("fine").unwrap();
     for id in ["", "tab\tand space", "é", &long, &longest] {
-        let mut headers = signer.sign(&fine, SystemTime::now(), BODY);
+        let mut headers = signer.sign(Outgoing::new(BODY).id(&fine), SystemTime::now());
         headers.insert("x-gitea-delivery", id.parse().unwrap());
         let verified = Delivery::verify(&keys, &headers, BODY.into(), SystemTime::now());
         match (DeliveryId::parse(id), verified) {

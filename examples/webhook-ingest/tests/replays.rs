@@ -12,9 +12,8 @@ use std::time::{Duration, SystemTime};
 use axum::routing::post;
 use axum::Router;
 use common::{temp_path, test_postgres};
-use faultline::webhooks::{
-    Intake, OnRepeat, ReplayKey, ReplayStore, SecretSet, Seen, Sender, Verified,
-};
+use faultline::webhooks::senders::GitHub;
+use faultline::webhooks::{Intake, OnRepeat, ReplayKey, ReplayStore, SecretSet, Seen, Verified};
 use hmac::{KeyInit, Mac};
 use webhook_ingest::store::Store;
 
@@ -226,11 +225,13 @@ const GITHUB_SECRET: &str = "the inbox's secret";
 /// whose intake remembers in `store` and refuses a repeat, under the layer that answers
 /// every refusal. Answers its address and its task.
 async fn guarded_node(store: Store) -> (String, tokio::task::JoinHandle<()>) {
-    let intake = Intake::fixed(Sender::GitHub, SecretSet::one(GITHUB_SECRET).unwrap())
-        .unwrap()
+    let intake = Intake::new(GitHub::new(SecretSet::one(GITHUB_SECRET).unwrap()).unwrap())
         .replays(store, OnRepeat::Refuse);
     let app = Router::new()
-        .route("/hooks/github", post(|_: Verified| async { "kept" }))
+        .route(
+            "/hooks/github",
+            post(|_: Verified<GitHub>| async { "kept" }),
+        )
         .with_state(intake)
         .layer(faultline::FaultLayer::pair().0);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

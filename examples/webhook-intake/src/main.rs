@@ -10,9 +10,10 @@
 //! Prints `listening on ADDR` first (`--port 0` picks a free port). `load-scripts/verifiers/
 //! sdks.sh` sends it deliveries signed by the senders' own libraries.
 //!
-//! `webhook-intake sign SENDER SECRET ID < body` prints, as a JSON object, the headers
-//! faultline's `Signer` sends with that body, signed now: what sdks.sh has each sender's own
-//! library verify.
+//! `webhook-intake sign SENDER SECRET [--id ID] [--event EVENT] < body` prints, as a JSON
+//! object, every header faultline's `Signer` sends with that body, signed now: what sdks.sh
+//! has each sender's own library verify. The id and the event are given only for the senders
+//! that send them.
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -23,7 +24,8 @@ use axum::http::request::Parts;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use faultline::webhooks::{
-    DeliveryId, Intake, Keys, LookupError, Secret, SecretSet, Secrets, Sender, Signer, Verified,
+    DeliveryId, Intake, Keys, LookupError, Outgoing, Secret, SecretSet, Secrets, Sender, Signer,
+    Verified,
 };
 use faultline::FaultLayer;
 use serde_json::{json, Value};
@@ -102,19 +104,39 @@ fn inbox(text: &str) -> Option<(&str, Keys)> {
     ))
 }
 
-/// `sign SENDER SECRET ID`, the body on standard input: the signed headers as JSON.
+/// `sign SENDER SECRET [--id ID] [--event EVENT]`, the body on standard input: the signed
+/// headers as JSON.
 fn sign() -> io::Result<()> {
-    let usage = || io::Error::other("usage: webhook-intake sign SENDER SECRET ID < body");
-    let args: Vec<String> = std::env::args().skip(2).collect();
-    let [sender, secret, id] = args.as_slice() else {
+    let usage = || {
+        io::Error::other(
+            "usage: webhook-intake sign SENDER SECRET [--id ID] [--event EVENT] < body",
+        )
+    };
+    let mut args = std::env::args().skip(2);
+    let (Some(sender), Some(secret)) = (args.next(), args.next()) else {
         return Err(usage());
     };
-    let sender = Sender::from_name(sender).ok_or_else(usage)?;
-    let signer = Signer::for_sender(sender, secret).map_err(io::Error::other)?;
-    let id = DeliveryId::parse(id).map_err(io::Error::other)?;
+    let sender = Sender::from_name(&sender).ok_or_else(usage)?;
+    let signer = Signer::for_sender(sender, &secret).map_err(io::Error::other)?;
+    let (mut id, mut event) = (None, None);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(usage)?;
+        match flag.as_str() {
+            "--id" => id = Some(DeliveryId::parse(&value).map_err(io::Error::other)?),
+            "--event" => event = Some(value),
+            _ => return Err(usage()),
+        }
+    }
     let mut body = Vec::new();
     io::stdin().read_to_end(&mut body)?;
-    let headers = signer.sign(&id, SystemTime::now(), &body);
+    let mut delivery = Outgoing::new(&body);
+    if let Some(id) = &id {
+        delivery = delivery.id(id);
+    }
+    if let Some(event) = &event {
+        delivery = delivery.event(event);
+    }
+    let headers = signer.sign(delivery, SystemTime::now());
     let headers: serde_json::Map<String, Value> = headers
         .iter()
         .map(|(name, value)| {

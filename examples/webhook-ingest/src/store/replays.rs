@@ -38,12 +38,13 @@ impl Store {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::{Duration, SystemTime};
-    /// use faultline::webhooks::{Intake, OnRepeat, ReplayKey, SecretSet, Seen, Sender};
+    /// use faultline::webhooks::senders::GitHub;
+    /// use faultline::webhooks::{Intake, OnRepeat, ReplayKey, SecretSet, Seen};
     /// use webhook_ingest::store::Store;
     ///
     /// let store = Store::open(":memory:").await?;
     /// // Every node on one database shares this guard.
-    /// let _intake = Intake::fixed(Sender::GitHub, SecretSet::one("the inbox's secret")?)?
+    /// let _intake = Intake::new(GitHub::new(SecretSet::one("the inbox's secret")?)?)
     ///     .replays(store.clone(), OnRepeat::Refuse);
     ///
     /// let (key, now) = (ReplayKey::from_bytes([7; 32]), SystemTime::now());
