@@ -58,9 +58,10 @@ use http::{HeaderMap, StatusCode};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a fault: it has no status and code of its own",
     label = "not a fault",
-    note = "a `#[fault(transparent)]` field is a fault: a type that derives `Fault`, \
-            `faultline::webhooks::Refusal` or one of axum's rejections",
-    note = "for any other error, give its variant a status and code of its own: \
+    note = "a fault is a type that derives `Fault` (or implements it and `Catalog`), \
+            `faultline::webhooks::Refusal` or one of axum's rejections; a \
+            `#[fault(transparent)]` field must be one",
+    note = "for any other error in a variant, give the variant a status and code of its own: \
             `#[fault(status = 502, code = \"upstream-failed\")] Upstream(#[from] E)`"
 )]
 pub trait Fault: StdError + Send + Sync + 'static {
