@@ -181,3 +181,12 @@ fn a_refusal_as_a_transparent_field_adds_its_catalog() {
         .unwrap();
     assert_eq!(body_invalid.status, 400);
 }
+
+/// A `#[fault(transparent)]` field that is not a fault is a compile error that says what a
+/// fault is and what to do instead; `ui/*.stderr` pin it. Here rather than beside the
+/// derive's other misuses, since the error lists the types that are faults, `Refusal` among
+/// them only with this feature.
+#[test]
+fn a_transparent_field_that_is_not_a_fault_says_so() {
+    trybuild::TestCases::new().compile_fail("tests/webhooks/ui/*.rs");
+}
