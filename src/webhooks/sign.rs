@@ -97,7 +97,9 @@ impl<'a> Outgoing<'a> {
     }
 
     /// Its event, for the senders that name it in a header ([`Sender::event_header`]):
-    /// `push`, `Push Hook`, `repo:push`, `orders/create`. The others name it in the body.
+    /// `push`, `Push Hook`, `repo:push`, `orders/create`. The others name it in the body. A
+    /// text no header can carry (a line break, a control character) is no event a sender
+    /// sends, and is left out.
     pub fn event(mut self, event: &'a str) -> Self {
         self.event = Some(event);
         self
