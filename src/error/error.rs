@@ -292,6 +292,19 @@ mod tests {
     }
 
     #[test]
+    fn with_source_keeps_whether_the_fault_counts_as_a_rejection() {
+        let uri = "/?n=x".parse().unwrap();
+        let rejection =
+            axum::extract::Query::<std::collections::HashMap<String, u32>>::try_from_uri(&uri)
+                .unwrap_err();
+        let caused = Error::from(rejection).with_source(std::io::Error::other("cause"));
+        assert!(caused.as_fault().counts_as_rejection());
+        let internal = Error::internal(std::io::Error::other("disk"));
+        let caused = internal.with_source(std::io::Error::other("cause"));
+        assert!(!caused.as_fault().counts_as_rejection());
+    }
+
+    #[test]
     fn with_source_keeps_status_code_and_message() {
         let error = Error::new(StatusCode::BAD_GATEWAY, "upstream", "upstream failed")
             .with_source(std::io::Error::other("connection reset"));

@@ -99,6 +99,7 @@ mod tests {
             .map(|c| (c.name, c.value))
             .collect();
         assert_eq!(read, [("b_total", 7), ("a_total", 1)]);
+        assert_eq!(format!("{exported:?}"), "Exported { sources: 3 }");
     }
 
     #[test]
