@@ -33,11 +33,11 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use crate::error::mark;
+use crate::error::{mark, FaultMarker};
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
 use crate::middleware::drain::{close, Drain, Plan, Tap};
-use crate::middleware::guard::{PassedFailure, RequestGuard};
+use crate::middleware::guard::{polled_by_a_fault_layer, PassedFailure, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
@@ -367,13 +367,17 @@ fn answer<B>(
     let body = problem_body(&summary, id_text, guard.meta().path(), config);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
-    // it again.
-    mark(
-        &mut head.extensions,
-        summary.outcome,
-        summary.status,
-        summary.code,
-    );
+    // it again: when one polls this future, or when a fault's marker is there to overwrite
+    // in place. Otherwise nothing reads the mark, and inserting it would cost two allocations
+    // (the extensions' map and its table) of the four of a 404's answer.
+    if polled_by_a_fault_layer() || head.extensions.get::<FaultMarker>().is_some() {
+        mark(
+            &mut head.extensions,
+            summary.outcome,
+            summary.status,
+            summary.code,
+        );
+    }
     let headers = &mut head.headers;
     remove_replaced_body_headers(headers, summary.status);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
@@ -381,4 +385,50 @@ fn answer<B>(
     headers.insert(config.request_id_header.clone(), request_id.clone());
     guard.settle_failure(&summary, id_text);
     Response::from_parts(head, FaultBody::problem(body))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::convert::Infallible;
+
+    use axum::body::Body;
+    use futures::FutureExt;
+    use http::{Request, StatusCode};
+    use tower::{service_fn, Layer, ServiceExt};
+
+    use crate::error::marked;
+    use crate::FaultLayer;
+
+    /// A 404 answered by a layer alone, and by the inner of two layers of different ledgers.
+    fn answer_404(layers: usize) -> http::Response<crate::middleware::FaultBody<Body>> {
+        let not_found = service_fn(|_: Request<Body>| async {
+            let mut response = http::Response::new(Body::empty());
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            Ok::<_, Infallible>(response)
+        });
+        let inner = FaultLayer::new().layer(not_found);
+        let request = Request::new(Body::empty());
+        let answered = match layers {
+            1 => inner.oneshot(request).now_or_never(),
+            _ => {
+                let outer = FaultLayer::new().layer(inner.map_response(|r| r.map(Body::new)));
+                outer.oneshot(request).now_or_never()
+            }
+        };
+        answered.expect("ready at once").expect("infallible")
+    }
+
+    #[test]
+    fn an_answer_is_marked_rendered_only_for_a_fault_layer_outside_that_reads_the_mark() {
+        // Alone, the answer carries no mark: its extensions allocate nothing.
+        let alone = answer_404(1);
+        assert_eq!(alone.status(), StatusCode::NOT_FOUND);
+        assert!(alone.extensions().is_empty());
+        assert!(marked(alone.extensions(), alone.status()).is_none());
+        // Under a layer of another ledger, the inner answer is marked, and the outer one
+        // passes it on with the mark as it found it.
+        let nested = answer_404(2);
+        assert_eq!(nested.status(), StatusCode::NOT_FOUND);
+        assert!(marked(nested.extensions(), nested.status()).is_some());
+    }
 }

@@ -48,6 +48,17 @@ pub(crate) fn counted_by(ledger: usize) -> bool {
         .is_ok_and(|note| note.ledger == ledger)
 }
 
+/// Whether a fault layer (of another ledger: one of the same ledger passes the request
+/// through) is calling or polling the service this thread runs now: the only reader an
+/// answer's rendered mark can have. A layer between the two that polled the inner future on
+/// a task of its own would hide the outer one; that one then renders the answer again, and
+/// counts it, as any failure it meets.
+pub(crate) fn polled_by_a_fault_layer() -> bool {
+    COUNTING
+        .try_with(Cell::get)
+        .is_ok_and(|note| note.ledger != 0)
+}
+
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
 pub(crate) fn passing_through(route: Option<InternedRoute>) {
