@@ -43,7 +43,6 @@ use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::render::{problem_body, PROBLEM_JSON};
-use crate::request::request_id_text;
 use crate::summary::Summary;
 
 pin_project! {
@@ -362,9 +361,11 @@ fn answer<B>(
     let request_id = guard
         .meta()
         .request_id_or(|| head.headers.get(&config.request_id_header));
-    // Checked once: the header value is printable, as `request_id` makes it.
-    let id_text = request_id_text(&request_id);
-    let body = problem_body(&summary, id_text, guard.meta().path(), config);
+    // Checked once (as UTF-8; it is printable ASCII, as `request_id` makes it).
+    let id_text = request_id.text();
+    let (body, id_at) = problem_body(&summary, id_text, guard.meta().path(), config);
+    // One buffer: a made id's header value is the body's copy of it.
+    let id_value = request_id.header_value(&body, id_at);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
     // it again: when one polls this future, or when a fault's marker is there to overwrite
@@ -382,7 +383,7 @@ fn answer<B>(
     remove_replaced_body_headers(headers, summary.status);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(config.request_id_header.clone(), request_id.clone());
+    headers.insert(config.request_id_header.clone(), id_value);
     guard.settle_failure(&summary, id_text);
     Response::from_parts(head, FaultBody::problem(body))
 }

@@ -20,7 +20,7 @@ use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::report::emit;
-use crate::request::{request_id_text, InternedRoute, RequestMeta};
+use crate::request::{InternedRoute, RequestMeta};
 use crate::summary::Summary;
 
 thread_local! {
@@ -346,7 +346,7 @@ impl Record {
     /// Settles a failure that has no answer to render (the head is gone or never comes).
     pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
         let request_id = self.meta.request_id();
-        self.settle_failure(summary, request_id_text(&request_id));
+        self.settle_failure(summary, request_id.text());
     }
 }
 
