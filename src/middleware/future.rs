@@ -33,7 +33,7 @@ use http_body::Body;
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use crate::error::{mark, FaultMarker};
+use crate::error::mark;
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
 use crate::middleware::drain::{close, Drain, Plan, Tap};
@@ -368,10 +368,10 @@ fn answer<B>(
     let id_value = request_id.header_value(&body, id_at);
     head.status = summary.status;
     // Marks the answer as rendered, so that a fault layer outside this one does not render
-    // it again: when one polls this future, or when a fault's marker is there to overwrite
-    // in place. Otherwise nothing reads the mark, and inserting it would cost two allocations
-    // (the extensions' map and its table) of the four of a 404's answer.
-    if polled_by_a_fault_layer() || head.extensions.get::<FaultMarker>().is_some() {
+    // it again: only when one polls this future. Otherwise nothing reads the mark, and
+    // inserting it would cost two allocations (the extensions' map and its table) of the four
+    // of a 404's answer; a handler's fault marker is left as it is, read by no one.
+    if polled_by_a_fault_layer() {
         mark(
             &mut head.extensions,
             summary.outcome,
