@@ -134,6 +134,15 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), PREFIX_DIGITS + 1 + COUNTER_DIGITS);
         assert_eq!(a[..PREFIX_DIGITS], b[..PREFIX_DIGITS]);
+        // The prefix, a dash, the counter: each in its place.
+        assert_eq!(&a[PREFIX_DIGITS..=PREFIX_DIGITS], "-");
+        assert!(a
+            .bytes()
+            .filter(|&b| b != b'-')
+            .all(|b| b.is_ascii_hexdigit()));
+        // The prefix is the high half of the mixed word: all zeros only by a 2^-32 chance
+        // (its low half, the mistake, would be zeros always).
+        assert_ne!(&a[..PREFIX_DIGITS], "00000000");
         let mut hex = [0; 12];
         write_hex(&mut hex, 0xab_cdef_0123);
         assert_eq!(&hex, format!("{:012x}", 0xab_cdef_0123_u64).as_bytes());
