@@ -20,7 +20,7 @@ use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::report::emit;
-use crate::request::{request_id_text, InternedRoute, RequestMeta};
+use crate::request::{InternedRoute, RequestMeta};
 use crate::summary::Summary;
 
 thread_local! {
@@ -46,6 +46,17 @@ pub(crate) fn counted_by(ledger: usize) -> bool {
     COUNTING
         .try_with(Cell::get)
         .is_ok_and(|note| note.ledger == ledger)
+}
+
+/// Whether a fault layer (of another ledger: one of the same ledger passes the request
+/// through) is calling or polling the service this thread runs now: the only reader an
+/// answer's rendered mark can have. A layer between the two that polled the inner future on
+/// a task of its own would hide the outer one; that one then renders the answer again, and
+/// counts it, as any failure it meets.
+pub(crate) fn polled_by_a_fault_layer() -> bool {
+    COUNTING
+        .try_with(Cell::get)
+        .is_ok_and(|note| note.ledger != 0)
 }
 
 /// Tells the layer that counts the request being called here the route template a layer
@@ -335,7 +346,7 @@ impl Record {
     /// Settles a failure that has no answer to render (the head is gone or never comes).
     pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
         let request_id = self.meta.request_id();
-        self.settle_failure(summary, request_id_text(&request_id));
+        self.settle_failure(summary, request_id.text());
     }
 }
 

@@ -93,7 +93,7 @@ where
         if counted_by(ledger) {
             return self.pass_through(request);
         }
-        let mut guard = RequestGuard::start(self.handle.clone(), &request);
+        let guard = RequestGuard::start(self.handle.clone(), &request);
         // Tapped before anything can drop it: a request refused here leaves its body too.
         let tap = tap(&mut request);
         if let Some(summary) = self.not_ready.take() {
@@ -104,18 +104,9 @@ where
         // The closure holds the request by reference, so that it is moved once, into the call,
         // and not with the closure through the catch.
         let mut request = Some(request);
-        match guard.counting(|| catch(|| inner.call(request.take().expect("called once")))) {
-            Ok(future) => ResponseFuture::calling(future, guard, tap),
-            Err(payload) => {
-                let summary = Summary::from_panic(
-                    Outcome::Panicked,
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    *payload,
-                    &self.handle.config,
-                );
-                ResponseFuture::failed(Box::new(summary), guard, tap)
-            }
-        }
+        ResponseFuture::calling(guard, tap, || {
+            inner.call(request.take().expect("called once"))
+        })
     }
 }
 

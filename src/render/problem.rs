@@ -5,6 +5,7 @@
 //! that escape to six bytes each) can push the body past the cap.
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 use http::StatusCode;
@@ -54,26 +55,40 @@ fn status_detail(status: StatusCode) -> &'static str {
 const USUAL_BODY_BYTES: usize = 1024;
 
 /// The problem body of `summary` for the request at `path`, rendered straight into this
-/// thread's scratch chunk: no buffer of its own and no copy.
+/// thread's scratch chunk: no buffer of its own and no copy. With it, where in it the
+/// request id's escaped text is, for the id's header value to share.
 pub(crate) fn problem_body(
     summary: &Summary,
     request_id: &str,
     path: &str,
     config: &Config,
-) -> Bytes {
+) -> (Bytes, Range<usize>) {
     let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
-    freeze_written(room, |out| render(out, summary, request_id, path, config))
+    let mut id_at = 0..0;
+    let body = freeze_written(room, |out| {
+        id_at = render(out, summary, request_id, path, config);
+    });
+    (body, id_at)
 }
 
-/// Renders the problem body of `summary` for the request at `path` into `out`.
-fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, config: &Config) {
+/// Renders the problem body of `summary` for the request at `path` into `out`; returns where
+/// the request id's escaped text is, from the body's start.
+fn render(
+    out: &mut BytesMut,
+    summary: &Summary,
+    request_id: &str,
+    path: &str,
+    config: &Config,
+) -> Range<usize> {
     let cap = config.max_body_bytes;
     let start = out.len();
     match &config.type_base {
         None => push_usual_head(out, summary),
         Some(base) => push_head(out, summary, Some(base)),
     }
+    let id_start = out.len() - start;
     push_escaped(out, request_id, REQUEST_ID_CAP);
+    let id_at = id_start..out.len() - start;
     out.extend_from_slice(b"\",\"instance\":\"");
     push_escaped(out, path, INSTANCE_CAP);
     out.extend_from_slice(b"\",\"detail\":\"");
@@ -85,6 +100,7 @@ fn render(out: &mut BytesMut, summary: &Summary, request_id: &str, path: &str, c
     let room = cap.saturating_sub(out.len() - start + 2);
     push_escaped(out, detail, room);
     out.extend_from_slice(b"\"}");
+    id_at
 }
 
 /// Pushes the members up to the request id's value: each key with the quotes around it in
@@ -293,6 +309,27 @@ mod tests {
             assert_eq!(kept, fresh);
             let code = format!("\"code\":\"{}\"", summary.code);
             assert!(String::from_utf8(kept.to_vec()).unwrap().contains(&code));
+        }
+    }
+
+    #[test]
+    fn the_body_says_where_its_request_id_is_with_a_type_base_or_without() {
+        let plain = Config::default();
+        let based = Config {
+            type_base: Some("https://errors.example.com/".into()),
+            ..Config::default()
+        };
+        let summary = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &plain);
+        for config in [&plain, &based] {
+            for id in ["0a1b2c3d-000000000001", "say \"hi\""] {
+                let (body, at) = problem_body(&summary, id, "/hooks/7", config);
+                let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(json["request_id"], id);
+                // Where it says: the escaped text, which is the id itself when nothing in it
+                // needs escaping.
+                let escaped = serde_json::to_string(id).unwrap();
+                assert_eq!(body[at].as_ref(), &escaped.as_bytes()[1..escaped.len() - 1]);
+            }
         }
     }
 

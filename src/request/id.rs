@@ -2,10 +2,12 @@
 //! process and cheap enough to make only when a failure needs one.
 
 use std::cell::Cell;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use http::HeaderValue;
 
 use crate::limits::MAX_REQUEST_ID_BYTES;
@@ -17,15 +19,49 @@ pub(super) fn is_usable(id: &HeaderValue) -> bool {
     !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES && id.to_str().is_ok()
 }
 
-/// The text of a request id from [`RequestMeta::request_id`](super::RequestMeta::request_id),
-/// which is always printable.
-pub(crate) fn request_id_text(id: &HeaderValue) -> &str {
-    id.to_str().unwrap_or_default()
-}
-
 /// Digits of the per-process prefix and of the counter in a generated request id.
 const PREFIX_DIGITS: usize = 8;
 const COUNTER_DIGITS: usize = 12;
+
+/// Bytes of a generated request id: the prefix, a dash, the counter.
+const MADE_ID_BYTES: usize = PREFIX_DIGITS + 1 + COUNTER_DIGITS;
+
+/// A request's id, from [`RequestMeta::request_id`](super::RequestMeta::request_id): the one
+/// the client sent, when it is usable ([`is_usable`]), or one made here, kept as text until an
+/// answer needs it as a header value, so that it can share the problem body's buffer.
+#[derive(Debug, Clone)]
+pub(crate) enum RequestId {
+    Sent(HeaderValue),
+    Made([u8; MADE_ID_BYTES]),
+}
+
+impl RequestId {
+    /// The id as text. Printable ASCII either way (a sent id is usable, a made one is hex
+    /// digits and a dash), so the check is the cheap UTF-8 one, never the header one again.
+    pub(crate) fn text(&self) -> &str {
+        let bytes = match self {
+            Self::Sent(value) => value.as_bytes(),
+            Self::Made(bytes) => bytes,
+        };
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// The id as a header value. A made one is a slice of `rendered` at `at` when its text is
+    /// there (the problem body it was rendered into: one buffer for both), else bytes of its
+    /// own.
+    pub(crate) fn header_value(&self, rendered: &Bytes, at: Range<usize>) -> HeaderValue {
+        let made = match self {
+            Self::Sent(value) => return value.clone(),
+            Self::Made(made) => made,
+        };
+        let bytes = match rendered.get(at.clone()) {
+            Some(text) if text == made => rendered.slice(at),
+            _ => freeze(made),
+        };
+        HeaderValue::from_maybe_shared(bytes)
+            .expect("hex digits and a dash are a valid header value")
+    }
+}
 
 /// Ids a thread takes from the process-wide counter at a time, so that failures on different
 /// cores do not all write one counter.
@@ -55,7 +91,7 @@ fn next_id_number() -> u64 {
 
 /// A process-unique id: a per-process prefix and a number, in hex. Made only when a failure
 /// needs one and the request brought none, so it costs nothing on the success path.
-pub(super) fn generate_request_id() -> HeaderValue {
+pub(super) fn generate_request_id() -> RequestId {
     /// The prefix's digits, written once.
     static PREFIX: OnceLock<[u8; PREFIX_DIGITS]> = OnceLock::new();
     let prefix = PREFIX.get_or_init(|| {
@@ -70,11 +106,10 @@ pub(super) fn generate_request_id() -> HeaderValue {
         digits
     });
     let n = next_id_number();
-    let mut id = [b'-'; PREFIX_DIGITS + 1 + COUNTER_DIGITS];
+    let mut id = [b'-'; MADE_ID_BYTES];
     id[..PREFIX_DIGITS].copy_from_slice(prefix);
     write_hex(&mut id[PREFIX_DIGITS + 1..], n);
-    HeaderValue::from_maybe_shared(freeze(&id))
-        .expect("hex digits and a dash are a valid header value")
+    RequestId::Made(id)
 }
 
 /// Writes the low hex digits of `value` into `out`, most significant first: what `{:0N$x}`
@@ -95,14 +130,39 @@ mod tests {
     #[test]
     fn generated_ids_are_unique_and_written_in_fixed_width_hex() {
         let (a, b) = (generate_request_id(), generate_request_id());
+        let (a, b) = (a.text(), b.text());
         assert_ne!(a, b);
         assert_eq!(a.len(), PREFIX_DIGITS + 1 + COUNTER_DIGITS);
-        assert_eq!(
-            &a.as_bytes()[..PREFIX_DIGITS],
-            &b.as_bytes()[..PREFIX_DIGITS]
-        );
+        assert_eq!(a[..PREFIX_DIGITS], b[..PREFIX_DIGITS]);
+        // The prefix, a dash, the counter: each in its place.
+        assert_eq!(&a[PREFIX_DIGITS..=PREFIX_DIGITS], "-");
+        assert!(a
+            .bytes()
+            .filter(|&b| b != b'-')
+            .all(|b| b.is_ascii_hexdigit()));
+        // The prefix is the high half of the mixed word: all zeros only by a 2^-32 chance
+        // (its low half, the mistake, would be zeros always).
+        assert_ne!(&a[..PREFIX_DIGITS], "00000000");
         let mut hex = [0; 12];
         write_hex(&mut hex, 0xab_cdef_0123);
         assert_eq!(&hex, format!("{:012x}", 0xab_cdef_0123_u64).as_bytes());
+    }
+
+    #[test]
+    fn a_made_id_shares_the_body_it_was_rendered_into_when_its_text_is_there() {
+        let id = generate_request_id();
+        let body = Bytes::from(format!("{{\"request_id\":\"{}\"}}", id.text()));
+        let at = 15..15 + MADE_ID_BYTES;
+        let shared = id.header_value(&body, at.clone());
+        assert_eq!(shared, id.text());
+        assert_eq!(shared.as_bytes().as_ptr(), body[at].as_ptr());
+        // Not there (a body cut short, another text): bytes of its own, the same id.
+        for at in [15..15 + MADE_ID_BYTES - 1, 0..MADE_ID_BYTES, 100..121] {
+            let own = id.header_value(&body, at);
+            assert_eq!(own, id.text());
+        }
+        let sent = RequestId::Sent(HeaderValue::from_static("abc-123"));
+        assert_eq!(sent.header_value(&body, 0..0), "abc-123");
+        assert_eq!(sent.text(), "abc-123");
     }
 }

@@ -5,7 +5,7 @@ use axum::extract::{MatchedPath, OriginalUri};
 use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Method, Request};
 
-use super::id::{generate_request_id, is_usable};
+use super::id::{generate_request_id, is_usable, RequestId};
 use super::route::{route_label, InternedRoute, Route, RouteKey};
 use crate::outcome::UNMATCHED_ROUTE;
 
@@ -83,9 +83,9 @@ impl RequestMeta {
 
     /// The request id the client sent, if it is printable and at most
     /// [`MAX_REQUEST_ID_BYTES`](crate::limits::MAX_REQUEST_ID_BYTES); else a new one unique to
-    /// this process. A header value, so a client's id is shared, not copied, and either goes
-    /// straight into the response head.
-    pub(crate) fn request_id(&self) -> HeaderValue {
+    /// this process. A client's id is a header value, shared, not copied, into the response
+    /// head; a made one is text until an answer renders it.
+    pub(crate) fn request_id(&self) -> RequestId {
         self.request_id_or(|| None)
     }
 
@@ -97,11 +97,11 @@ impl RequestMeta {
     pub(crate) fn request_id_or<'a>(
         &self,
         answered: impl FnOnce() -> Option<&'a HeaderValue>,
-    ) -> HeaderValue {
+    ) -> RequestId {
         match &self.request_id {
-            Some(id) if is_usable(id) => id.clone(),
+            Some(id) if is_usable(id) => RequestId::Sent(id.clone()),
             _ => match answered() {
-                Some(id) if is_usable(id) => id.clone(),
+                Some(id) if is_usable(id) => RequestId::Sent(id.clone()),
                 _ => generate_request_id(),
             },
         }
@@ -122,7 +122,6 @@ fn sent_uri<B>(request: &Request<B>) -> &http::Uri {
 mod tests {
     use super::*;
     use crate::limits::MAX_REQUEST_ID_BYTES;
-    use crate::request::request_id_text;
 
     #[test]
     fn request_id_comes_from_the_header_or_is_generated_unique() {
@@ -133,14 +132,14 @@ mod tests {
             .body(())
             .unwrap();
         let meta = RequestMeta::capture(&with, &header);
-        assert_eq!(meta.request_id(), "abc-123");
-        assert_eq!(request_id_text(&meta.request_id()), "abc-123");
+        assert_eq!(meta.request_id().text(), "abc-123");
         assert_eq!(meta.path(), "/a/b");
         assert_eq!(meta.route(), UNMATCHED_ROUTE);
 
         let without = Request::builder().uri("/").body(()).unwrap();
         let meta = RequestMeta::capture(&without, &header);
         let (a, b) = (meta.request_id(), meta.request_id());
+        let (a, b) = (a.text(), b.text());
         assert_ne!(a, b);
         assert_eq!(a.len(), 8 + 1 + 12);
 
@@ -150,6 +149,6 @@ mod tests {
             .body(())
             .unwrap();
         let meta = RequestMeta::capture(&too_long, &header);
-        assert_eq!(meta.request_id().len(), 8 + 1 + 12);
+        assert_eq!(meta.request_id().text().len(), 8 + 1 + 12);
     }
 }

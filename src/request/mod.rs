@@ -7,6 +7,5 @@ mod id;
 mod meta;
 mod route;
 
-pub(crate) use id::request_id_text;
 pub(crate) use meta::RequestMeta;
 pub(crate) use route::{interned_route, InternedRoute, RouteKey};
