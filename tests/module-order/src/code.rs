@@ -85,8 +85,9 @@ fn char_literal_len(rest: &[char]) -> Option<usize> {
         return None;
     }
     if rest.get(1) == Some(&'\\') {
-        let close = rest[2..].iter().position(|c| *c == '\'')?;
-        return Some(close + 3);
+        // The closing quote comes after the escaped character, which may be a quote itself.
+        let close = rest.get(3..)?.iter().position(|c| *c == '\'')?;
+        return Some(close + 4);
     }
     (rest.get(2) == Some(&'\'')).then_some(3)
 }
@@ -173,5 +174,64 @@ let e = "\"crate::c::Escaped"; for x in xbr"crate::c::Ident" {}
         );
         // One climb from `m/n.rs` stays inside `m`.
         assert!(first_segments("super::sibling::X", &at).is_empty());
+    }
+
+    /// `text` with each of `spans` (found in order) blanked, line breaks kept.
+    fn blanked(text: &str, spans: &[&str]) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        for span in spans {
+            let at = rest.find(span).unwrap();
+            out.push_str(&rest[..at]);
+            out.extend(span.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            rest = &rest[at + span.len()..];
+        }
+        out + rest
+    }
+
+    /// Exactly the literals and comments are blanked, each to its own length, whatever ends
+    /// them: so every line and column of the code keeps its place.
+    #[test]
+    fn the_reader_blanks_exactly_each_literal_and_comment() {
+        let cases: [(&str, &[&str]); 12] = [
+            ("a r#\"x\"y\"# b", &["r#\"x\"y\"#"]),
+            (
+                "a br\"x\" b xbr\"y\" for\"z\"",
+                &["br\"x\"", "\"y\"", "\"z\""],
+            ),
+            ("a \"x\\\"y\" b", &["\"x\\\"y\""]),
+            ("a \"x\\\\\" b \"y\" c", &["\"x\\\\\"", "\"y\""]),
+            ("a '\\'' b 'c' d 'e: f", &["'\\''", "'c'"]),
+            (
+                "a /* x /* y */ z */ b /* c */ d",
+                &["/* x /* y */ z */", "/* c */"],
+            ),
+            ("a // x\nb /* y\nz */ c", &["// x", "/* y\nz */"]),
+            ("a \"x", &["\"x"]),
+            ("a r\"x", &["r\"x"]),
+            ("a /* x", &["/* x"]),
+            ("a \"x\ny\" b", &["\"x\ny\""]),
+            ("'\\u{1F600}' a", &["'\\u{1F600}'"]),
+        ];
+        for (text, spans) in cases {
+            assert_eq!(code_only(text), blanked(text, spans), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_names_each_module_once_and_crate_and_super_are_read_in_order() {
+        let at = ["m".to_owned(), "n".to_owned()];
+        assert_eq!(
+            first_segments("use crate::{self, a::B, c, };", &at),
+            ["a", "c"]
+        );
+        assert_eq!(
+            first_segments("crate::a::X; super::super::b::Y; crate::c::Z", &at),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            first_segments("super::super::b::Y; crate::c::Z", &at),
+            ["b", "c"]
+        );
     }
 }

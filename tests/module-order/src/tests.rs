@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::fs;
 
 use super::*;
 
@@ -29,6 +30,19 @@ fn an_edge_against_the_order_is_named_with_its_place() {
     assert_eq!(graph.against_the_order(), ["low -> high (src/low.rs:2)"]);
     assert!(graph.has("high", "low") && !graph.has("low", "low"));
     assert_eq!(graph.uses_of("high"), [&graph.edges[1]]);
+    let mut with_a_use_of_itself = graph.edges.clone();
+    with_a_use_of_itself.push(Edge {
+        from: "low".into(),
+        to: "low".into(),
+        file: "low.rs".into(),
+        line: 3,
+    });
+    let graph = Graph {
+        modules: graph.modules,
+        edges: with_a_use_of_itself,
+    };
+    // A use of itself is never against the order.
+    assert_eq!(graph.against_the_order(), ["low -> high (src/low.rs:2)"]);
 }
 
 #[test]
@@ -83,5 +97,82 @@ fn the_privacy_reader_sees_every_visibility_and_skips_comments() {
     assert_eq!(
         found,
         ["pub(crate) b", "pub d", "pub(super) e", "pub(crate) inline"]
+    );
+}
+
+/// A tree of files written under the temporary directory, removed when dropped.
+struct Tree(std::path::PathBuf);
+
+impl Tree {
+    fn new(name: &str, files: &[(&str, &str)]) -> Self {
+        let root = std::env::temp_dir().join(format!("module-order-{name}-{}", std::process::id()));
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        Self(root)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Unit-test files and the binary may use any module; every other file is held to the order.
+#[test]
+fn unit_test_files_and_the_binary_are_skipped_and_nothing_else() {
+    let tree = Tree::new(
+        "skipped",
+        &[
+            ("lib.rs", "mod low;\nmod high;\n"),
+            ("low.rs", ""),
+            ("high.rs", ""),
+            ("low/tests.rs", "use crate::high::X;"),
+            ("main.rs", "use crate::high::Y;"),
+            ("low/inner.rs", "\nuse crate::high::Z;"),
+        ],
+    );
+    let graph = graph(&tree.0);
+    assert_eq!(
+        graph.against_the_order(),
+        ["low -> high (src/low/inner.rs:2)"]
+    );
+}
+
+/// Every folder at any depth is found, with the file that declares its modules.
+#[test]
+fn the_folders_are_found_with_their_root_files() {
+    let tree = Tree::new(
+        "folders",
+        &[
+            ("a/mod.rs", ""),
+            ("a/c/mod.rs", ""),
+            ("b.rs", ""),
+            ("b/d.rs", ""),
+            ("e.rs", ""),
+        ],
+    );
+    let mut found = Vec::new();
+    folders_below(&tree.0, &mut found);
+    let mut found: Vec<(String, String)> = found
+        .into_iter()
+        .map(|(name, root)| {
+            (
+                name,
+                root.strip_prefix(&tree.0).unwrap().display().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("a".to_owned(), "a/mod.rs".to_owned()),
+            ("b".to_owned(), "b.rs".to_owned()),
+            ("c".to_owned(), "a/c/mod.rs".to_owned()),
+        ]
     );
 }
