@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod disk;
 mod metrics;
 mod reader;
 mod segment;
@@ -150,8 +151,8 @@ struct SpoolState {
     counts: Mutex<Counts>,
     /// Woken by the writer after each flushed batch.
     readable: Notify,
-    #[cfg(test)]
-    fsynced: Mutex<writer::Fsynced>,
+    /// What the spool's files are created, flushed and removed through.
+    disk: Box<dyn disk::Disk>,
 }
 
 impl SpoolState {
@@ -161,11 +162,6 @@ impl SpoolState {
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    #[cfg(test)]
-    fn fsynced(&self) -> MutexGuard<'_, writer::Fsynced> {
-        self.fsynced.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Bytes that may still be appended.
@@ -192,7 +188,7 @@ impl Spool {
     /// Blocks on the disk: the segments are read through once, to count them and to cut off
     /// a torn tail.
     pub fn open(config: SpoolConfig) -> std::io::Result<Spool> {
-        open::open(config)
+        open::open(config, Box::new(disk::OsDisk))
     }
 
     /// Appends `payload` and returns once it is on disk and flushed. A payload over 64 MiB

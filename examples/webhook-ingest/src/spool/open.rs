@@ -8,22 +8,24 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, Notify};
 
+use super::disk::Disk;
 use super::reader::Reader;
 use super::segment::{self, Position};
 use super::writer::Writer;
 use super::{Counts, Spool, SpoolConfig, SpoolState, APPEND_QUEUE};
 
-pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
+/// Opens the spool of `config` on `disk`.
+pub(super) fn open(config: SpoolConfig, disk: Box<dyn Disk>) -> io::Result<Spool> {
     create_private_dir(&config.dir)?;
     let dir = config.dir.clone();
-    let mut ack_file = segment::open_private(&dir.join(segment::ACK_FILE))?;
+    let mut ack_file = disk.open(&dir.join(segment::ACK_FILE))?;
     let mut ids = segment::segment_ids(&dir)?;
     let ack = segment::read_ack(&mut ack_file)?;
-    let mut start = start_position(&dir, &mut ids, ack)?;
+    let mut start = start_position(&*disk, &dir, &mut ids, ack)?;
     let mut counts = Counts::default();
     for &id in &ids {
         let from = if id == start.segment { start.offset } else { 0 };
-        let valid_end = cut_and_count(&dir, id, from, &mut counts)?;
+        let valid_end = cut_and_count(&*disk, &dir, id, from, &mut counts)?;
         if id == start.segment {
             // An ack past a damaged segment's new end starts at that end.
             start.offset = start.offset.min(valid_end);
@@ -32,20 +34,21 @@ pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
     let active = match ids.last() {
         Some(&id) => id,
         None => {
-            segment::open_private(&segment::segment_path(&dir, start.segment))?;
-            segment::sync_dir(&dir)?;
+            disk.open(&segment::segment_path(&dir, start.segment))?;
+            disk.sync_dir(&dir)?;
             start.segment
         }
     };
-    let mut file = segment::open_private(&segment::segment_path(&dir, active))?;
+    let path = segment::segment_path(&dir, active);
+    let mut file = disk.open(&path)?;
     let end = file.seek(SeekFrom::End(0))?;
     let at = Position {
         segment: active,
         offset: end,
     };
     if ack.is_none() {
-        segment::write_ack(&ack_file, start)?;
-        segment::sync_dir(&dir)?;
+        segment::write_ack(&*disk, &ack_file, &dir, start)?;
+        disk.sync_dir(&dir)?;
     }
     if counts.depth > 0 {
         tracing::info!(
@@ -60,25 +63,30 @@ pub(super) fn open(config: SpoolConfig) -> io::Result<Spool> {
         durable: Mutex::new(at),
         counts: Mutex::new(counts),
         readable: Notify::new(),
-        #[cfg(test)]
-        fsynced: Mutex::new(super::writer::Fsynced::new(at)),
+        disk,
     });
-    let (appends, receiver) = mpsc::channel(APPEND_QUEUE);
     let writer = Writer {
         shared: shared.clone(),
         file,
+        path,
         at,
         broken: false,
     };
-    std::thread::Builder::new()
-        .name("spool-writer".into())
-        .spawn(move || writer.run(receiver))?;
     let reader = Reader {
         shared: shared.clone(),
         cursor: start,
         ack_file,
         file: None,
     };
+    start_writer(shared, writer, reader)
+}
+
+/// Starts the writer's thread, and hands out the spool's first handle.
+fn start_writer(shared: Arc<SpoolState>, writer: Writer, reader: Reader) -> io::Result<Spool> {
+    let (appends, receiver) = mpsc::channel(APPEND_QUEUE);
+    std::thread::Builder::new()
+        .name("spool-writer".into())
+        .spawn(move || writer.run(receiver))?;
     Ok(Spool {
         shared,
         appends,
@@ -97,7 +105,12 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 
 /// Where draining starts: the ack, when it names a segment that is there; else the oldest
 /// segment's start. Segments before it were drained, and a crash came before their deletion.
-fn start_position(dir: &Path, ids: &mut Vec<u64>, ack: Option<Position>) -> io::Result<Position> {
+fn start_position(
+    disk: &dyn Disk,
+    dir: &Path,
+    ids: &mut Vec<u64>,
+    ack: Option<Position>,
+) -> io::Result<Position> {
     let first = ids.first().copied().unwrap_or(1);
     let start = match ack {
         Some(ack) if ids.contains(&ack.segment) => ack,
@@ -116,10 +129,10 @@ fn start_position(dir: &Path, ids: &mut Vec<u64>, ack: Option<Position>) -> io::
         .filter(|&id| id < start.segment)
         .collect();
     for &id in &drained {
-        fs::remove_file(segment::segment_path(dir, id))?;
+        disk.remove(&segment::segment_path(dir, id))?;
     }
     if !drained.is_empty() {
-        segment::sync_dir(dir)?;
+        disk.sync_dir(dir)?;
         ids.retain(|id| !drained.contains(id));
     }
     Ok(start)
@@ -127,14 +140,20 @@ fn start_position(dir: &Path, ids: &mut Vec<u64>, ack: Option<Position>) -> io::
 
 /// Reads segment `id` through, cuts off what follows its last whole record, and counts the
 /// records at or after `from` as not yet drained. Returns where its whole records end.
-fn cut_and_count(dir: &Path, id: u64, from: u64, counts: &mut Counts) -> io::Result<u64> {
+fn cut_and_count(
+    disk: &dyn Disk,
+    dir: &Path,
+    id: u64,
+    from: u64,
+    counts: &mut Counts,
+) -> io::Result<u64> {
     let path = segment::segment_path(dir, id);
     let scan = segment::scan(&path, from)?;
     if scan.valid_end < scan.file_len {
         let cut = scan.file_len - scan.valid_end;
         let file = File::options().write(true).open(&path)?;
         file.set_len(scan.valid_end)?;
-        file.sync_all()?;
+        disk.sync_all(&file, &path)?;
         counts.cut += 1;
         counts.cut_bytes += cut;
         tracing::warn!(

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::segment::{self, Position};
@@ -69,7 +70,7 @@ impl Reader {
             segment: entry.at.segment,
             offset: entry.end,
         };
-        segment::write_ack(&self.ack_file, next)?;
+        segment::write_ack(&*self.shared.disk, &self.ack_file, self.dir(), next)?;
         self.cursor = next;
         let mut counts = self.shared.counts();
         counts.depth -= 1;
@@ -84,7 +85,7 @@ impl Reader {
     fn segment_file(&mut self) -> io::Result<&mut File> {
         let id = self.cursor.segment;
         if self.file.as_ref().is_none_or(|(open, _)| *open != id) {
-            let path = segment::segment_path(&self.shared.config.dir, id);
+            let path = segment::segment_path(self.dir(), id);
             self.file = Some((id, File::open(path)?));
         }
         Ok(&mut self.file.as_mut().expect("just opened").1)
@@ -98,11 +99,15 @@ impl Reader {
             segment: done + 1,
             offset: 0,
         };
-        segment::write_ack(&self.ack_file, next)?;
+        segment::write_ack(&*self.shared.disk, &self.ack_file, self.dir(), next)?;
         self.cursor = next;
         self.file = None;
-        let dir = &self.shared.config.dir;
-        std::fs::remove_file(segment::segment_path(dir, done))?;
-        segment::sync_dir(dir)
+        let disk = &self.shared.disk;
+        disk.remove(&segment::segment_path(self.dir(), done))?;
+        disk.sync_dir(self.dir())
+    }
+
+    fn dir(&self) -> &Path {
+        &self.shared.config.dir
     }
 }

@@ -6,9 +6,11 @@
 //! the arrival time in milliseconds since the Unix epoch. A record is whole when its bytes
 //! are all there and its checksum matches; a scan stops at the first that is not.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+use super::disk::Disk;
 
 /// Bytes before a record's payload.
 pub(super) const HEADER_BYTES: u64 = 16;
@@ -131,23 +133,6 @@ pub(super) fn segment_ids(dir: &Path) -> io::Result<Vec<u64>> {
     Ok(ids)
 }
 
-/// Opens (creating, mode 0600: records hold delivery bodies) a file for reading and writing.
-pub(super) fn open_private(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
-}
-
-/// Makes the directory's list of files durable, after a file was created or removed.
-pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()?;
-    #[cfg(test)]
-    synced_entries::record(dir)?;
-    Ok(())
-}
-
 /// The position the ack file holds, or `None` when it is missing or damaged (a torn write
 /// of it can only send the drainer back over records it drained, which the store's
 /// idempotency answers as duplicates).
@@ -168,9 +153,10 @@ pub(super) fn read_ack(file: &mut File) -> io::Result<Option<Position>> {
     }))
 }
 
-/// Overwrites the ack file with `at` and flushes it to disk. The 20 bytes sit in one disk
-/// sector, and the checksum catches the rare device that tears even that.
-pub(super) fn write_ack(file: &File, at: Position) -> io::Result<()> {
+/// Overwrites the ack file of `dir` (open as `file`) with `at` and flushes it to disk. The
+/// 20 bytes sit in one disk sector, and the checksum catches the rare device that tears even
+/// that.
+pub(super) fn write_ack(disk: &dyn Disk, file: &File, dir: &Path, at: Position) -> io::Result<()> {
     let mut bytes = [0; ACK_BYTES];
     bytes[0..8].copy_from_slice(&at.segment.to_le_bytes());
     bytes[8..16].copy_from_slice(&at.offset.to_le_bytes());
@@ -185,33 +171,5 @@ pub(super) fn write_ack(file: &File, at: Position) -> io::Result<()> {
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&bytes)?;
     }
-    file.sync_data()
-}
-
-/// What a power cut would keep of each spool directory's list of files, for the power-cut
-/// test only: its entries as of its last flush. In-process a file created is listed whether
-/// or not its entry was flushed, so without this a writer that never flushed its directory
-/// would pass every test.
-#[cfg(test)]
-pub(super) mod synced_entries {
-    use std::collections::{BTreeMap, BTreeSet};
-    use std::ffi::OsString;
-    use std::io;
-    use std::path::{Path, PathBuf};
-    use std::sync::Mutex;
-
-    static SYNCED: Mutex<BTreeMap<PathBuf, BTreeSet<OsString>>> = Mutex::new(BTreeMap::new());
-
-    pub(in super::super) fn record(dir: &Path) -> io::Result<()> {
-        let names = std::fs::read_dir(dir)?
-            .map(|entry| entry.map(|e| e.file_name()))
-            .collect::<io::Result<_>>()?;
-        SYNCED.lock().unwrap().insert(dir.to_owned(), names);
-        Ok(())
-    }
-
-    /// The entries of `dir` as of its last flush; none if it was never flushed.
-    pub(in super::super) fn of(dir: &Path) -> BTreeSet<OsString> {
-        SYNCED.lock().unwrap().get(dir).cloned().unwrap_or_default()
-    }
+    disk.sync_data(file, &dir.join(ACK_FILE))
 }

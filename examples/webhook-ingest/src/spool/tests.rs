@@ -1,6 +1,8 @@
 //! The spool's unit tests; its model, with a crash at each byte of a write, in `model.rs`, a
-//! power cut at each answer in `power_cut.rs`, and crashes of the drainer in `drain_crash.rs`.
+//! power cut at each answer in `power_cut.rs` (on the disk model of `disk.rs`), and crashes
+//! of the drainer in `drain_crash.rs`.
 
+mod disk;
 mod drain_crash;
 mod model;
 mod open;

@@ -6,12 +6,9 @@
 //! flush, which is what makes the spool as fast as its disk's flushes allow rather than one
 //! flush per delivery (group commit).
 
-#[cfg(test)]
-use std::collections::{BTreeMap, BTreeSet};
-#[cfg(test)]
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
@@ -34,6 +31,8 @@ pub(super) struct Append {
 pub(super) struct Writer {
     pub(super) shared: Arc<SpoolState>,
     pub(super) file: File,
+    /// The path of `file`, the segment at `at`.
+    pub(super) path: PathBuf,
     pub(super) at: Position,
     /// Set after a failed write that could not be undone: the segment's end is unknown, so
     /// nothing more is appended to it.
@@ -86,8 +85,6 @@ impl Writer {
                 counts.spooled += accepted.len() as u64;
                 drop(counts);
                 self.shared.readable.notify_one();
-                #[cfg(test)]
-                self.shared.fsynced().answered(&self.shared.config.dir);
                 for (_, done) in accepted {
                     let _ = done.send(Ok(()));
                 }
@@ -120,13 +117,7 @@ impl Writer {
 
     /// Flushes the segment's data to disk: a power cut from here on keeps all of it.
     fn sync(&self) -> io::Result<()> {
-        self.file.sync_data()?;
-        #[cfg(test)]
-        {
-            let len = self.file.metadata()?.len();
-            self.shared.fsynced().now.insert(self.at.segment, len);
-        }
-        Ok(())
+        self.shared.disk.sync_data(&self.file, &self.path)
     }
 
     /// Starts the next segment once this one reached the configured size, so that drained
@@ -140,46 +131,13 @@ impl Writer {
             offset: 0,
         };
         let dir = &self.shared.config.dir;
-        let file = segment::open_private(&segment::segment_path(dir, next.segment))?;
-        segment::sync_dir(dir)?;
-        #[cfg(test)]
-        self.shared.fsynced().now.insert(next.segment, 0);
+        let path = segment::segment_path(dir, next.segment);
+        let file = self.shared.disk.open(&path)?;
+        self.shared.disk.sync_dir(dir)?;
         self.file = file;
+        self.path = path;
         self.at = next;
         *self.shared.durable() = next;
         Ok(())
-    }
-}
-
-/// What a power cut would keep, for the model test only: each segment's length as last
-/// flushed by the writer, and a copy of that taken when it last answered appends. In-process,
-/// bytes written but not flushed still reach the file, so without this a writer that
-/// answered before its flush would pass every test.
-#[cfg(test)]
-#[derive(Debug, Default)]
-pub(super) struct Fsynced {
-    /// Segment id to flushed length; a segment the writer made is here once its directory
-    /// entry is flushed too.
-    pub(super) now: BTreeMap<u64, u64>,
-    /// `now` as it was at the last answer.
-    pub(super) at_last_answer: BTreeMap<u64, u64>,
-    /// The directory's entries as of its last flush before the last answer.
-    pub(super) entries_at_last_answer: BTreeSet<OsString>,
-}
-
-#[cfg(test)]
-impl Fsynced {
-    /// Starts from the segment the writer appends to, as open left it on disk.
-    pub(super) fn new(at: Position) -> Self {
-        Self {
-            now: BTreeMap::from([(at.segment, at.offset)]),
-            at_last_answer: BTreeMap::new(),
-            entries_at_last_answer: BTreeSet::new(),
-        }
-    }
-
-    fn answered(&mut self, dir: &std::path::Path) {
-        self.at_last_answer = self.now.clone();
-        self.entries_at_last_answer = segment::synced_entries::of(dir);
     }
 }

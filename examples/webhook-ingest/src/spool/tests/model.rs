@@ -22,6 +22,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 
+use super::super::disk::{Disk, OsDisk};
 use super::super::segment;
 use super::super::{Spool, SpoolConfig};
 use super::TempDir;
@@ -180,7 +181,7 @@ fn write_at_the_writers_end(dir: &Path, bytes: &[u8]) {
         .len()
         >= SEGMENT_BYTES;
     let id = if full { last + 1 } else { last };
-    let mut file = segment::open_private(&segment::segment_path(dir, id)).unwrap();
+    let mut file = OsDisk.open(&segment::segment_path(dir, id)).unwrap();
     let end = file.metadata().unwrap().len();
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(end)).unwrap();
     file.write_all(bytes).unwrap();

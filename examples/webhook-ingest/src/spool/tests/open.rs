@@ -3,6 +3,7 @@
 
 use std::fs;
 
+use super::super::disk::{Disk, OsDisk};
 use super::super::segment::{self, Position};
 use super::super::Spool;
 use super::{drain, TempDir};
@@ -14,8 +15,8 @@ use logs::Logs;
 /// Writes the ack file of `dir` by hand, naming `at`.
 fn write_ack(dir: &TempDir, at: Position) {
     fs::create_dir_all(&dir.0).unwrap();
-    let file = segment::open_private(&dir.0.join(segment::ACK_FILE)).unwrap();
-    segment::write_ack(&file, at).unwrap();
+    let file = OsDisk.open(&dir.0.join(segment::ACK_FILE)).unwrap();
+    segment::write_ack(&OsDisk, &file, &dir.0, at).unwrap();
 }
 
 /// One whole record of `payload`.

@@ -1,20 +1,19 @@
-//! A power cut at each answer of the writer: the files cut back to what was flushed when
-//! it answered must still hold every record it acknowledged.
+//! A power cut at each answer of the spool: the files as a power cut leaves them must still
+//! hold every record it acknowledged, and none it said was drained.
 //!
 //! `model.rs` crashes a write at every byte, but in-process every byte written reaches the
 //! file whether flushed or not, so a writer that answered before its `fdatasync` (or never
-//! called it) would pass there. Here the writer's test-only record of what it had flushed at
-//! its last answer ([`Fsynced`](super::super::writer::Fsynced)) says what a power cut at that
-//! moment keeps: each segment is cut to its flushed length, and a segment whose directory
-//! entry no flush of the directory had listed by then is gone.
+//! called it) would pass there. Here the spool runs on [`PowerCutDisk`], which remembers
+//! what each flush made durable: each file is cut back to its bytes as of its last flush,
+//! and a segment whose directory entry no flush of the directory had listed is gone.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::ffi::OsString;
-use std::fs;
+use std::collections::VecDeque;
 use std::path::Path;
 
+use super::super::open::open;
 use super::super::segment;
 use super::super::{Spool, SpoolConfig};
+use super::disk::PowerCutDisk;
 use super::TempDir;
 
 /// Small segments, so that appends start new ones and drains delete old ones.
@@ -35,25 +34,20 @@ fn config(dir: &Path) -> SpoolConfig {
 #[tokio::test]
 async fn a_power_cut_at_any_answer_keeps_every_record_acknowledged() {
     let base = TempDir::new("power-cut");
-    let spool = Spool::open(config(&base.0)).unwrap();
+    let disk = PowerCutDisk::default();
+    let spool = open(config(&base.0), Box::new(disk.clone())).unwrap();
     let mut model = VecDeque::new();
     for (n, &len) in LENGTHS.iter().enumerate() {
         let payload: Vec<u8> = (0..len).map(|i| (n * 13 + i) as u8).collect();
         spool.append(payload.clone()).await.unwrap();
         model.push_back(payload);
-        let (flushed, entries) = {
-            let fsynced = spool.shared.fsynced();
-            (
-                fsynced.at_last_answer.clone(),
-                fsynced.entries_at_last_answer.clone(),
-            )
-        };
-        power_cut(&base.0, &flushed, &entries, &model, n).await;
+        power_cut(&disk, &base.0, &model, &format!("the answer to append {n}")).await;
         if n % DRAIN_EVERY == DRAIN_EVERY - 1 {
             let entry = spool.next().await.unwrap();
             assert_eq!(Some(&entry.payload), model.front());
             spool.ack(&entry).await.unwrap();
             model.pop_front();
+            power_cut(&disk, &base.0, &model, &format!("the ack after append {n}")).await;
         }
     }
     assert!(
@@ -62,36 +56,18 @@ async fn a_power_cut_at_any_answer_keeps_every_record_acknowledged() {
     );
 }
 
-/// A copy of `live` as a power cut right after the writer's answer to append `n` leaves it,
-/// reopened: it hands out exactly `acknowledged`.
+/// The files of `live` as a power cut at `moment` leaves them, reopened: they hand out
+/// exactly `acknowledged`.
 async fn power_cut(
+    disk: &PowerCutDisk,
     live: &Path,
-    flushed: &BTreeMap<u64, u64>,
-    entries: &BTreeSet<OsString>,
     acknowledged: &VecDeque<Vec<u8>>,
-    n: usize,
+    moment: &str,
 ) {
     let dir = TempDir::new("power-cut-copy");
-    fs::create_dir_all(&dir.0).unwrap();
-    for entry in fs::read_dir(live).unwrap() {
-        let entry = entry.unwrap();
-        fs::copy(entry.path(), dir.0.join(entry.file_name())).unwrap();
-    }
-    for id in segment::segment_ids(&dir.0).unwrap() {
-        let path = segment::segment_path(&dir.0, id);
-        if !entries.contains(path.file_name().expect("a segment's name")) {
-            // Its directory entry was never flushed: the file is gone.
-            fs::remove_file(&path).unwrap();
-        } else if let Some(&len) = flushed.get(&id) {
-            fs::File::options()
-                .write(true)
-                .open(&path)
-                .and_then(|file| file.set_len(len))
-                .unwrap();
-        }
-    }
+    disk.power_cut(live, &dir.0);
     let spool = Spool::open(config(&dir.0)).unwrap();
-    let case = format!("a power cut at the answer to append {n}");
+    let case = format!("a power cut at {moment}");
     assert_eq!(spool.stats().depth, acknowledged.len() as u64, "{case}");
     let acknowledged: Vec<Vec<u8>> = acknowledged.iter().cloned().collect();
     super::drain_exactly(&spool, &acknowledged, &case).await;
