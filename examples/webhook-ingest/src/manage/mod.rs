@@ -6,6 +6,7 @@
 //! (`auth`), sent as `Authorization: Bearer KEY` or `?apiKey=KEY`.
 
 mod auth;
+mod catchup;
 mod commits;
 mod failures;
 pub mod home;
@@ -22,6 +23,11 @@ use crate::state::AppState;
 /// The management routes take small JSON documents only.
 const API_BODY_LIMIT: usize = 64 * 1024;
 
+/// A fresh name for this node in catch-up's leases.
+pub(crate) fn node_name() -> String {
+    auth::token("node_", auth::ID_BYTES)
+}
+
 /// The `/api` routes that manage instances, digests and inboxes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -36,6 +42,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(
             "/api/{instance}/digests/{digest}/inboxes/{inbox}/secret",
             post(rotation::rotate_secret),
+        )
+        .route(
+            "/api/{instance}/digests/{digest}/inboxes/{inbox}/catchup",
+            get(catchup::show)
+                .put(catchup::give)
+                .delete(catchup::take_away),
         )
         .route(
             "/api/{instance}/inboxes/{inbox}/failures",
