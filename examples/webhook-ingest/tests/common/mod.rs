@@ -8,6 +8,7 @@
 
 mod binary;
 mod fixtures;
+mod github;
 mod logs;
 mod outage;
 mod refusals;
@@ -21,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use binary::*;
 pub use fixtures::*;
+pub use github::*;
 pub use logs::*;
 pub use outage::*;
 pub use refusals::*;
