@@ -17,17 +17,18 @@ use serde_json::{json, Value};
 
 use crate::store::catchup::CatchUpRow;
 
-/// The labels of every series: the inbox and its instance.
+/// The labels of every series: the inbox and its instance, as `instance_id`, since
+/// Prometheus keeps `instance` for the node it scrapes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct InboxLabels {
-    pub instance: String,
+    pub instance_id: String,
     pub inbox: String,
 }
 
 impl InboxLabels {
     pub fn of(row: &CatchUpRow) -> InboxLabels {
         InboxLabels {
-            instance: row.instance.clone(),
+            instance_id: row.instance.clone(),
             inbox: row.inbox.clone(),
         }
     }
@@ -116,7 +117,7 @@ impl CatchUpMetrics {
         let refused: Vec<Value> = seen
             .iter()
             .filter_map(|(labels, failing)| {
-                Some(json!({ "instance": labels.instance, "inbox": labels.inbox, "reason": failing.as_ref()? }))
+                Some(json!({ "instance": labels.instance_id, "inbox": labels.inbox, "reason": failing.as_ref()? }))
             })
             .collect();
         json!({ "inboxes": seen.len(), "refused": refused })
