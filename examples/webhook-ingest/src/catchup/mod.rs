@@ -41,8 +41,10 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// Inboxes with catch-up one node looks after at most per round: a bound on one read.
 const MAX_CATCHUP_INBOXES: u32 = 10_000;
 
-/// A bug the tests plant on purpose, to see the check that must catch it fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A bug the tests plant on purpose, to see the check that must catch it fail
+/// (`tests/catchup.rs`, and `load-scripts/fleet/catchup.py` through the hidden
+/// `--catchup-plant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Plant {
     /// The cursor is never moved: the next pass asks again.
     CursorNotSaved,
