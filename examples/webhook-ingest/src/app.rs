@@ -126,12 +126,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         _tasks: Arc::default(),
     };
     let mut tasks = start_tasks(&state, config.inbox_refresh);
-    let node = manage::node_name();
     let runner = catchup::Runner::new(
         state.pipeline.store.clone(),
         &config.catchup,
         &state.catchup,
-        node,
     );
     tasks.push(AbortOnDrop(tokio::spawn(runner.run()).abort_handle()));
     state._tasks = Arc::new(tasks);

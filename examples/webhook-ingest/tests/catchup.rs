@@ -28,6 +28,7 @@ fn catchup_config(github: &GitHubStandIn, plant: Option<Plant>) -> CatchUp {
         every: Duration::from_millis(200),
         backoff: Duration::from_millis(10),
         plant,
+        node: None,
     }
 }
 
@@ -125,15 +126,22 @@ struct Outage {
     github: std::sync::Arc<GitHubStandIn>,
     fixture: Fixture,
     hook: usize,
-    db: std::path::PathBuf,
+    /// The store's location: a SQLite file, or a PostgreSQL URL.
+    db: String,
     failed: Vec<String>,
 }
 
-async fn outage(name: &str, failed: usize, timed_out_but_stored: usize) -> Outage {
+async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outage {
     let github = std::sync::Arc::new(GitHubStandIn::start().await);
-    let db = temp_path(name, "db");
-    let store = Store::open(db.to_str().unwrap()).await.unwrap();
-    let mut service = service_on(store, Some(db.clone()), &github, None).await;
+    let store = Store::open(&db).await.unwrap();
+    let config = webhook_ingest::Config {
+        catchup: CatchUp {
+            every: Duration::from_secs(3600),
+            ..catchup_config(&github, None)
+        },
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    let service = Service::serve_with(store, None, config).await;
     let fixture = service.setup().await;
     let (_, secret) = fixture.inbox(Vcs::Github);
     let target = service.url(&fixture.hook_path(Vcs::Github));
@@ -144,6 +152,8 @@ async fn outage(name: &str, failed: usize, timed_out_but_stored: usize) -> Outag
         target,
         secret.into(),
     );
+    // Stored by the service, but recorded failed: GitHub gave up waiting first.
+    push_many(&github, hook, "late", timed_out_but_stored, Some(0)).await;
     let given = give(
         &service,
         &fixture,
@@ -151,14 +161,28 @@ async fn outage(name: &str, failed: usize, timed_out_but_stored: usize) -> Outag
     )
     .await;
     assert_eq!(given.status, 200, "{}", given.text);
-    // Stored by the service, but recorded failed: GitHub gave up waiting first.
-    push_many(&github, hook, "late", timed_out_but_stored, Some(0)).await;
-    until("the first rounds end", async || {
-        metric(&service, "webhook_ingest_catchup_found_failed_total").await
-            == timed_out_but_stored as f64
+    // The round the credentials started, to its end: then the node idles, holding no lease
+    // when it is lost (a node lost mid-pass holds its lease until it runs out).
+    until("the round the credentials started ends", async || {
+        let shown = service
+            .send(
+                service
+                    .client
+                    .get(service.url(&catchup_path(&fixture)))
+                    .bearer_auth(&fixture.key),
+            )
+            .await;
+        shown.body["last_success_ms"].as_i64() > given.body["last_success_ms"].as_i64()
     })
     .await;
-    service.db = None;
+    assert_eq!(
+        metric(&service, "webhook_ingest_catchup_found_failed_total").await,
+        timed_out_but_stored as f64
+    );
+    assert!(
+        github.redeliveries().is_empty(),
+        "nothing asked for what is stored"
+    );
     drop(service);
     let failed = push_many(&github, hook, "down", failed, None).await;
     assert!(
@@ -186,7 +210,7 @@ impl Outage {
     async fn restart(&self, plant: Option<Plant>) -> Service {
         let limited = self.github.calls(Method::GET, "/");
         self.github.set_rate(0, now_unix() + 1);
-        let store = Store::open(self.db.to_str().unwrap()).await.unwrap();
+        let store = Store::open(&self.db).await.unwrap();
         let service = service_on(store, None, &self.github, plant).await;
         self.github
             .set_target(self.hook, service.url(&self.fixture.hook_path(Vcs::Github)));
@@ -205,7 +229,7 @@ impl Outage {
         self.github.set_rate(0, now_unix() + 1);
         let mut nodes = Vec::new();
         for _ in 0..2 {
-            let store = Store::open(self.db.to_str().unwrap()).await.unwrap();
+            let store = Store::open(&self.db).await.unwrap();
             nodes.push(service_on(store, None, &self.github, plant).await);
         }
         self.github.set_target(
@@ -224,6 +248,20 @@ impl Outage {
     }
 }
 
+/// A fresh SQLite file's path.
+fn sqlite_file(name: &str) -> String {
+    temp_path(name, "db").to_str().unwrap().to_owned()
+}
+
+/// The SQLite file at `db` and its WAL, gone; nothing for a PostgreSQL URL.
+fn remove_sqlite(db: &str) {
+    if !webhook_ingest::store::is_postgres(db) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{db}{suffix}"));
+        }
+    }
+}
+
 fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -233,7 +271,7 @@ fn now_unix() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushes_sent_while_the_service_was_down_are_stored_once_it_is_back() {
-    let scene = outage("catchup-back", FAILED_PUSHES, 3).await;
+    let scene = outage(sqlite_file("catchup-back"), FAILED_PUSHES, 3).await;
     let service = scene.restart(None).await;
     let expected = (FAILED_PUSHES + 3) as u64;
     until("every push stored", async || {
@@ -273,15 +311,15 @@ async fn pushes_sent_while_the_service_was_down_are_stored_once_it_is_back() {
     assert!(redelivered
         .iter()
         .all(|r| r.status_code == 201 && scene.failed.contains(&r.guid)));
-    let _ = std::fs::remove_file(&scene.db);
+    remove_sqlite(&scene.db);
 }
 
 /// Two nodes on one database after the outage, redeliveries held (asked for, not sent), so
 /// that only the cursor, the lease and the stored-id check stand between a failed push and a
 /// second ask; what went wrong, if anything.
-async fn second_asks(name: &str, plant: Option<Plant>) -> Option<String> {
+async fn second_asks(db: String, plant: Option<Plant>) -> Option<String> {
     const FAILED: usize = 40;
-    let scene = outage(name, FAILED, 3).await;
+    let scene = outage(db, FAILED, 3).await;
     scene.github.hold_redeliveries(true);
     // Longer than a round's period: two nodes' passes overlap unless a lease keeps them apart.
     scene.github.set_list_delay(Duration::from_millis(400));
@@ -294,13 +332,13 @@ async fn second_asks(name: &str, plant: Option<Plant>) -> Option<String> {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let asked = scene.github.redeliveries().len();
     drop((first, second));
-    let _ = std::fs::remove_file(&scene.db);
+    remove_sqlite(&scene.db);
     (asked != FAILED).then(|| format!("{asked} redelivery requests for {FAILED} failed pushes"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_and_many_rounds_ask_for_each_failed_push_once() {
-    assert_eq!(second_asks("catchup-once", None).await, None);
+    assert_eq!(second_asks(sqlite_file("catchup-once"), None).await, None);
 }
 
 /// Each guard planted away in turn: the check above must fail.
@@ -311,7 +349,7 @@ async fn the_cursor_the_lease_and_the_stored_id_check_are_each_needed() {
         Plant::LeaseIgnored,
         Plant::StoredCheckSkipped,
     ] {
-        let caught = second_asks("catchup-plant", Some(plant)).await;
+        let caught = second_asks(sqlite_file("catchup-plant"), Some(plant)).await;
         assert!(caught.is_some(), "{plant:?} planted and not caught");
     }
 }
@@ -554,4 +592,55 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
         )
         .await;
     gone.assert_problem(422, "invalid-field");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_fleet_of_two_asks_for_each_failed_push_once() {
+    let Some(url) = test_postgres("a_postgres_fleet_of_two_asks_for_each_failed_push_once") else {
+        return;
+    };
+    assert_eq!(second_asks(url, None).await, None);
+}
+
+#[tokio::test]
+async fn the_catchup_metrics_pass_promtool() {
+    let github = GitHubStandIn::start().await;
+    let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
+    let fixture = service.setup().await;
+    let given = give(
+        &service,
+        &fixture,
+        json!({ "repository": "octo/hello", "hook_id": HOOK, "token": TOKEN }),
+    )
+    .await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    until("the inbox shows in /metrics", async || {
+        let text = service
+            .client
+            .get(service.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        [
+            "last_success_timestamp_seconds{",
+            "refused{",
+            "redelivery_asked_total{",
+        ]
+        .iter()
+        .all(|series| text.contains(&format!("webhook_ingest_catchup_{series}")))
+    })
+    .await;
+    let text = service
+        .client
+        .get(service.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    promtool_check_metrics(&text);
 }

@@ -66,6 +66,19 @@ pub struct CatchUp {
     pub backoff: Duration,
     /// A bug planted for a test; always `None` in the service.
     pub plant: Option<Plant>,
+    /// This node's name in the leases; a fresh one ([`node_name`]) when `None`. The binary
+    /// names it, to give its leases back at a clean stop.
+    pub node: Option<String>,
+}
+
+/// Random bytes in a node's name: a name only has to differ from the fleet's others.
+const NODE_NAME_BYTES: usize = 8;
+
+/// A fresh name for a node in the leases.
+pub fn node_name() -> String {
+    let mut bytes = [0; NODE_NAME_BYTES];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    format!("node_{}", crate::verify::webhook::hex_encode(&bytes))
 }
 
 impl Default for CatchUp {
@@ -75,6 +88,7 @@ impl Default for CatchUp {
             every: DEFAULT_CATCHUP_EVERY,
             backoff: DEFAULT_BACKOFF,
             plant: None,
+            node: None,
         }
     }
 }
@@ -109,8 +123,9 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    /// The loop of this node, with `node` as its name in the leases.
-    pub(crate) fn new(store: Store, config: &CatchUp, handle: &Handle, node: String) -> Runner {
+    /// The loop of this node.
+    pub(crate) fn new(store: Store, config: &CatchUp, handle: &Handle) -> Runner {
+        let node = config.node.clone().unwrap_or_else(node_name);
         Runner {
             store,
             github: GitHub::new(&config.api, config.backoff),

@@ -23,11 +23,6 @@ use crate::state::AppState;
 /// The management routes take small JSON documents only.
 const API_BODY_LIMIT: usize = 64 * 1024;
 
-/// A fresh name for this node in catch-up's leases.
-pub(crate) fn node_name() -> String {
-    auth::token("node_", auth::ID_BYTES)
-}
-
 /// The `/api` routes that manage instances, digests and inboxes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()

@@ -122,6 +122,12 @@ impl Store {
         dispatch!(self.end_pass(inbox, node, end))
     }
 
+    /// Gives back every lease `node` holds, at a clean stop, so that another node need not
+    /// wait for them to run out; how many it held.
+    pub async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
+        dispatch!(self.release_leases(node))
+    }
+
     /// Whether the inbox holds the delivery `guid`, and how often it was asked for.
     pub async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
         dispatch!(self.ask_state(inbox, guid))

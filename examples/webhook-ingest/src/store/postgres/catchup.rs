@@ -245,6 +245,12 @@ impl PgStore {
         Ok(newly_refused)
     }
 
+    pub(in crate::store) async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
+        let release =
+            "UPDATE catchup SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = $1";
+        self.catchup_execute(release, &[&node]).await
+    }
+
     pub(in crate::store) async fn ask_state(
         &self,
         inbox: String,

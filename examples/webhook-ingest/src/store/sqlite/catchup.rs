@@ -223,6 +223,17 @@ impl SqliteStore {
         .await
     }
 
+    pub(in crate::store) async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
+        self.write(move |tx| {
+            tx.prepare_cached(
+                "UPDATE catchup SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = ?1",
+            )?
+            .execute([node])
+            .map(|released| released as u64)
+        })
+        .await
+    }
+
     pub(in crate::store) async fn ask_state(
         &self,
         inbox: String,
