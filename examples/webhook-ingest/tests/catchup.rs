@@ -62,6 +62,25 @@ async fn give(service: &Service, fixture: &Fixture, body: Value) -> Answer {
     service.send(request).await
 }
 
+/// Gives the GitHub inbox the repository hook's catch-up with `token`, which must be taken.
+async fn give_repository_hook(service: &Service, fixture: &Fixture, token: &str) -> Answer {
+    let body = json!({ "repository": "octo/hello", "hook_id": HOOK, "token": token });
+    let given = give(service, fixture, body).await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    given
+}
+
+/// The service's `/metrics`, as text.
+async fn metrics_text(service: &Service) -> String {
+    let answer = service
+        .client
+        .get(service.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    answer.text().await.unwrap()
+}
+
 /// Sends `count` pushes of `hook` from [`CLIENTS`] clients at once; their guids.
 async fn push_many(
     github: &std::sync::Arc<GitHubStandIn>,
@@ -101,15 +120,7 @@ async fn until(what: &str, mut done: impl AsyncFnMut() -> bool) {
 }
 
 async fn metric(service: &Service, name: &str) -> f64 {
-    let text = service
-        .client
-        .get(service.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(service).await;
     text.lines()
         .filter(|line| line.starts_with(name) && line[name.len()..].starts_with('{'))
         .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
@@ -154,13 +165,7 @@ async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outag
     );
     // Stored by the service, but recorded failed: GitHub gave up waiting first.
     push_many(&github, hook, "late", timed_out_but_stored, Some(0)).await;
-    let given = give(
-        &service,
-        &fixture,
-        json!({ "repository": "octo/hello", "hook_id": HOOK, "token": TOKEN }),
-    )
-    .await;
-    assert_eq!(given.status, 200, "{}", given.text);
+    let given = give_repository_hook(&service, &fixture, TOKEN).await;
     // The round the credentials started, to its end: then the node idles, holding no lease
     // when it is lost (a node lost mid-pass holds its lease until it runs out).
     until("the round the credentials started ends", async || {
@@ -438,13 +443,7 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
         secret.into(),
     );
     push_many(&github, hook, "revoked", 2, None).await;
-    let given = give(
-        &service,
-        &fixture,
-        json!({ "repository": "octo/hello", "hook_id": HOOK, "token": "ghp_revoked" }),
-    )
-    .await;
-    assert_eq!(given.status, 200, "{}", given.text);
+    let given = give_repository_hook(&service, &fixture, "ghp_revoked").await;
     assert!(
         !given.text.contains("ghp_revoked"),
         "the token never comes back: {}",
@@ -488,12 +487,7 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
         1.0
     );
     // New credentials: the refusal is forgotten and the pushes come back.
-    give(
-        &service,
-        &fixture,
-        json!({ "repository": "octo/hello", "hook_id": HOOK, "token": TOKEN }),
-    )
-    .await;
+    give_repository_hook(&service, &fixture, TOKEN).await;
     github.set_target(hook, service.url(&fixture.hook_path(Vcs::Github)));
     until("both pushes stored", async || {
         deliveries(&service, &fixture).await == 2
@@ -607,23 +601,9 @@ async fn the_catchup_metrics_pass_promtool() {
     let github = GitHubStandIn::start().await;
     let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
     let fixture = service.setup().await;
-    let given = give(
-        &service,
-        &fixture,
-        json!({ "repository": "octo/hello", "hook_id": HOOK, "token": TOKEN }),
-    )
-    .await;
-    assert_eq!(given.status, 200, "{}", given.text);
+    give_repository_hook(&service, &fixture, TOKEN).await;
     until("the inbox shows in /metrics", async || {
-        let text = service
-            .client
-            .get(service.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics_text(&service).await;
         [
             "last_success_timestamp_seconds{",
             "refused{",
@@ -633,14 +613,6 @@ async fn the_catchup_metrics_pass_promtool() {
         .all(|series| text.contains(&format!("webhook_ingest_catchup_{series}")))
     })
     .await;
-    let text = service
-        .client
-        .get(service.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics_text(&service).await;
     promtool_check_metrics(&text);
 }
