@@ -151,28 +151,7 @@ impl CatchUpRequest {
     /// The row this request keeps for the inbox `inbox` of `instance`, or the field it gets
     /// wrong. The private key is parsed here, so that a key GitHub would refuse is refused now.
     pub fn into_row(self, instance: String, inbox: String) -> Result<CatchUpRow, IngestError> {
-        let hook = match (self.repository, self.organization, self.app_id) {
-            (Some(repository), None, None) => Hook::Repository {
-                repository: github_name("repository", &repository, 2)?,
-                id: self
-                    .hook_id
-                    .ok_or_else(|| invalid("hook_id", "is needed with `repository`"))?,
-            },
-            (None, Some(organization), None) => Hook::Organization {
-                organization: github_name("organization", &organization, 1)?,
-                id: self
-                    .hook_id
-                    .ok_or_else(|| invalid("hook_id", "is needed with `organization`"))?,
-            },
-            (None, None, Some(_)) if self.hook_id.is_none() => Hook::App,
-            _ => {
-                return Err(invalid(
-                    "repository",
-                    "give one of `repository` and `hook_id`, `organization` and `hook_id`, \
-                     or `app_id` and `private_key`",
-                ))
-            }
-        };
+        let hook = self.hook()?;
         let (hook_kind, hook_owner, hook_id) = match &hook {
             Hook::Repository { repository, id } => ("repository", repository.clone(), *id),
             Hook::Organization { organization, id } => ("organization", organization.clone(), *id),
@@ -181,31 +160,11 @@ impl CatchUpRequest {
         if hook != Hook::App && hook_id <= 0 {
             return Err(invalid("hook_id", "must be a positive integer"));
         }
-        let (token, private_key) = match (&hook, self.token, self.private_key) {
-            (Hook::App, None, Some(pem)) => {
-                let pem = secret("private_key", pem)?;
-                EncodingKey::from_rsa_pem(pem.as_bytes()).map_err(|_| {
-                    invalid("private_key", "must be the App's RSA private key in PEM")
-                })?;
-                (None, Some(pem))
-            }
-            (Hook::App, _, _) => {
-                return Err(invalid(
-                    "private_key",
-                    "is needed with `app_id`, and no `token`",
-                ))
-            }
-            (_, Some(token), None) => (Some(secret("token", token)?), None),
-            (_, _, _) => {
-                return Err(invalid(
-                    "token",
-                    "is needed with a repository or organization hook, and no `private_key`",
-                ))
-            }
-        };
         if self.app_id.is_some_and(|id| id <= 0) {
             return Err(invalid("app_id", "must be a positive integer"));
         }
+        let app_id = self.app_id;
+        let (token, private_key) = self.secrets(&hook)?;
         Ok(CatchUpRow {
             instance,
             inbox,
@@ -213,13 +172,60 @@ impl CatchUpRequest {
             hook_owner,
             hook_id,
             token,
-            app_id: self.app_id,
+            app_id,
             private_key,
             cursor: 0,
             failing: None,
             last_success_ms: 0,
             pending: 0,
         })
+    }
+
+    /// The hook the request names: exactly one of a repository, an organization (each with
+    /// its hook's id) and an App.
+    fn hook(&self) -> Result<Hook, IngestError> {
+        let hook_id = |with: &'static str| {
+            self.hook_id
+                .ok_or_else(|| invalid("hook_id", format!("is needed with `{with}`")))
+        };
+        match (&self.repository, &self.organization, self.app_id) {
+            (Some(repository), None, None) => Ok(Hook::Repository {
+                repository: github_name("repository", repository, 2)?,
+                id: hook_id("repository")?,
+            }),
+            (None, Some(organization), None) => Ok(Hook::Organization {
+                organization: github_name("organization", organization, 1)?,
+                id: hook_id("organization")?,
+            }),
+            (None, None, Some(_)) if self.hook_id.is_none() => Ok(Hook::App),
+            _ => Err(invalid(
+                "repository",
+                "give one of `repository` and `hook_id`, `organization` and `hook_id`, \
+                 or `app_id` and `private_key`",
+            )),
+        }
+    }
+
+    /// The token, or the App's private key (which must parse), as `hook` takes them.
+    fn secrets(self, hook: &Hook) -> Result<(Option<String>, Option<String>), IngestError> {
+        match (hook, self.token, self.private_key) {
+            (Hook::App, None, Some(pem)) => {
+                let pem = secret("private_key", pem)?;
+                EncodingKey::from_rsa_pem(pem.as_bytes()).map_err(|_| {
+                    invalid("private_key", "must be the App's RSA private key in PEM")
+                })?;
+                Ok((None, Some(pem)))
+            }
+            (Hook::App, _, _) => Err(invalid(
+                "private_key",
+                "is needed with `app_id`, and no `token`",
+            )),
+            (_, Some(token), None) => Ok((Some(secret("token", token)?), None)),
+            (_, _, _) => Err(invalid(
+                "token",
+                "is needed with a repository or organization hook, and no `private_key`",
+            )),
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
+pub mod catchup;
 mod fixtures;
 mod github;
 mod logs;
