@@ -28,8 +28,12 @@ fn a_secondary_limit_waits_as_long_as_retry_after_says() {
     assert_eq!(classify_at(429, &[]), Verdict::Wait(SECONDARY_LIMIT_WAIT));
     assert_eq!(
         classify_at(429, &[("retry-after", "99999")]),
-        Verdict::Wait(MAX_WAIT),
+        Verdict::Wait(Duration::from_secs(3600)),
         "a header is believed up to an hour"
+    );
+    assert_eq!(
+        classify_at(429, &[("retry-after", "3599")]),
+        Verdict::Wait(Duration::from_secs(3599))
     );
 }
 
