@@ -40,6 +40,10 @@ SETTINGS = {
     # Refused deliveries: these codes climbing on one route, at least this many in 15 minutes.
     "refused_codes": ["bad-signature"],
     "refused_min": 10,
+    # Catch-up (webhook-ingest asks GitHub to redeliver what failed): an inbox whose last
+    # pass to its end is older than this many seconds. A pass runs every 5 minutes, so an
+    # hour is a dozen missed in a row: a rate limit, GitHub down, or credentials refused.
+    "catchup_stale_seconds": 3600,
     # Where docs/alerts.md is served; every alert links to its own section there.
     "runbook_base": "docs/alerts.md",
 }
@@ -234,6 +238,21 @@ def other_alerts(s):
                 f" with {{{{ $labels.code }}}} over the last {REFUSED_WINDOW}: a sender signs with"
                 " a secret this service does not hold, or someone is probing the route."),
             "runbook_url": runbook(s, "FaultlineDeliveriesRefused"),
+        },
+    }, {
+        "alert": "WebhookIngestCatchUpStale",
+        # The newest success any node of the fleet saw: the nodes read it from the store.
+        "expr": ('time() - max by (job, instance_id, inbox) '
+                 f'(webhook_ingest_catchup_last_success_timestamp_seconds) > {s["catchup_stale_seconds"]}'),
+        "labels": {"severity": "ticket"},
+        "annotations": {
+            "summary": "inbox {{ $labels.inbox }} of {{ $labels.job }}: catch-up has not succeeded for an hour",
+            "description": (
+                "{{ $labels.inbox }} (instance {{ $labels.instance_id }}) on {{ $labels.job }}:"
+                " no catch-up pass went to its end for " + count("$value") + " seconds, so pushes"
+                " GitHub failed to deliver are not being asked for again. /health says whether"
+                " GitHub refuses the inbox's credentials."),
+            "runbook_url": runbook(s, "WebhookIngestCatchUpStale"),
         },
     }]
 

@@ -14,6 +14,8 @@ as `python3 -m harness COMMAND` (see `__main__.py`) with `load-scripts/` as PYTH
     ingest      the webhook-ingest service: its build ($CI_PROFILE), its start, an instance and
                 its inboxes (also as the scenario scripts' environment file), push bodies
     lab         the failure lab's servers
+    github      a stand-in GitHub: a hook that sends pushes, and the deliveries API catch-up
+                calls
     postgres    a throwaway PostgreSQL server
     prometheus  a Prometheus scraping some targets, and its query API
     nginx       nginx in front of one upstream

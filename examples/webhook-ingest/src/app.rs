@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use faultline::{FaultLayer, Ledger};
 
+use crate::catchup;
 use crate::manage::{self, home, observe, rotation};
 use crate::pipeline::{drain, ignored, refusals, Pipeline};
 use crate::receive;
@@ -64,6 +65,8 @@ pub struct Config {
     /// Refusals kept for the inboxes' failure lists per second at most, over every inbox;
     /// past it a refusal is only counted.
     pub refusals_per_second: u32,
+    /// How the loop that asks GitHub to redeliver failed deliveries runs.
+    pub catchup: catchup::CatchUp,
 }
 
 /// The base URL when none is configured: the default listen address.
@@ -83,6 +86,7 @@ impl Default for Config {
             inbox_refresh: refresh::DEFAULT_INBOX_REFRESH,
             refusals_per_second: refusals::DEFAULT_REFUSALS_PER_SECOND,
             public_url: None,
+            catchup: catchup::CatchUp::default(),
         }
     }
 }
@@ -118,9 +122,17 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             .unwrap_or(DEFAULT_PUBLIC_URL)
             .trim_end_matches('/')
             .into(),
+        catchup: catchup::Handle::default(),
         _tasks: Arc::default(),
     };
-    state._tasks = Arc::new(start_tasks(&state, config.inbox_refresh));
+    let mut tasks = start_tasks(&state, config.inbox_refresh);
+    let runner = catchup::Runner::new(
+        state.pipeline.store.clone(),
+        &config.catchup,
+        &state.catchup,
+    );
+    tasks.push(AbortOnDrop(tokio::spawn(runner.run()).abort_handle()));
+    state._tasks = Arc::new(tasks);
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
         post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),

@@ -29,6 +29,7 @@ use clap::parser::ValueSource;
 use clap::Parser;
 
 use crate::app::{Config, DEFAULT_BODY_LIMIT};
+use crate::catchup;
 use crate::manage::rotation;
 use crate::pipeline::refusals;
 use crate::serve::{self, Deadlines, Limits};
@@ -134,6 +135,21 @@ pub struct Cli {
     /// through other nodes
     #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_INBOX_REFRESH", default_value_t = Span(refresh::DEFAULT_INBOX_REFRESH))]
     pub inbox_refresh: Span,
+
+    /// How often catch-up asks GitHub for the failed deliveries of the inboxes given catch-up
+    /// credentials, and for their redelivery (also once at start)
+    #[arg(long, value_name = "D", env = "WEBHOOK_INGEST_CATCHUP_EVERY", default_value_t = Span(catchup::DEFAULT_CATCHUP_EVERY))]
+    pub catchup_every: Span,
+
+    /// The root of GitHub's REST API that catch-up asks (a GitHub Enterprise Server's is
+    /// `https://HOST/api/v3`)
+    #[arg(long, value_name = "URL", env = "WEBHOOK_INGEST_GITHUB_API", default_value = catchup::github::GITHUB_API, value_parser = public_url)]
+    pub github_api: String,
+
+    /// A bug planted in catch-up on purpose, for the load script that must catch it; never
+    /// for a service
+    #[arg(long, value_name = "PLANT", hide = true, value_enum)]
+    pub catchup_plant: Option<catchup::Plant>,
 
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]
@@ -273,6 +289,12 @@ impl Cli {
             inbox_refresh: self.inbox_refresh.0,
             refusals_per_second: self.refusals_per_second,
             public_url: self.public_url.clone(),
+            catchup: catchup::CatchUp {
+                api: self.github_api.clone(),
+                every: self.catchup_every.0,
+                plant: self.catchup_plant,
+                ..catchup::CatchUp::default()
+            },
             ..Config::default()
         }
     }

@@ -42,6 +42,9 @@ pub mod error;
 // The one path of a delivery, and the drainer that runs it.
 pub mod pipeline;
 
+// Asking GitHub to redeliver what failed while the service was down.
+pub mod catchup;
+
 // What every route shares.
 mod state;
 

@@ -146,11 +146,15 @@ async fn serve(args: Cli) -> io::Result<()> {
     })?;
     let spooled = spool.stats();
     let store_kind = store.kind();
-    let config = webhook_ingest::Config {
+    let mut config = webhook_ingest::Config {
         spool: Some(spool),
         unverified: Some(unverified),
         ..args.config()
     };
+    // Named here, so that this node's catch-up leases are given back at a clean stop.
+    let node = webhook_ingest::catchup::node_name();
+    config.catchup.node = Some(node.clone());
+    let leases = store.clone();
     let limits = args.limits();
     let connections = config.connections.clone();
     let deadlines = config.deadlines;
@@ -177,6 +181,9 @@ async fn serve(args: Cli) -> io::Result<()> {
         "serving"
     );
     serve::serve(listener, router, limits, connections, shutdown_signal()).await;
+    if let Err(error) = leases.release_leases(node).await {
+        tracing::warn!(%error, "catch-up's leases could not be given back; they run out by themselves");
+    }
     let counts = ledger.snapshot();
     tracing::info!(
         started = counts.started,

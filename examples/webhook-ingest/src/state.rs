@@ -10,6 +10,8 @@ pub(crate) struct AppState {
     pub(crate) pipeline: Pipeline,
     /// The configured public URL, without a trailing slash.
     pub(crate) public_url: Arc<str>,
+    /// Catch-up's metrics, and the wake-up of its loop.
+    pub(crate) catchup: crate::catchup::Handle,
     /// Stops the drainers and the refresher when the last router holding this state is
     /// dropped.
     pub(crate) _tasks: Arc<Vec<AbortOnDrop>>,

@@ -6,6 +6,7 @@
 //! (`auth`), sent as `Authorization: Bearer KEY` or `?apiKey=KEY`.
 
 mod auth;
+mod catchup;
 mod commits;
 mod failures;
 pub mod home;
@@ -36,6 +37,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(
             "/api/{instance}/digests/{digest}/inboxes/{inbox}/secret",
             post(rotation::rotate_secret),
+        )
+        .route(
+            "/api/{instance}/digests/{digest}/inboxes/{inbox}/catchup",
+            get(catchup::show)
+                .put(catchup::give)
+                .delete(catchup::take_away),
         )
         .route(
             "/api/{instance}/inboxes/{inbox}/failures",

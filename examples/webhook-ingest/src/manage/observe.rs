@@ -45,7 +45,9 @@ pub(crate) fn metrics(
     connections: serve::Connections,
     state: &AppState,
 ) -> impl FnOnce() -> std::future::Ready<Response> + Clone + Send + Sync + 'static {
-    let registry = Arc::new(registry(&connections, &state.pipeline));
+    let mut registry = registry(&connections, &state.pipeline);
+    state.catchup.metrics.register(&mut registry);
+    let registry = Arc::new(registry);
     move || {
         let mut body = ledger.snapshot().to_prometheus();
         // Writing into a `String` cannot fail, nor can the encoders, which only write.
@@ -112,6 +114,7 @@ pub(crate) async fn health(
             })
         }
     };
+    body["catchup"] = state.catchup.metrics.health();
     // Whether an answer that says stored survives a power cut: false, with the reason, when
     // the store's settings let a commit return first; not known (null) until the store is
     // open, since they are read then. The spool's 202 is fsynced either way.

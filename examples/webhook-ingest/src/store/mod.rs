@@ -125,7 +125,8 @@ macro_rules! dispatch {
     }};
 }
 
-// After `dispatch!`, which it uses: a macro is in scope only below its definition.
+// After `dispatch!`, which they use: a macro is in scope only below its definition.
+pub mod catchup;
 mod replays;
 
 impl Store {

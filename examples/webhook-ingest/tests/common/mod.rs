@@ -7,7 +7,9 @@
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
+pub mod catchup;
 mod fixtures;
+mod github;
 mod logs;
 mod outage;
 mod refusals;
@@ -21,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use binary::*;
 pub use fixtures::*;
+pub use github::*;
 pub use logs::*;
 pub use outage::*;
 pub use refusals::*;

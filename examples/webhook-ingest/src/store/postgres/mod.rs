@@ -9,6 +9,7 @@
 //! arriving at twenty nodes at once store it once: the database makes the later ones
 //! wait on the first's row and then see it.
 
+mod catchup;
 mod durability;
 mod inboxes;
 mod refusals;
@@ -43,7 +44,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -124,6 +125,8 @@ CREATE TABLE replays (
 );
 CREATE INDEX replays_by_until ON replays (until_ms);
 ",
+    // Catch-up's credentials, cursor and lease per inbox (`catchup.rs`).
+    catchup::CATCHUP,
 ];
 
 /// Whether PostgreSQL refused only because of contention that a retry clears.

@@ -8,6 +8,7 @@
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
+mod catchup;
 mod inboxes;
 mod kept;
 mod refusals;

@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-pub(super) const MIGRATIONS: [&str; 7] = [
+pub(super) const MIGRATIONS: [&str; 8] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
@@ -13,6 +13,7 @@ pub(super) const MIGRATIONS: [&str; 7] = [
     NO_INSTANCE_INDEXES,
     REPLAYS,
     FEWER_PAGES_PER_DELIVERY,
+    super::catchup::CATCHUP,
 ];
 
 pub(super) const SCHEMA_V1: &str = "

@@ -1,0 +1,139 @@
+//! What the catch-up tests share (`tests/catchup.rs`, `tests/catchup_api.rs`): a service whose
+//! catch-up asks the stand-in GitHub ([`super::github`]) every 200 ms, its inbox given
+//! catch-up credentials, pushes sent from parallel clients, and waits with a bound.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use webhook_ingest::catchup::{CatchUp, Plant};
+use webhook_ingest::provider::Vcs;
+use webhook_ingest::store::Store;
+
+use super::{github_push, Answer, Fixture, GitHubStandIn, Service, TEST_BODY_LIMIT};
+
+pub const TOKEN: &str = "ghp_token-for-tests-only";
+pub const HOOK: i64 = 7;
+/// The parallel clients pushes are sent from.
+pub const CLIENTS: usize = 12;
+/// The time a test gives catch-up to bring every failed push back: a pass takes well under a
+/// second here, and the bound leaves room for a CI machine's two cores busy with every test
+/// binary at once.
+pub const RECOVERY_BOUND: Duration = Duration::from_secs(60);
+
+pub fn catchup_config(github: &GitHubStandIn, plant: Option<Plant>) -> CatchUp {
+    CatchUp {
+        api: github.api(),
+        every: Duration::from_millis(200),
+        backoff: Duration::from_millis(10),
+        plant,
+        node: None,
+    }
+}
+
+pub async fn service_on(
+    store: Store,
+    db: Option<std::path::PathBuf>,
+    github: &GitHubStandIn,
+    plant: Option<Plant>,
+) -> Service {
+    let config = webhook_ingest::Config {
+        catchup: catchup_config(github, plant),
+        ..Service::config(TEST_BODY_LIMIT)
+    };
+    Service::serve_with(store, db, config).await
+}
+
+pub fn catchup_path(fixture: &Fixture) -> String {
+    let (inbox, _) = fixture.inbox(Vcs::Github);
+    format!(
+        "/api/{}/digests/{}/inboxes/{inbox}/catchup",
+        fixture.instance, fixture.digest
+    )
+}
+
+pub async fn give(service: &Service, fixture: &Fixture, body: Value) -> Answer {
+    let request = service
+        .client
+        .put(service.url(&catchup_path(fixture)))
+        .bearer_auth(&fixture.key)
+        .json(&body);
+    service.send(request).await
+}
+
+/// Gives the GitHub inbox the repository hook's catch-up with `token`, which must be taken.
+pub async fn give_repository_hook(service: &Service, fixture: &Fixture, token: &str) -> Answer {
+    let body = json!({ "repository": "octo/hello", "hook_id": HOOK, "token": token });
+    let given = give(service, fixture, body).await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    given
+}
+
+/// The service's `/metrics`, as text.
+pub async fn metrics_text(service: &Service) -> String {
+    let answer = service
+        .client
+        .get(service.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    answer.text().await.unwrap()
+}
+
+/// Sends `count` pushes of `hook` from [`CLIENTS`] clients at once; their guids.
+pub async fn push_many(
+    github: &std::sync::Arc<GitHubStandIn>,
+    hook: usize,
+    prefix: &str,
+    count: usize,
+    recorded_as: Option<i64>,
+) -> Vec<String> {
+    let guids: Vec<String> = (0..count).map(|n| format!("{prefix}-{n:04}")).collect();
+    let mut clients = Vec::new();
+    for chunk in guids.chunks(count.div_ceil(CLIENTS)) {
+        let (github, chunk) = (github.clone(), chunk.to_vec());
+        clients.push(tokio::spawn(async move {
+            for guid in chunk {
+                github
+                    .push(hook, &guid, github_push(&[&guid]), recorded_as)
+                    .await;
+            }
+        }));
+    }
+    for client in clients {
+        client.await.unwrap();
+    }
+    guids
+}
+
+/// Waits until `done` holds, at most [`RECOVERY_BOUND`].
+pub async fn within_bound(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + RECOVERY_BOUND;
+    while !done().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {RECOVERY_BOUND:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The sum of the series of `name` on the service's `/metrics`.
+pub async fn series_sum(service: &Service, name: &str) -> f64 {
+    let text = metrics_text(service).await;
+    text.lines()
+        .filter(|line| line.starts_with(name) && line[name.len()..].starts_with('{'))
+        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+pub async fn deliveries(service: &Service, fixture: &Fixture) -> u64 {
+    service.stats(fixture).await["deliveries"].as_u64().unwrap()
+}
+
+/// A port nothing listens on: deliveries to it fail as to a service that is down.
+pub async fn closed_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/down")
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Every node down while GitHub sends pushes: catch-up asks for each once, each is stored once
+# (catchup.py says how); then each planted bug must be caught.
+#
+# usage: load-scripts/fleet/catchup.sh [--release] [sqlite|postgres ...] [plant=NAME]
+# needs: cargo, python3, Debian's postgresql package (CI installs it), runuser when root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+exec python3 load-scripts/fleet/catchup.py "$@"
