@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answer;
 mod bounds;
 mod classic;
 mod cost;
@@ -14,6 +15,7 @@ mod load;
 mod misuse;
 mod proof;
 mod replay;
+mod replay_keys;
 mod server;
 mod sign;
 mod signer;

@@ -43,7 +43,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -123,6 +123,12 @@ CREATE TABLE replays (
     until_ms BIGINT NOT NULL
 );
 CREATE INDEX replays_by_until ON replays (until_ms);
+",
+    // A replay key is reserved while its delivery is in hand, and taken once it is answered
+    // 2xx: `until_ms` is the reservation's lease while `taken` is false. The keys
+    // remembered before were taken.
+    "
+ALTER TABLE replays ADD COLUMN taken BOOLEAN NOT NULL DEFAULT true;
 ",
 ];
 
