@@ -13,6 +13,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use faultline::webhooks::{ReplayKey, ReplayStore, Seen};
+use sha2::{Digest, Sha256};
 
 use super::{Store, StoreError};
 
@@ -20,6 +21,36 @@ use super::{Store, StoreError};
 /// expired rows never pile up faster than they go, and few enough that each delivery's
 /// write stays a short range of the expiry index.
 pub(super) const PURGED_PER_REMEMBER: i64 = 8;
+
+/// What a delivery is stored under: the id its sender gave it, and the replay key of what
+/// its sender signed (`ReplayKey::of`), scoped to its inbox, so that the same signed bytes
+/// sent to two inboxes (two hooks of one repository on one secret) are two deliveries.
+/// `None` for a delivery whose key could not be made (a GitLab delivery spooled unverified
+/// keeps its token's digest, not the token): it is recognised by its id alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub delivery_id: String,
+    pub(super) key: Option<[u8; 32]>,
+}
+
+impl Claim {
+    /// The claim of the delivery `delivery_id` to `inbox`, signed as `key` says.
+    pub fn new(delivery_id: String, key: Option<ReplayKey>, inbox: &str) -> Claim {
+        let key = key.map(|key| {
+            let mut digest = Sha256::new();
+            digest.update(b"inbox\0");
+            digest.update(inbox.as_bytes());
+            digest.update(b"\0");
+            digest.update(key.as_bytes());
+            digest.finalize().into()
+        });
+        Claim { delivery_id, key }
+    }
+}
+
+/// Until when the service's ingest takes a key: as long as it keeps the delivery, which is
+/// for good; a reservation's purge never reaches it.
+pub(super) const KEPT_WITH_THE_DELIVERY: i64 = i64::MAX;
 
 /// What a backend found of a key it was asked to reserve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use crate::store::replays::Claim;
 use crate::store::Commit;
 
 /// Connections per node: enough to keep a 2-core node's handlers fed, and small
@@ -126,9 +127,12 @@ CREATE INDEX replays_by_until ON replays (until_ms);
 ",
     // A replay key is reserved while its delivery is in hand, and taken once it is answered
     // 2xx: `until_ms` is the reservation's lease while `taken` is false. The keys
-    // remembered before were taken.
+    // remembered before were taken. A key the service's own ingest takes, in the delivery's
+    // transaction, names that delivery: its redelivery under the same id is a redelivery,
+    // any other copy a replay.
     "
-ALTER TABLE replays ADD COLUMN taken BOOLEAN NOT NULL DEFAULT true;
+ALTER TABLE replays ADD COLUMN taken BOOLEAN NOT NULL DEFAULT true,
+    ADD COLUMN inbox_id TEXT, ADD COLUMN delivery_id TEXT;
 ",
 ];
 
@@ -370,14 +374,14 @@ impl PgStore {
         &self,
         instance: String,
         inbox: InboxRow,
-        delivery_id: String,
+        claim: Claim,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
         self.writers
             .ingest(writer::Job {
                 instance,
                 inbox,
-                delivery_id,
+                claim,
                 commits,
             })
             .await

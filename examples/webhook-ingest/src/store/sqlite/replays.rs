@@ -1,9 +1,9 @@
 //! Reserved and taken deliveries in SQLite (see `store/replays.rs`).
 
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
 use super::SqliteStore;
-use crate::store::replays::{Found, PURGED_PER_REMEMBER};
+use crate::store::replays::{Found, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER};
 use crate::store::StoreError;
 
 impl SqliteStore {
@@ -78,4 +78,30 @@ impl SqliteStore {
         })
         .await
     }
+}
+
+/// Takes the replay key of the delivery `delivery_id` to `inbox` in `tx`, the delivery's
+/// own transaction: whether the key is this delivery's (new, or taken by it before: a
+/// redelivery), not another's (a replay under another id). A key a reservation holds or
+/// took without naming a delivery becomes this one's.
+pub(super) fn take_for_delivery(
+    tx: &Connection,
+    key: &[u8; 32],
+    inbox: &str,
+    delivery_id: &str,
+) -> rusqlite::Result<bool> {
+    let (owner_inbox, owner_delivery): (String, String) = tx
+        .prepare_cached(
+            "INSERT INTO replays (key, until_ms, taken, inbox_id, delivery_id)
+             VALUES (?1, ?2, 1, ?3, ?4)
+             ON CONFLICT (key) DO UPDATE SET taken = 1, until_ms = excluded.until_ms,
+                 inbox_id = coalesce(replays.inbox_id, excluded.inbox_id),
+                 delivery_id = coalesce(replays.delivery_id, excluded.delivery_id)
+             RETURNING inbox_id, delivery_id",
+        )?
+        .query_row(
+            params![&key[..], KEPT_WITH_THE_DELIVERY, inbox, delivery_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+    Ok(owner_inbox == inbox && owner_delivery == delivery_id)
 }

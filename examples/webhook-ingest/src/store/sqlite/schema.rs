@@ -136,9 +136,13 @@ CREATE INDEX replays_by_until ON replays (until_ms);
 
 /// A replay key is reserved while its delivery is in hand, and taken once it is answered
 /// 2xx (`store/replays.rs`): `until_ms` is the reservation's lease while `taken` is 0. The
-/// keys remembered before were taken.
+/// keys remembered before were taken. A key the service's own ingest takes, in the
+/// delivery's transaction, names that delivery (`inbox_id`, `delivery_id`): its
+/// redelivery under the same id is a redelivery, any other copy a replay.
 const REPLAYS_RESERVED: &str = "
 ALTER TABLE replays ADD COLUMN taken INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE replays ADD COLUMN inbox_id TEXT;
+ALTER TABLE replays ADD COLUMN delivery_id TEXT;
 ";
 
 /// Two pages fewer in every delivery's commit, each a WAL frame written and fsynced before
