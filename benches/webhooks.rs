@@ -8,6 +8,12 @@
 //! cargo bench --features webhooks --bench webhooks -- --grind ROW KIB N   # for callgrind
 //! ```
 //!
+//! Two rows for the grind alone take a whole delivery through an axum route under the
+//! `FaultLayer`, into a handler that takes `Verified`: `github_extractor` with an intake
+//! that remembers nothing, and `github_guarded` with one that remembers in a `ReplayMemory`
+//! whose window ends at once, so that every delivery is a first one (reserved, then
+//! confirmed by its 2xx).
+//!
 //! After criterion's groups it prints, from its own timing in alternating rounds, each row's
 //! nanoseconds per KiB and its ratio to the hand-written row of the same size: verification
 //! is one HMAC over the body and no copy of it, so the ratios should stay near 1.
@@ -16,13 +22,20 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::http::HeaderMap;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request};
+use axum::routing::post;
+use axum::Router;
 use base64::Engine;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput};
 use faultline::webhooks::{Delivery, Keys, Secret, SecretSet, Sender};
+use faultline::webhooks::{Intake, OnRepeat, ReplayMemory, Verified};
+use faultline::FaultLayer;
 use hmac::{KeyInit, Mac};
+use http_body_util::BodyExt;
 use sha2::Sha256;
+use tower::ServiceExt;
 
 /// Body sizes, in KiB: a typical event, a large push, a push near the senders' caps' scale.
 const SIZES_KIB: [usize; 3] = [1, 16, 256];
@@ -32,6 +45,9 @@ const RATIO_BYTES_PER_ROUND: usize = 8 * 1024 * 1024;
 const RATIO_ROUNDS: usize = 7;
 /// The rows, the hand-written baseline first.
 const ROWS: [&str; 4] = ["hand_verify_slice", "github", "standard_webhooks", "stripe"];
+
+/// The rows of a whole delivery, run by the grind alone (at 1 KiB).
+const GRIND_ONLY: [&str; 2] = ["github_extractor", "github_guarded"];
 
 const SECRET: &str = "a webhook secret of thirty-two b";
 const STANDARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -48,12 +64,61 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// One row's input: its keys, its headers and the body, signed at `now`.
+/// One row's input: its keys, its headers and the body, signed at `now`; for the rows of
+/// a whole delivery, the route it is sent to.
 struct Case {
     keys: Keys,
     headers: HeaderMap,
     body: Bytes,
     now: SystemTime,
+    app: Option<App>,
+}
+
+/// A route that takes `Verified` under the layer, and the runtime it is called on.
+struct App {
+    runtime: tokio::runtime::Runtime,
+    router: Router,
+}
+
+impl App {
+    /// `guarded`: whether the intake remembers what it takes.
+    fn new(keys: &Keys, guarded: bool) -> App {
+        let mut intake = Intake::new(keys.clone());
+        if guarded {
+            intake = intake
+                .replays(ReplayMemory::new(), OnRepeat::Flag)
+                .replay_window(Duration::ZERO);
+        }
+        let router = Router::new()
+            .route(
+                "/hooks/github",
+                post(|delivery: Verified| async move { delivery.body().len().to_string() }),
+            )
+            .with_state(intake)
+            .layer(FaultLayer::new());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        App { runtime, router }
+    }
+
+    /// Sends `case`'s delivery through the route: whether it was answered 200, to its end.
+    fn deliver(&self, case: &Case) -> bool {
+        let mut request = Request::post("/hooks/github")
+            .body(Body::from(case.body.clone()))
+            .expect("a request");
+        *request.headers_mut() = case.headers.clone();
+        self.runtime.block_on(async {
+            let response = self
+                .router
+                .clone()
+                .oneshot(request)
+                .await
+                .expect("infallible");
+            let ok = response.status() == 200;
+            ok && response.into_body().collect().await.is_ok()
+        })
+    }
 }
 
 fn case(row: &str, kib: usize) -> Case {
@@ -94,10 +159,16 @@ fn case(row: &str, kib: usize) -> Case {
     };
     let keys = Keys::new(sender, SecretSet::new([secret]).expect("one secret"))
         .expect("the secret is in its sender's form");
+    let app = match row {
+        "github_extractor" => Some(App::new(&keys, false)),
+        "github_guarded" => Some(App::new(&keys, true)),
+        _ => None,
+    };
     Case {
         keys,
         headers,
         body,
+        app,
         now,
     }
 }
@@ -125,6 +196,9 @@ fn hand_verify_slice(case: &Case) -> bool {
 fn run(row: &str, case: &Case) -> bool {
     if row == "hand_verify_slice" {
         return hand_verify_slice(black_box(case));
+    }
+    if let Some(app) = &case.app {
+        return app.deliver(case);
     }
     // `Bytes` clones share the buffer: the body is not copied here, nor by the verifier.
     let delivery = Delivery::verify(&case.keys, &case.headers, case.body.clone(), case.now);
@@ -206,6 +280,11 @@ fn main() {
                 "{row} at {kib} KiB does not verify"
             );
         }
+    }
+    for row in GRIND_ONLY {
+        let case = case(row, 1);
+        // Twice: the guarded one's second delivery is a first one too.
+        assert!(run(row, &case) && run(row, &case), "{row} does not deliver");
     }
     let mut criterion = Criterion::default().configure_from_args();
     bench_rows(&mut criterion);

@@ -3,7 +3,8 @@
 # webhooks --bench webhooks`), counted by callgrind: each row run N and 2N times in a process
 # of its own, the difference divided by N, so that start-up is not counted. The deterministic
 # side of that bench's nanoseconds: each row per KiB, and its ratio to the hand-written
-# `hmac::Mac::verify_slice` row of the same size.
+# `hmac::Mac::verify_slice` row of the same size. At 1 KiB, two rows more send a whole
+# delivery through the layer and the extractor, with the replay guard off and on.
 #
 #   load-scripts/bench/webhooks-grind.sh          # N = 20
 #   load-scripts/bench/webhooks-grind.sh --quick  # N = 2 (CI)
@@ -39,7 +40,10 @@ echo "| row | KiB | instructions per verification | per KiB | × hand_verify_sli
 echo "|---|---|---|---|---|"
 for kib in 1 16 256; do
     base=
-    for row in hand_verify_slice github standard_webhooks stripe; do
+    rows="hand_verify_slice github standard_webhooks stripe"
+    # A whole delivery through the layer and the extractor, the replay guard off and on.
+    [[ $kib == 1 ]] && rows+=" github_extractor github_guarded"
+    for row in $rows; do
         once=$(instructions "$row" "$kib" "$n")
         twice=$(instructions "$row" "$kib" $((2 * n)))
         per=$(((twice - once) / n))

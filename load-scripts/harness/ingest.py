@@ -124,7 +124,10 @@ def hook_path(env: dict, vcs: str) -> str:
 
 
 def push_body(vcs: str, delivery: str, commits: int) -> bytes:
-    """A push of `vcs` with `commits` commits whose shas are unique to the delivery."""
+    """A push of `vcs` with `commits` commits whose shas are unique to the delivery, and
+    the delivery named in it (`after`, the head a real push names), so that two deliveries
+    are never the same signed bytes: the service stores a copy of those under another id
+    as a replay, not a delivery."""
     listed = [{"sha": f"{delivery}.{i}", "message": f"change {i} of {delivery}",
                "author": "Ada <ada@example.com>", "when": f"2026-11-30T06:{i:02d}:00Z"}
               for i in range(commits)]
@@ -139,4 +142,5 @@ def push_body(vcs: str, delivery: str, commits: int) -> bytes:
         payload = dict(repository, ref="refs/heads/main", commits=[
             {"id": c["sha"], "message": c["message"], "timestamp": c["when"],
              "author": {"name": "Ada"}} for c in listed])
+    payload["after"] = delivery
     return json.dumps(payload).encode()

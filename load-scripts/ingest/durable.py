@@ -115,8 +115,11 @@ def send_all(port: int, path: str, secret: str, want: int, phase: int) -> list[s
         conn = Conn(f"http://127.0.0.1:{port}", timeout_s=60)
         for n in range(per_sender):
             delivery = f"durable-{phase}-{s}-{n}"
+            # The delivery named in the push (`after`): every phase's pushes are its own, not
+            # replays of an earlier phase's, which the service would store once.
             body = (b'{"ref":"refs/heads/main","repository":{"full_name":"durable/widgets"},'
-                    b'"commits":[{"id":"%04x%04x","message":"m"}]}' % (s, n))
+                    b'"after":"%s","commits":[{"id":"%04x%04x","message":"m"}]}'
+                    % (delivery.encode(), s, n))
             status, text, _ = conn.raw("POST", path, body,
                                        github_headers(secret, delivery, body))
             if status == want:

@@ -339,8 +339,9 @@ fn poll_draining<F, B>(
 }
 
 /// Passes a success on, its body watched until its end.
-fn pass<B: Body>(response: Response<B>, guard: RequestGuard) -> Response<FaultBody<B>> {
+fn pass<B: Body>(response: Response<B>, mut guard: RequestGuard) -> Response<FaultBody<B>> {
     let status = response.status();
+    guard.answered(status);
     // A body of exact size says so itself; only one that does not needs its declared length
     // parsed from the head.
     let length = match response.body().size_hint().exact() {

@@ -20,24 +20,10 @@ use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::report::emit;
-use crate::request::{InternedRoute, RequestMeta};
+use crate::request::{
+    take_attached, AnswerHook, CountingFor, InternedRoute, RequestMeta, COUNTING,
+};
 use crate::summary::Summary;
-
-thread_local! {
-    /// The request whose inner service this thread is calling or polling, if any.
-    static COUNTING: Cell<CountingFor> =
-        const { Cell::new(CountingFor { ledger: 0, nested_route: None }) };
-}
-
-/// What the thread knows of the request a layer is calling or polling its inner service for.
-#[derive(Clone, Copy)]
-struct CountingFor {
-    /// The ledger (by `Ledger::id`) that counts it; 0 for none.
-    ledger: usize,
-    /// The route template a layer passing it through saw: a router nested as a service
-    /// (`Router::nest_service`) matches the route the outer router could not name.
-    nested_route: Option<InternedRoute>,
-}
 
 /// Whether a layer of the ledger `ledger` already counts the request being called here.
 pub(crate) fn counted_by(ledger: usize) -> bool {
@@ -102,6 +88,9 @@ pub(crate) struct Record {
     shared: Arc<StripeHandle>,
     meta: RequestMeta,
     phase: Phase,
+    /// Told the status of the answer's head, if code inside the request asked (a webhook
+    /// delivery's replay reservation); dropped with the record otherwise.
+    on_answer: Option<Box<dyn AnswerHook>>,
     /// When the request started, if a metrics bridge records durations.
     #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
     started_at: Option<std::time::Instant>,
@@ -179,6 +168,7 @@ impl RequestGuard {
             meta: RequestMeta::capture(request, &shared.config.request_id_header),
             shared,
             phase: Phase::Waiting,
+            on_answer: None,
         });
         Self { space: Some(space) }
     }
@@ -238,21 +228,36 @@ impl Record {
     /// ledger called inside passes the request through, and may name its route. Notes nest, for
     /// layers of different ledgers stacked.
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
-        let note = CountingFor {
-            ledger: self.shared.ledger.id(),
-            nested_route: None,
-        };
+        let note = CountingFor::new(self.shared.ledger.id());
         let outer = COUNTING.try_with(|counting| counting.replace(note));
         let result = f();
         let note = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
-        if let Ok(CountingFor {
-            nested_route: Some(route),
-            ..
-        }) = note
-        {
-            self.meta.refine_route(route);
+        if let Ok(note) = note {
+            if let Some(route) = note.nested_route {
+                self.meta.refine_route(route);
+            }
+            if note.attached {
+                self.attach(take_attached());
+            }
         }
         result
+    }
+
+    /// Keeps the hook attached during a poll, out of line: the poll of a request without one
+    /// stays as it was.
+    #[inline(never)]
+    fn attach(&mut self, hook: Option<Box<dyn AnswerHook>>) {
+        // One per request: a second would replace the first, which then hears nothing.
+        if self.on_answer.is_none() {
+            self.on_answer = hook;
+        }
+    }
+
+    /// The answer's head leaves with `status`: tells the hook attached, if any.
+    pub(crate) fn answered(&mut self, status: StatusCode) {
+        if let Some(hook) = self.on_answer.take() {
+            let _ = catch(move || hook.answered(status));
+        }
     }
 
     /// What was kept of the request.

@@ -26,6 +26,37 @@ struct SlackEnvelope<'a> {
     event: Option<Typed<'a>>,
 }
 
+/// `{"id": …}`: Stripe's event id. Only the field named is kept; the rest is skipped over.
+#[derive(Deserialize)]
+struct StripeEvent<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a str>,
+}
+
+/// `{"event_id": …}`: the id of a Slack Events API callback.
+#[derive(Deserialize)]
+struct SlackCallback<'a> {
+    #[serde(borrow, default)]
+    event_id: Option<&'a str>,
+}
+
+/// The id `sender` signs inside `body`, the same on its retries, which sign a new timestamp:
+/// Stripe's event `id` and Slack's `event_id`. `None` for the other senders, and when the
+/// body has none (a Slack slash command is a form, a handshake has no event) or the id is
+/// escaped.
+pub(crate) fn signed_event_id(sender: Sender, body: &[u8]) -> Option<&str> {
+    let id = match sender {
+        Sender::Stripe => serde_json::from_slice::<StripeEvent<'_>>(body).ok()?.id,
+        Sender::Slack => {
+            serde_json::from_slice::<SlackCallback<'_>>(body)
+                .ok()?
+                .event_id
+        }
+        _ => None,
+    };
+    id.filter(|id| !id.is_empty())
+}
+
 /// Whether `sender` names its event in the body rather than in a header.
 pub(crate) fn event_in_body(sender: Sender) -> bool {
     matches!(

@@ -16,7 +16,9 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use crate::webhooks::delivery::{Delivery, Pending};
 use crate::webhooks::keys::{Keys, LookupError, Secrets};
 use crate::webhooks::refusal::Refusal;
-use crate::webhooks::replay::{OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_WINDOW};
+use crate::webhooks::replay::{
+    OnRepeat, ReplayStore, Replays, DEFAULT_REPLAY_LEASE, DEFAULT_REPLAY_WINDOW,
+};
 
 /// The longest body an intake reads unless told otherwise: GitHub caps its payloads at
 /// 25 MB, the largest cap among the senders, so that no push a sender would send is refused.
@@ -32,6 +34,7 @@ pub struct Intake<K = Keys> {
     max_body_bytes: usize,
     replays: Option<Replays>,
     replay_window: Duration,
+    replay_lease: Duration,
 }
 
 impl<K> Clone for Intake<K> {
@@ -41,6 +44,7 @@ impl<K> Clone for Intake<K> {
             max_body_bytes: self.max_body_bytes,
             replays: self.replays.clone(),
             replay_window: self.replay_window,
+            replay_lease: self.replay_lease,
         }
     }
 }
@@ -53,6 +57,7 @@ impl<K: Secrets> Intake<K> {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             replays: None,
             replay_window: DEFAULT_REPLAY_WINDOW,
+            replay_lease: DEFAULT_REPLAY_LEASE,
         }
     }
 
@@ -68,6 +73,14 @@ impl<K: Secrets> Intake<K> {
     /// so that a repeat is flagged or refused as `on_repeat` says. Without it, an intake
     /// remembers nothing: each delivery is judged by its signature (and its timestamp, for
     /// the senders that sign one) alone.
+    ///
+    /// A delivery is taken when it is answered 2xx, not before: its key is reserved once it
+    /// is verified, confirmed when the answer's head is 2xx, and released when it is not,
+    /// when the handler panics and when the request is cancelled, so that the sender's
+    /// retry is handled anew. A copy that arrives while the first is in hand is answered 503
+    /// `webhook-in-progress` with `Retry-After`. The answer is told by the
+    /// [`FaultLayer`](crate::FaultLayer) around the route: without one, every delivery is
+    /// refused 500 `webhook-replays-without-layer`.
     ///
     /// ```
     /// use faultline::webhooks::senders::GitHub;
@@ -89,6 +102,14 @@ impl<K: Secrets> Intake<K> {
     /// tolerance.
     pub fn replay_window(mut self, window: Duration) -> Self {
         self.replay_window = window;
+        self
+    }
+
+    /// How long a delivery's key stays reserved when nothing settles it (the node holding it
+    /// died), [`DEFAULT_REPLAY_LEASE`] unless told: longer than any handler runs, or a copy
+    /// arriving after the lease is handled while the first still is.
+    pub fn replay_lease(mut self, lease: Duration) -> Self {
+        self.replay_lease = lease;
         self
     }
 
@@ -128,9 +149,10 @@ impl<K> Verified<K> {
         self.delivery
     }
 
-    /// Whether the intake took this delivery before, within its replay window: a
-    /// sender's redelivery, or a replay. Answer it 2xx without keeping it again. Always
-    /// false for an intake that remembers nothing.
+    /// Whether the intake took this delivery before (answered it 2xx), within its replay
+    /// window: a sender's redelivery, or a replay. Answer it 2xx without keeping it again.
+    /// False for a retry of a delivery answered otherwise, and always false for an intake
+    /// that remembers nothing.
     pub fn is_duplicate(&self) -> bool {
         self.duplicate
     }
@@ -168,8 +190,10 @@ where
         let delivery = pending.finish(body, keys.secrets(), now)?;
         let duplicate = match &intake.replays {
             Some(replays) => {
-                let (window, tolerance) = (intake.replay_window, keys.tolerance());
-                replays.check(&delivery, now, window, tolerance).await?
+                let times = (intake.replay_window, intake.replay_lease);
+                replays
+                    .check(&delivery, now, times, keys.tolerance())
+                    .await?
             }
             None => false,
         };

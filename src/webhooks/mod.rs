@@ -83,10 +83,10 @@ pub use id::{DeliveryId, IdError, MAX_DELIVERY_ID_BYTES};
 pub use intake::{Intake, Verified, DEFAULT_MAX_BODY_BYTES};
 pub use keys::{Keys, LookupError, Secrets};
 pub use proof::MAX_SIGNATURES;
-pub use refusal::{Refusal, SECRETS_RETRY_AFTER_SECS};
+pub use refusal::{Refusal, IN_PROGRESS_RETRY_AFTER_SECS, SECRETS_RETRY_AFTER_SECS};
 pub use replay::{
     OnRepeat, ReplayKey, ReplayMemory, ReplayStore, Seen, DEFAULT_REPLAY_CAPACITY,
-    DEFAULT_REPLAY_WINDOW,
+    DEFAULT_REPLAY_LEASE, DEFAULT_REPLAY_WINDOW,
 };
 pub use secret::{
     token_digest, Secret, SecretError, SecretSet, MAX_STANDARD_KEY_BYTES, MIN_STANDARD_KEY_BYTES,

@@ -14,6 +14,11 @@ use crate::error::{Catalog, CatalogEntry, Error, Fault};
 /// schedule of its own (Stripe for three days) is not pushed far back.
 pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
 
+/// Seconds a sender waits before retrying a copy of a delivery still in hand: the first
+/// copy is answered within the sender's own timeout (3 to 30 s), so a retry a few seconds
+/// later finds it taken (a repeat) or released (handled anew).
+pub const IN_PROGRESS_RETRY_AFTER_SECS: u32 = 5;
+
 /// Why a delivery was refused. Each is a [`Fault`]: answered as problem+json with its
 /// status and stable code, and counted by the ledger as a handled error under that code.
 ///
@@ -34,6 +39,8 @@ pub const SECRETS_RETRY_AFTER_SECS: u32 = 5;
 /// | [`SecretsUnavailable`](Refusal::SecretsUnavailable) | 503, `Retry-After` | `webhook-secrets-unavailable` |
 /// | [`Replayed`](Refusal::Replayed) | 409 | `webhook-replayed` |
 /// | [`ReplaysUnavailable`](Refusal::ReplaysUnavailable) | 503, `Retry-After` | `webhook-replays-unavailable` |
+/// | [`InProgress`](Refusal::InProgress) | 503, `Retry-After` | `webhook-in-progress` |
+/// | [`ReplaysWithoutLayer`](Refusal::ReplaysWithoutLayer) | 500 | `webhook-replays-without-layer` |
 ///
 /// With `?` it keeps its status and code wherever it goes: into [`faultline::Error`](Error),
 /// into an error enum of yours that holds it as a `#[fault(transparent)]` field, or as the
@@ -144,6 +151,13 @@ pub enum Refusal {
     Replayed,
     /// The store that remembers what was taken failed; the sender may retry.
     ReplaysUnavailable(Box<dyn StdError + Send + Sync>),
+    /// A copy of this delivery is in hand (its key is reserved), and its answer will say
+    /// whether it is taken; the sender retries, and the retry is a repeat or handled anew.
+    InProgress,
+    /// The intake remembers what it takes, but no [`FaultLayer`](crate::FaultLayer) is
+    /// around the route to tell it the answer: nothing could say whether the delivery was
+    /// taken. A deployment's mistake, answered 500 until it is put right.
+    ReplaysWithoutLayer,
 }
 
 impl fmt::Display for Refusal {
@@ -184,6 +198,10 @@ impl fmt::Display for Refusal {
             Refusal::ReplaysUnavailable(_) => {
                 f.write_str("the inbox could not tell whether this delivery was taken already")
             }
+            Refusal::InProgress => f.write_str("a copy of this delivery is being handled"),
+            Refusal::ReplaysWithoutLayer => {
+                f.write_str("the inbox remembers deliveries, but no fault layer tells it answers")
+            }
         }
     }
 }
@@ -213,9 +231,10 @@ impl Fault for Refusal {
             Refusal::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Refusal::UnknownInbox => StatusCode::NOT_FOUND,
             Refusal::Replayed => StatusCode::CONFLICT,
-            Refusal::SecretsUnavailable(_) | Refusal::ReplaysUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Refusal::SecretsUnavailable(_)
+            | Refusal::ReplaysUnavailable(_)
+            | Refusal::InProgress => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::ReplaysWithoutLayer => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -234,19 +253,20 @@ impl Fault for Refusal {
             Refusal::SecretsUnavailable(_) => "webhook-secrets-unavailable",
             Refusal::Replayed => "webhook-replayed",
             Refusal::ReplaysUnavailable(_) => "webhook-replays-unavailable",
+            Refusal::InProgress => "webhook-in-progress",
+            Refusal::ReplaysWithoutLayer => "webhook-replays-without-layer",
         }
     }
 
     fn headers(&self, headers: &mut HeaderMap) {
-        if matches!(
-            self,
-            Refusal::SecretsUnavailable(_) | Refusal::ReplaysUnavailable(_)
-        ) {
-            headers.insert(
-                http::header::RETRY_AFTER,
-                HeaderValue::from(SECRETS_RETRY_AFTER_SECS),
-            );
-        }
+        let seconds = match self {
+            Refusal::SecretsUnavailable(_) | Refusal::ReplaysUnavailable(_) => {
+                SECRETS_RETRY_AFTER_SECS
+            }
+            Refusal::InProgress => IN_PROGRESS_RETRY_AFTER_SECS,
+            _ => return,
+        };
+        headers.insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
     }
 }
 
@@ -306,6 +326,14 @@ impl Catalog for Refusal {
             (
                 Refusal::ReplaysUnavailable(unavailable()),
                 "whether the delivery was taken could not be told; retry",
+            ),
+            (
+                Refusal::InProgress,
+                "a copy of the delivery is in hand; retry to learn whether it was taken",
+            ),
+            (
+                Refusal::ReplaysWithoutLayer,
+                "no fault layer tells the intake its answers; a deployment's mistake",
             ),
         ]
         .into_iter()

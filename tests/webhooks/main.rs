@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answer;
 mod bounds;
 mod classic;
 mod cost;
@@ -16,6 +17,7 @@ mod misuse;
 mod proof;
 mod question_mark;
 mod replay;
+mod replay_keys;
 mod replay_metrics;
 mod server;
 mod sign;

@@ -11,7 +11,7 @@ use faultline::{FaultLayer, Ledger};
 
 use crate::catchup;
 use crate::manage::{self, home, observe, rotation};
-use crate::pipeline::{drain, ignored, refusals, Pipeline};
+use crate::pipeline::{drain, ignored, refusals, replays, Pipeline};
 use crate::receive;
 use crate::serve;
 use crate::spool;
@@ -113,6 +113,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         unverified_max_body: config.unverified_max_body,
         unverified_refused: spool::unverified::BoundRefusals::default(),
         drain_refused: drain::DrainRefusals::default(),
+        replays_refused: replays::ReplaysRefused::default(),
     };
     let mut state = AppState {
         pipeline,

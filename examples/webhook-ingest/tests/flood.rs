@@ -176,6 +176,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
         ];
         for (vcs, event, body) in sent {
             let id = format!("real-{vcs}-{n}");
+            let body = named(&body, &id);
             tasks.push(tokio::spawn(
                 delivery(&second, &fixture, vcs, event, &id, &body).send(),
             ));

@@ -38,14 +38,7 @@ async fn copies_of_one_delivery_at_two_nodes_at_once_store_it_once() {
         .collect();
     let mut answers = Vec::new();
     for copy in copies {
-        let response = copy.await.unwrap().unwrap();
-        let status = response.status().as_u16();
-        let value: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
-        // A problem's whole body when it is not an answer, so a failure names its code.
-        let said = value["status"]
-            .as_str()
-            .map_or_else(|| value.to_string(), str::to_owned);
-        answers.push((status, said));
+        answers.push(status_and_said(copy.await.unwrap().unwrap()).await);
     }
     let stored = answers
         .iter()
@@ -124,7 +117,7 @@ async fn send_in_parallel(
                         (0..commits).map(|c| format!("{client}.{n}.{c}")).collect();
                     let shas: Vec<&str> = shas.iter().map(String::as_str).collect();
                     let id = format!("{run}-{client}-{n}");
-                    let body = github_push(&shas);
+                    let body = github_push_named(&id, &shas);
                     (
                         delivery(service, fixture, Vcs::Github, "push", &id, &body),
                         commits as u64,

@@ -1,8 +1,9 @@
 //! The service's database as the library's `ReplayStore`: nodes that share the database share
-//! what was remembered, many nodes remembering one key at once get exactly one `First`, and a
-//! key is a repeat until its expiry; behind the library's `Intake`, a replay sent to another
-//! node is refused there. The PostgreSQL half runs when `WEBHOOK_INGEST_TEST_POSTGRES` names
-//! a database.
+//! what was reserved and taken, many nodes reserving one key at once get exactly one
+//! `First`, a key is held until its lease ends and a repeat until its expiry, and a late
+//! release frees nothing another node reserved since; behind the library's `Intake`, a replay
+//! sent to another node is refused there. The PostgreSQL half runs when
+//! `WEBHOOK_INGEST_TEST_POSTGRES` names a database.
 
 mod common;
 
@@ -39,6 +40,16 @@ fn in_a_day() -> SystemTime {
     SystemTime::now() + Duration::from_secs(24 * 60 * 60)
 }
 
+/// Reserves `key` at `node` and, when it was free, takes it until `until`: a delivery
+/// answered 2xx. What the reservation found.
+async fn remember(node: &Store, key: ReplayKey, until: SystemTime) -> Seen {
+    let seen = node.reserve(key, until).await.unwrap();
+    if seen == Seen::First {
+        node.confirm(key, until).await.unwrap();
+    }
+    seen
+}
+
 async fn two_nodes_on(location: &str) -> [Store; 2] {
     [
         Store::open(location).await.unwrap(),
@@ -49,20 +60,11 @@ async fn two_nodes_on(location: &str) -> [Store; 2] {
 /// Each node sees the keys the other remembered.
 async fn nodes_share_their_keys(nodes: &[Store; 2]) {
     let (a, b) = (fresh_key(), fresh_key());
-    assert_eq!(nodes[0].remember(a, in_a_day()).await.unwrap(), Seen::First);
-    assert_eq!(
-        nodes[1].remember(a, in_a_day()).await.unwrap(),
-        Seen::Repeat
-    );
-    assert_eq!(nodes[1].remember(b, in_a_day()).await.unwrap(), Seen::First);
-    assert_eq!(
-        nodes[0].remember(b, in_a_day()).await.unwrap(),
-        Seen::Repeat
-    );
-    assert_eq!(
-        nodes[0].remember(a, in_a_day()).await.unwrap(),
-        Seen::Repeat
-    );
+    assert_eq!(remember(&nodes[0], a, in_a_day()).await, Seen::First);
+    assert_eq!(remember(&nodes[1], a, in_a_day()).await, Seen::Repeat);
+    assert_eq!(remember(&nodes[1], b, in_a_day()).await, Seen::First);
+    assert_eq!(remember(&nodes[0], b, in_a_day()).await, Seen::Repeat);
+    assert_eq!(remember(&nodes[0], a, in_a_day()).await, Seen::Repeat);
 }
 
 /// Many tasks over both nodes remember one key at once: exactly one is first.
@@ -71,7 +73,7 @@ async fn one_of_many_at_once_is_first(nodes: &[Store; 2]) {
     let racers: Vec<_> = (0..RACERS)
         .map(|i| {
             let node = nodes[i % nodes.len()].clone();
-            tokio::spawn(async move { node.remember(key, in_a_day()).await })
+            tokio::spawn(async move { node.reserve(key, in_a_day()).await })
         })
         .collect();
     let mut firsts = 0;
@@ -127,41 +129,59 @@ async fn one_of_many_remembering_a_key_at_once_on_sqlite_is_first() {
     assert_eq!(rows(&db.0), 1);
 }
 
-/// A key is a repeat until its expiry, then first again. Judged from the real time, with
-/// fresh keys, so that tests sharing a database neither see these rows nor delete them.
+/// A key is held until its lease ends, a repeat until its expiry, then first again; a release
+/// frees only the reservation of its own lease, never a key taken. Judged from the real
+/// time, with fresh keys, so that tests sharing a database neither see these rows nor delete
+/// them.
 async fn a_key_lasts_until_its_expiry(store: &Store) {
     let (one, two) = (fresh_key(), fresh_key());
     let start = SystemTime::now();
     let at = |ms| start + Duration::from_millis(ms);
-    let remember = |key, until, now| store.remember_at(key, until, now);
-    assert_eq!(remember(one, at(10_000), start).await.unwrap(), Seen::First);
+    let reserve = |key, lease, now| store.reserve_at(key, lease, now);
+    assert_eq!(reserve(one, at(1_000), start).await.unwrap(), Seen::First);
+    assert_eq!(reserve(one, at(2_000), at(999)).await.unwrap(), Seen::Held);
+    // The lease ended: the holder died, and the key is free again.
     assert_eq!(
-        remember(one, at(20_000), at(9_999)).await.unwrap(),
+        reserve(one, at(2_000), at(1_000)).await.unwrap(),
+        Seen::First
+    );
+    // A late release of the first lease frees nothing; the second one's does.
+    store.release_at(one, at(1_000)).await.unwrap();
+    assert_eq!(
+        reserve(one, at(3_000), at(1_500)).await.unwrap(),
+        Seen::Held
+    );
+    store.release_at(one, at(2_000)).await.unwrap();
+    assert_eq!(
+        reserve(one, at(3_000), at(1_500)).await.unwrap(),
+        Seen::First
+    );
+    // Taken until its expiry, and no release frees it.
+    store.confirm_at(one, at(10_000)).await.unwrap();
+    store.release_at(one, at(3_000)).await.unwrap();
+    assert_eq!(
+        reserve(one, at(20_000), at(9_999)).await.unwrap(),
         Seen::Repeat
     );
-    // The repeat did not extend it: at its own expiry it is first again, until the new one.
     assert_eq!(
-        remember(one, at(20_000), at(10_000)).await.unwrap(),
+        reserve(one, at(20_000), at(10_000)).await.unwrap(),
         Seen::First
     );
     assert_eq!(
-        remember(one, at(30_000), at(19_999)).await.unwrap(),
-        Seen::Repeat
-    );
-    assert_eq!(
-        remember(two, at(20_000), at(19_999)).await.unwrap(),
+        reserve(two, at(20_000), at(19_999)).await.unwrap(),
         Seen::First
     );
 }
 
 #[tokio::test]
-async fn a_key_is_a_repeat_until_its_expiry_then_first_again() {
+async fn a_key_is_held_until_its_lease_and_a_repeat_until_its_expiry() {
     a_key_lasts_until_its_expiry(&Store::open(":memory:").await.unwrap()).await;
 }
 
 #[tokio::test]
-async fn a_key_is_a_repeat_until_its_expiry_on_postgres() {
-    let Some(url) = test_postgres("a_key_is_a_repeat_until_its_expiry_on_postgres") else {
+async fn a_key_is_held_until_its_lease_and_a_repeat_until_its_expiry_on_postgres() {
+    let name = "a_key_is_held_until_its_lease_and_a_repeat_until_its_expiry_on_postgres";
+    let Some(url) = test_postgres(name) else {
         return;
     };
     a_key_lasts_until_its_expiry(&Store::open(&url).await.unwrap()).await;
@@ -180,7 +200,7 @@ async fn expired_rows_are_deleted_a_few_per_write() {
     for n in 0..expiring {
         let n = u8::try_from(n).unwrap();
         assert_eq!(
-            store.remember_at(key(n), soon, start).await.unwrap(),
+            store.reserve_at(key(n), soon, start).await.unwrap(),
             Seen::First
         );
     }
@@ -189,7 +209,7 @@ async fn expired_rows_are_deleted_a_few_per_write() {
     let after = soon + Duration::from_secs(1);
     let mut expected = expiring;
     for n in 200..203 {
-        store.remember_at(key(n), later, after).await.unwrap();
+        store.reserve_at(key(n), later, after).await.unwrap();
         let expired = expected - usize::from(n - 200);
         expected = expected + 1 - expired.min(PURGED_PER_REMEMBER);
         assert_eq!(rows(&db.0), expected);
@@ -197,8 +217,8 @@ async fn expired_rows_are_deleted_a_few_per_write() {
     // Every expired row is gone; the live ones stay.
     assert_eq!(expected, 3);
     assert_eq!(
-        store.remember_at(key(201), later, after).await.unwrap(),
-        Seen::Repeat
+        store.reserve_at(key(201), later, after).await.unwrap(),
+        Seen::Held
     );
 }
 
@@ -263,6 +283,19 @@ async fn github_push(url: &str, id: &str, body: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// [`github_push`], again while a copy is in hand (the first's confirm, which runs on
+/// after its answer, has not landed yet): the first answer of another kind.
+async fn github_push_settled(url: &str, id: &str, body: &str) -> reqwest::Response {
+    for _ in 0..100 {
+        let response = github_push(url, id, body).await;
+        if response.status() != 503 {
+            return response;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("still in progress after a second")
+}
+
 /// The `code` of a problem body.
 async fn code(response: reqwest::Response) -> String {
     let problem: serde_json::Value =
@@ -278,10 +311,11 @@ async fn a_replay_under_a_fresh_id_to_another_node_is_refused_there() {
     let body = r#"{"ref":"refs/heads/main","commits":[]}"#;
     assert_eq!(github_push(&url_a, "delivery-1", body).await.status(), 200);
     // The same signed bytes under a new id, at the other node: GitHub signs no id.
-    let replayed = github_push(&url_b, "delivery-2", body).await;
+    let replayed = github_push_settled(&url_b, "delivery-2", body).await;
     assert_eq!(replayed.status(), 409);
     assert_eq!(code(replayed).await, "webhook-replayed");
-    assert_eq!(github_push(&url_a, "delivery-3", body).await.status(), 409);
+    let again = github_push_settled(&url_a, "delivery-3", body).await;
+    assert_eq!(again.status(), 409);
     let other = r#"{"ref":"refs/heads/next","commits":[]}"#;
     assert_eq!(github_push(&url_b, "delivery-4", other).await.status(), 200);
     task_a.abort();

@@ -52,8 +52,9 @@ fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
 async fn push(service: &Service, fixture: &Fixture, vcs: Vcs, id: &str) -> Answer {
     let (event, body) = match vcs {
         Vcs::Github | Vcs::Gitea | Vcs::Forgejo => ("push", github_push(&[id])),
-        Vcs::Gitlab => ("Push Hook", gitlab_push()),
-        Vcs::Bitbucket => ("repo:push", bitbucket_push()),
+        // Each push a delivery of its own, not a replay of the one before.
+        Vcs::Gitlab => ("Push Hook", named(&gitlab_push(), id)),
+        Vcs::Bitbucket => ("repo:push", named(&bitbucket_push(), id)),
     };
     service
         .send(delivery(service, fixture, vcs, event, id, &body))

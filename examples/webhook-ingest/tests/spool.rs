@@ -232,6 +232,8 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
         proof: None,
         // As the service writes it: the arrival time is 8 bytes whatever it is.
         received: Some(std::time::SystemTime::now()),
+        // And so is the replay key of a delivery verified before it was spooled.
+        key: Some([0; 32]),
         body: github_push(&["b0"]),
     };
     let record_bytes = RECORD_HEADER_BYTES + record.encode().len() as u64;

@@ -19,13 +19,14 @@ pub const DEFAULT_REPLAY_CAPACITY: usize = 100_000;
 const STALE_FACTOR: usize = 2;
 
 /// Remembers verified deliveries in this process, for one inbox or several: at most
-/// `capacity` keys, each until the moment it was given. Past the capacity, the key
-/// remembered first is forgotten before its time, and counted ([`evicted`]); a replay of
-/// it would then pass. Cheap to clone: clones share one memory.
+/// `capacity` keys, each held until its lease ends or taken until the moment it was given.
+/// Past the capacity, the key remembered first is forgotten before its time, and counted
+/// ([`evicted`]); a replay of it would then pass. Cheap to clone: clones share one memory.
 ///
-/// One lock guards it, held for a hash lookup and an insert per verified delivery: next
-/// to the HMAC over the body that each delivery costs before it, the lock is not what a
-/// receiver waits on. A fleet shares a [`ReplayStore`] of its own instead.
+/// One lock guards it, held for a hash lookup and an insert per verified delivery and
+/// another per answer: next to the HMAC over the body that each delivery costs before it,
+/// the lock is not what a receiver waits on. A fleet shares a [`ReplayStore`] of its own
+/// instead.
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
@@ -34,11 +35,15 @@ const STALE_FACTOR: usize = 2;
 /// let memory = ReplayMemory::with_capacity(1);
 /// let now = SystemTime::now();
 /// let (a, b) = (ReplayKey::from_bytes([1; 32]), ReplayKey::from_bytes([2; 32]));
-/// let later = now + Duration::from_secs(60);
-/// assert_eq!(memory.remember_at(a, later, now), Seen::First);
-/// assert_eq!(memory.remember_at(a, later, now), Seen::Repeat);
-/// assert_eq!(memory.remember_at(b, later, now), Seen::First); // `a` is forgotten early
+/// let (lease, later) = (now + Duration::from_secs(1), now + Duration::from_secs(60));
+/// assert_eq!(memory.reserve_at(a, lease, now), Seen::First);
+/// assert_eq!(memory.reserve_at(a, lease, now), Seen::Held); // in hand
+/// memory.confirm_at(a, later, now); // answered 2xx
+/// assert_eq!(memory.reserve_at(a, lease, now), Seen::Repeat);
+/// assert_eq!(memory.reserve_at(b, lease, now), Seen::First); // `a` is forgotten early
 /// assert_eq!(memory.evicted(), 1);
+/// memory.release_at(b, lease); // answered otherwise
+/// assert_eq!(memory.reserve_at(b, lease, now), Seen::First);
 /// ```
 ///
 /// [`evicted`]: ReplayMemory::evicted
@@ -54,15 +59,22 @@ struct Shared {
     expired: AtomicU64,
 }
 
-/// Each key's expiry, and the keys in the order they were remembered. A key remembered
-/// again after it expired is in `order` twice; the entry whose expiry is not the key's
-/// own is skipped when it comes up, and all such are dropped at once when `order` reaches
-/// [`STALE_FACTOR`] times the capacity. So `until.len() <= capacity` and
-/// `order.len() <= STALE_FACTOR * capacity`.
+/// A key's state: held under a lease that ends at `expiry`, or taken until `expiry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    expiry: SystemTime,
+    taken: bool,
+}
+
+/// Each key's entry, and the keys in the order they were remembered. A key remembered
+/// again (after it expired, or confirmed after its reservation) is in `order` twice; the
+/// place whose entry is not the key's own is skipped when it comes up, and all such are
+/// dropped at once when `order` reaches [`STALE_FACTOR`] times the capacity. So
+/// `entries.len() <= capacity` and `order.len() <= STALE_FACTOR * capacity`.
 #[derive(Default)]
 struct Table {
-    until: HashMap<ReplayKey, SystemTime>,
-    order: VecDeque<(ReplayKey, SystemTime)>,
+    entries: HashMap<ReplayKey, Entry>,
+    order: VecDeque<(ReplayKey, Entry)>,
 }
 
 impl ReplayMemory {
@@ -83,57 +95,98 @@ impl ReplayMemory {
         }
     }
 
-    /// Remembers `key` until `until`, judged at `now`: [`Seen::Repeat`] when it is
-    /// remembered and `now` is before its expiry. For tests and for callers with a clock
-    /// of their own; the [`ReplayStore`] implementation reads the system clock.
-    pub fn remember_at(&self, key: ReplayKey, until: SystemTime, now: SystemTime) -> Seen {
-        let mut table = self
-            .shared
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.shared
             .table
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reserves `key` until `lease`, judged at `now`: [`Seen::Held`] while a reservation's
+    /// lease has not ended, [`Seen::Repeat`] while it is taken, else [`Seen::First`]. For
+    /// tests and for callers with a clock of their own; the [`ReplayStore`] implementation
+    /// reads the system clock.
+    pub fn reserve_at(&self, key: ReplayKey, lease: SystemTime, now: SystemTime) -> Seen {
+        let mut table = self.table();
         self.forget_expired(&mut table, now);
-        if let Some(&expiry) = table.until.get(&key) {
-            if expiry > now {
-                return Seen::Repeat;
+        if let Some(&entry) = table.entries.get(&key) {
+            if entry.expiry > now {
+                return if entry.taken {
+                    Seen::Repeat
+                } else {
+                    Seen::Held
+                };
             }
             // Its place in the order stays behind, and is skipped when it comes up.
-            table.until.remove(&key);
+            table.entries.remove(&key);
             self.shared.expired.fetch_add(1, Ordering::Relaxed);
         }
-        while table.until.len() >= self.shared.capacity {
+        let entry = Entry {
+            expiry: lease,
+            taken: false,
+        };
+        self.insert(&mut table, key, entry, now);
+        Seen::First
+    }
+
+    /// Takes `key` until `until`, judged at `now`, whatever it held.
+    pub fn confirm_at(&self, key: ReplayKey, until: SystemTime, now: SystemTime) {
+        let mut table = self.table();
+        self.forget_expired(&mut table, now);
+        let entry = Entry {
+            expiry: until,
+            taken: true,
+        };
+        self.insert(&mut table, key, entry, now);
+    }
+
+    /// Frees `key` if it is still held under the lease that ends at `lease`.
+    pub fn release_at(&self, key: ReplayKey, lease: SystemTime) {
+        let held = Entry {
+            expiry: lease,
+            taken: false,
+        };
+        let mut table = self.table();
+        if table.entries.get(&key) == Some(&held) {
+            // Its place in the order stays behind, and is skipped when it comes up.
+            table.entries.remove(&key);
+        }
+    }
+
+    /// Puts `entry` in for `key`, forgetting the oldest keys first when the memory is full.
+    fn insert(&self, table: &mut Table, key: ReplayKey, entry: Entry, now: SystemTime) {
+        while !table.entries.contains_key(&key) && table.entries.len() >= self.shared.capacity {
             let Some((oldest, expiry)) = table.order.pop_front() else {
                 break;
             };
-            self.forget(&mut table, oldest, expiry, now);
+            self.forget(table, oldest, expiry, now);
         }
         if table.order.len() >= STALE_FACTOR * self.shared.capacity {
-            let Table { until, order } = &mut *table;
-            order.retain(|(key, expiry)| until.get(key) == Some(expiry));
+            let Table { entries, order } = &mut *table;
+            order.retain(|(key, entry)| entries.get(key) == Some(entry));
         }
-        table.until.insert(key, until);
-        table.order.push_back((key, until));
-        Seen::First
+        table.entries.insert(key, entry);
+        table.order.push_back((key, entry));
     }
 
     /// Forgets the keys at the front of the order whose time has come.
     fn forget_expired(&self, table: &mut Table, now: SystemTime) {
-        while let Some(&(key, expiry)) = table.order.front() {
-            if expiry > now {
+        while let Some(&(key, entry)) = table.order.front() {
+            if entry.expiry > now {
                 break;
             }
             table.order.pop_front();
-            self.forget(table, key, expiry, now);
+            self.forget(table, key, entry, now);
         }
     }
 
-    /// Forgets `key` if `expiry` is still its own, counting whether it was due.
-    fn forget(&self, table: &mut Table, key: ReplayKey, expiry: SystemTime, now: SystemTime) {
-        if table.until.get(&key) != Some(&expiry) {
+    /// Forgets `key` if `entry` is still its own, counting whether it was due.
+    fn forget(&self, table: &mut Table, key: ReplayKey, entry: Entry, now: SystemTime) {
+        if table.entries.get(&key) != Some(&entry) {
             return;
         }
-        table.until.remove(&key);
-        let counter = if expiry > now {
+        table.entries.remove(&key);
+        let counter = if entry.expiry > now {
             &self.shared.evicted
         } else {
             &self.shared.expired
@@ -148,19 +201,15 @@ impl ReplayMemory {
         self.shared.evicted.load(Ordering::Relaxed)
     }
 
-    /// Keys forgotten at their time.
+    /// Keys forgotten at their time: taken ones at their expiry, held ones when their
+    /// lease ended unsettled.
     pub fn expired(&self) -> u64 {
         self.shared.expired.load(Ordering::Relaxed)
     }
 
-    /// Keys held now, some of which may have expired and not yet been dropped.
+    /// Keys held or taken now, some of which may have expired and not yet been dropped.
     pub fn len(&self) -> usize {
-        self.shared
-            .table
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .until
-            .len()
+        self.table().entries.len()
     }
 
     /// Whether it holds no key.
@@ -193,8 +242,18 @@ impl std::fmt::Debug for ReplayMemory {
 impl ReplayStore for ReplayMemory {
     type Error = Infallible;
 
-    async fn remember(&self, key: ReplayKey, until: SystemTime) -> Result<Seen, Infallible> {
-        Ok(self.remember_at(key, until, SystemTime::now()))
+    async fn reserve(&self, key: ReplayKey, lease: SystemTime) -> Result<Seen, Infallible> {
+        Ok(self.reserve_at(key, lease, SystemTime::now()))
+    }
+
+    async fn confirm(&self, key: ReplayKey, until: SystemTime) -> Result<(), Infallible> {
+        self.confirm_at(key, until, SystemTime::now());
+        Ok(())
+    }
+
+    async fn release(&self, key: ReplayKey, lease: SystemTime) -> Result<(), Infallible> {
+        self.release_at(key, lease);
+        Ok(())
     }
 }
 
@@ -208,15 +267,25 @@ mod tests {
         ReplayKey::from_bytes([n; 32])
     }
 
+    /// Reserves `key` and, when it was free, confirms it at once: a delivery answered 2xx.
+    fn remember(memory: &ReplayMemory, key: ReplayKey, until: SystemTime, now: SystemTime) -> Seen {
+        let seen = memory.reserve_at(key, until, now);
+        if seen == Seen::First {
+            memory.confirm_at(key, until, now);
+        }
+        seen
+    }
+
     #[test]
     fn a_key_is_a_repeat_until_its_expiry_then_first_again_and_counted_expired() {
         let memory = ReplayMemory::with_capacity(8);
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let until = now + Duration::from_secs(10);
-        assert_eq!(memory.remember_at(key(1), until, now), Seen::First);
+        assert_eq!(remember(&memory, key(1), until, now), Seen::First);
         let before = until - Duration::from_nanos(1);
-        assert_eq!(memory.remember_at(key(1), until, before), Seen::Repeat);
-        assert_eq!(memory.remember_at(key(1), until, until), Seen::First);
+        assert_eq!(remember(&memory, key(1), until, before), Seen::Repeat);
+        let again = until + Duration::from_secs(10);
+        assert_eq!(remember(&memory, key(1), again, until), Seen::First);
         assert_eq!(
             (memory.expired(), memory.evicted(), memory.len()),
             (1, 0, 1)
@@ -229,13 +298,13 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let until = now + Duration::from_secs(10);
         for n in 0..5 {
-            assert_eq!(memory.remember_at(key(n), until, now), Seen::First);
+            assert_eq!(remember(&memory, key(n), until, now), Seen::First);
         }
         assert_eq!((memory.evicted(), memory.len()), (2, 3));
-        assert_eq!(memory.remember_at(key(4), until, now), Seen::Repeat);
-        assert_eq!(memory.remember_at(key(2), until, now), Seen::Repeat);
+        assert_eq!(remember(&memory, key(4), until, now), Seen::Repeat);
+        assert_eq!(remember(&memory, key(2), until, now), Seen::Repeat);
         // The first two were evicted: they pass again, each evicting another.
-        assert_eq!(memory.remember_at(key(0), until, now), Seen::First);
+        assert_eq!(remember(&memory, key(0), until, now), Seen::First);
         assert_eq!(memory.evicted(), 3);
     }
 
@@ -245,12 +314,12 @@ mod tests {
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let short = start + Duration::from_secs(1);
         let long = start + Duration::from_secs(100);
-        memory.remember_at(key(1), long, start);
-        memory.remember_at(key(2), short, start);
+        remember(&memory, key(1), long, start);
+        remember(&memory, key(2), short, start);
         // Key 2 expired; remembered again, its old place must not take the new one away.
-        assert_eq!(memory.remember_at(key(2), long, short), Seen::First);
-        assert_eq!(memory.remember_at(key(2), long, short), Seen::Repeat);
-        assert_eq!(memory.remember_at(key(1), long, short), Seen::Repeat);
+        assert_eq!(remember(&memory, key(2), long, short), Seen::First);
+        assert_eq!(remember(&memory, key(2), long, short), Seen::Repeat);
+        assert_eq!(remember(&memory, key(1), long, short), Seen::Repeat);
         assert_eq!(
             (memory.expired(), memory.evicted(), memory.len()),
             (1, 0, 2)
@@ -262,12 +331,12 @@ mod tests {
         let memory = ReplayMemory::with_capacity(8);
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let at = |secs| start + Duration::from_secs(secs);
-        memory.remember_at(key(2), at(5), start);
-        memory.remember_at(key(1), at(1), start);
+        remember(&memory, key(2), at(5), start);
+        remember(&memory, key(1), at(1), start);
         // Key 1 expired behind key 2, and is remembered again.
-        assert_eq!(memory.remember_at(key(1), at(100), at(2)), Seen::First);
+        assert_eq!(remember(&memory, key(1), at(100), at(2)), Seen::First);
         // Key 2's expiry brings key 1's old place to the front.
-        assert_eq!(memory.remember_at(key(1), at(100), at(6)), Seen::Repeat);
+        assert_eq!(remember(&memory, key(1), at(100), at(6)), Seen::Repeat);
         assert_eq!((memory.expired(), memory.evicted()), (2, 0));
     }
 
@@ -276,13 +345,54 @@ mod tests {
         let memory = ReplayMemory::with_capacity(4);
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let far = start + Duration::from_secs(1_000_000);
-        memory.remember_at(key(0), far, start);
+        remember(&memory, key(0), far, start);
         for round in 1..100u64 {
             let now = start + Duration::from_secs(round);
-            memory.remember_at(key(1), now + Duration::from_millis(500), now);
+            remember(&memory, key(1), now + Duration::from_millis(500), now);
         }
         let order = memory.shared.table.lock().unwrap().order.len();
         assert!(order <= STALE_FACTOR * memory.capacity(), "{order}");
-        assert_eq!(memory.remember_at(key(0), far, start), Seen::Repeat);
+        assert_eq!(remember(&memory, key(0), far, start), Seen::Repeat);
+    }
+
+    #[test]
+    fn a_reserved_key_is_held_until_its_lease_ends_then_first_again() {
+        let memory = ReplayMemory::with_capacity(8);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let lease = now + Duration::from_secs(10);
+        assert_eq!(memory.reserve_at(key(1), lease, now), Seen::First);
+        let before = lease - Duration::from_nanos(1);
+        assert_eq!(memory.reserve_at(key(1), lease, before), Seen::Held);
+        let later = lease + Duration::from_secs(10);
+        assert_eq!(memory.reserve_at(key(1), later, lease), Seen::First);
+        assert_eq!((memory.expired(), memory.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_release_frees_only_the_reservation_of_its_own_lease() {
+        let memory = ReplayMemory::with_capacity(8);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let (first, second) = (now + Duration::from_secs(10), now + Duration::from_secs(30));
+        assert_eq!(memory.reserve_at(key(1), first, now), Seen::First);
+        memory.release_at(key(1), first);
+        assert_eq!(memory.reserve_at(key(1), second, now), Seen::First);
+        // A late release of the first lease leaves the second reservation held.
+        memory.release_at(key(1), first);
+        assert_eq!(memory.reserve_at(key(1), second, now), Seen::Held);
+        // And a release never frees a key taken.
+        memory.confirm_at(key(1), second, now);
+        memory.release_at(key(1), second);
+        assert_eq!(memory.reserve_at(key(1), second, now), Seen::Repeat);
+    }
+
+    #[test]
+    fn a_confirm_takes_the_key_whatever_it_holds() {
+        let memory = ReplayMemory::with_capacity(8);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let until = now + Duration::from_secs(100);
+        // Its reservation gone (the lease ended, the memory forgot it): taken all the same.
+        memory.confirm_at(key(2), until, now);
+        assert_eq!(memory.reserve_at(key(2), until, now), Seen::Repeat);
+        assert_eq!(memory.reserve_at(key(2), until, until), Seen::First);
     }
 }

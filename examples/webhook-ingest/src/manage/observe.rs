@@ -70,6 +70,7 @@ fn registry(connections: &serve::Connections, pipeline: &Pipeline) -> Registry {
     connections.register(&mut registry);
     pipeline.refusals.register(&mut registry);
     pipeline.ignored.register(&mut registry);
+    pipeline.replays_refused.register(&mut registry);
     if let Some(spool) = &pipeline.spool {
         spool.register("webhook_ingest_spool", &mut registry);
         pipeline.drain_refused.register(&mut registry);

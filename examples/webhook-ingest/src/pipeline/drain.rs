@@ -9,6 +9,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use faultline::webhooks::ReplayKey;
 use faultline::Fault;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
@@ -129,6 +130,7 @@ impl Drainer {
             delivery: record.delivery.clone(),
             proof: record.proof.take(),
             received: record.received.unwrap_or_else(SystemTime::now),
+            key: record.key.map(ReplayKey::from_bytes),
         };
         match self.pipeline.ingest(delivery, arrival).await {
             Ok(Fate::Stored { ingested, .. }) => Ok(Drained::Ingested(ingested)),

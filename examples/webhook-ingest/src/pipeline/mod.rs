@@ -14,6 +14,7 @@ pub mod ignored;
 mod inboxes;
 pub mod record;
 pub mod refusals;
+pub mod replays;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -21,14 +22,14 @@ use std::time::{Duration, SystemTime};
 use axum::body::Bytes;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
-use faultline::webhooks::Keys;
+use faultline::webhooks::{Keys, ReplayKey};
 
 use crate::error::IngestError;
 use crate::payload;
 use crate::provider::{Event, Vcs};
 use crate::spool::unverified::BoundRefusals;
 use crate::spool::Spool;
-use crate::store::{InboxRow, Ingested, Store, StoreError};
+use crate::store::{Claim, InboxRow, Ingested, Store, StoreError};
 use crate::verify::keys;
 use crate::verify::refresh::Refreshes;
 use crate::verify::secret_cache::SecretCache;
@@ -54,6 +55,7 @@ pub(crate) struct Pipeline {
     pub(crate) unverified_max_body: usize,
     pub(crate) unverified_refused: BoundRefusals,
     pub(crate) drain_refused: drain::DrainRefusals,
+    pub(crate) replays_refused: replays::ReplaysRefused,
 }
 
 /// A delivery as it reaches the pipeline: whose it is, what its headers say it is, its body.
@@ -82,6 +84,8 @@ pub(crate) enum Arrival<'a> {
         delivery: String,
         proof: Option<Proof>,
         received: SystemTime,
+        /// The replay key kept with a delivery verified before it was spooled.
+        key: Option<ReplayKey>,
     },
 }
 
@@ -140,7 +144,7 @@ impl Pipeline {
             ..
         } = delivery;
         let now = SystemTime::now();
-        self.verify(&found, vcs, &body, &arrival, now)?;
+        let key = self.verify(&found, vcs, &body, &arrival, now)?;
         let shape = match event {
             Event::Ping => return Ok(Fate::Ping),
             Event::Ignored(event) => {
@@ -153,12 +157,18 @@ impl Pipeline {
         let commits = payload::parse_push(shape, &body)?;
         let inbox = found.row.id.clone();
         if found.in_store {
+            let claim = Claim::new(delivery.clone(), key, &inbox);
             let stored = self
                 .store
-                .ingest(instance.clone(), found.row, delivery.clone(), commits)
+                .ingest(instance.clone(), found.row, claim, commits)
                 .await;
             match stored {
-                Ok(ingested) => return Ok(Fate::Stored { ingested, delivery }),
+                Ok(ingested) => {
+                    if ingested == Ingested::Replayed {
+                        self.replays_refused.count(vcs);
+                    }
+                    return Ok(Fate::Stored { ingested, delivery });
+                }
                 Err(error) if arrival.is_request() && self.spool.is_some() => {
                     tracing::debug!(%error, "the store cannot take the delivery");
                 }
@@ -173,6 +183,7 @@ impl Pipeline {
             delivery,
             proof: None,
             received: Some(now),
+            key: key.map(|key| *key.as_bytes()),
             body: body.to_vec(),
         };
         queue(self.spool.as_ref(), record).await
@@ -215,7 +226,7 @@ impl Pipeline {
     }
 
     /// Whether the delivery comes from its inbox's provider and is signed with a secret of
-    /// the inbox, judged as of its arrival.
+    /// the inbox, judged as of its arrival: its replay key when it is and one can be made.
     fn verify(
         &self,
         found: &Found,
@@ -223,7 +234,7 @@ impl Pipeline {
         body: &Bytes,
         arrival: &Arrival<'_>,
         now: SystemTime,
-    ) -> Result<(), IngestError> {
+    ) -> Result<Option<ReplayKey>, IngestError> {
         if found.row.vcs != vcs {
             return Err(IngestError::WrongProvider {
                 inbox: found.row.vcs,
@@ -231,13 +242,18 @@ impl Pipeline {
             });
         }
         let grace = self.secret_grace;
-        match (arrival, &found.keys) {
+        let key = match (arrival, &found.keys) {
             (Arrival::Request(parts), Some(keys)) => {
-                keys::verify_with(keys, &parts.headers, body, now)?;
+                Some(keys::verify_with(keys, &parts.headers, body, now)?)
             }
-            (Arrival::Request(parts), None) => {
-                keys::verify(&found.row, vcs, &parts.headers, body, grace, now)?;
-            }
+            (Arrival::Request(parts), None) => Some(keys::verify(
+                &found.row,
+                vcs,
+                &parts.headers,
+                body,
+                grace,
+                now,
+            )?),
             (
                 Arrival::Spooled {
                     proof: Some(proof),
@@ -246,9 +262,14 @@ impl Pipeline {
                 },
                 _,
             ) => keys::check_spooled(proof, &found.row, vcs, body, grace, *received)?,
-            (Arrival::Spooled { proof: None, .. }, _) => {}
-        }
-        Ok(())
+            (
+                Arrival::Spooled {
+                    proof: None, key, ..
+                },
+                _,
+            ) => *key,
+        };
+        Ok(key)
     }
 
     /// A request to an inbox whose secret is not at hand. Everything that can be checked
@@ -288,6 +309,7 @@ impl Pipeline {
             delivery: id,
             proof: Some(proof),
             received: Some(received),
+            key: None,
             body: delivery.body.to_vec(),
         };
         match queue(Some(unverified), record).await {

@@ -10,16 +10,20 @@
 //!
 //! Version 2 adds the moment the delivery arrived (milliseconds since the Unix epoch, 8
 //! bytes), at which a spooled proof is judged; version 1 records, which lack it, are still
-//! read, judged when drained.
+//! read, judged when drained. Version 3 adds the replay key of a delivery verified before it
+//! was spooled (32 bytes, or none), which the drain stores it under; version 1 and 2
+//! records, which lack it, are stored under their delivery id alone.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::provider::Vcs;
 use crate::verify::webhook::Proof;
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 /// Records written before the arrival time was kept.
 const VERSION_1: u8 = 1;
+/// Records written before the replay key was kept.
+const VERSION_2: u8 = 2;
 
 /// One spooled delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +38,9 @@ pub struct SpooledDelivery {
     pub proof: Option<Proof>,
     /// When it arrived; `None` in a version 1 record.
     pub received: Option<SystemTime>,
+    /// The replay key of what its sender signed (`ReplayKey::of`), for a delivery verified
+    /// before spooling; `None` for one verified when drained, and in version 1 and 2 records.
+    pub key: Option<[u8; 32]>,
     pub body: Vec<u8>,
 }
 
@@ -46,7 +53,8 @@ impl SpooledDelivery {
             .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
             .map(|since| (since.as_millis() as u64).to_le_bytes().to_vec())
             .unwrap_or_default();
-        let fields: [&[u8]; 7] = [
+        let key = self.key.as_ref().map_or(&[][..], |key| &key[..]);
+        let fields: [&[u8]; 8] = [
             self.instance.as_bytes(),
             self.inbox.as_bytes(),
             self.vcs.as_str().as_bytes(),
@@ -54,6 +62,7 @@ impl SpooledDelivery {
             self.delivery.as_bytes(),
             &proof,
             &received,
+            key,
         ];
         let size = fields.iter().map(|f| 4 + f.len()).sum::<usize>() + 1 + self.body.len();
         let mut out = Vec::with_capacity(size);
@@ -69,7 +78,7 @@ impl SpooledDelivery {
     /// A delivery from [`encode`](Self::encode)'s bytes, or `None` if they are not one.
     pub fn decode(bytes: &[u8]) -> Option<SpooledDelivery> {
         let (&version, mut rest) = bytes.split_first()?;
-        if version != VERSION && version != VERSION_1 {
+        if ![VERSION, VERSION_1, VERSION_2].contains(&version) {
             return None;
         }
         let mut field = || -> Option<&[u8]> {
@@ -98,6 +107,13 @@ impl SpooledDelivery {
                 }
             },
         };
+        let key = match version {
+            VERSION_1 | VERSION_2 => None,
+            _ => match field()? {
+                [] => None,
+                key => Some(key.try_into().ok()?),
+            },
+        };
         Some(SpooledDelivery {
             instance,
             inbox,
@@ -106,6 +122,7 @@ impl SpooledDelivery {
             delivery,
             proof,
             received,
+            key,
             body: rest.to_vec(),
         })
     }

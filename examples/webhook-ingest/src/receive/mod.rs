@@ -97,6 +97,14 @@ fn answer(fate: Fate, inbox: &str) -> Response {
             Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
         )
             .into_response(),
+        Fate::Stored {
+            ingested: Ingested::Replayed,
+            delivery,
+        } => (
+            StatusCode::OK,
+            Json(json!({ "status": "replayed", "stored": 0, "delivery": delivery })),
+        )
+            .into_response(),
         Fate::Queued { delivery } => (
             StatusCode::ACCEPTED,
             Json(json!({ "status": "queued", "delivery": delivery })),

@@ -129,6 +129,8 @@ macro_rules! dispatch {
 pub mod catchup;
 mod replays;
 
+pub use replays::Claim;
+
 impl Store {
     /// Opens the store `location` names, running its migrations: a `postgres://` (or
     /// `postgresql://`) URL for PostgreSQL, else a SQLite file path; `:memory:` makes a
@@ -269,15 +271,18 @@ impl Store {
     }
 
     /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
-    /// has this delivery id.
+    /// has this delivery id ([`Ingested::Duplicate`]) or, under another id, a delivery of
+    /// this replay key ([`Ingested::Replayed`]). The key is taken in the same transaction, for
+    /// as long as the delivery is kept: a delivery not stored takes no key, and its sender's
+    /// retry is stored.
     pub async fn ingest(
         &self,
         instance: String,
         inbox: InboxRow,
-        delivery_id: String,
+        delivery: Claim,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
-        dispatch!(self.ingest(instance, inbox, delivery_id, commits))
+        dispatch!(self.ingest(instance, inbox, delivery, commits))
     }
 
     /// Keeps a refusal of a delivery to the inbox `inbox` of `instance`, pruning the inbox's

@@ -129,7 +129,11 @@ pub struct RefusedDeliveryRow {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ingested {
     Stored(usize),
+    /// The inbox has this delivery id already: a redelivery.
     Duplicate,
+    /// Under another delivery id, the inbox has a delivery of the same replay key (what the
+    /// sender signed): a replay, not stored.
+    Replayed,
 }
 
 /// Row counts of one instance, for the load scripts' reconciliation.

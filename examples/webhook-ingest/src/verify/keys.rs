@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use faultline::webhooks::{Delivery, Keys, Refusal, Secret, SecretSet, Sender};
+use faultline::webhooks::{Delivery, Keys, Refusal, ReplayKey, Secret, SecretSet, Sender};
 
 use super::webhook::{display_name, Proof};
 use super::VerifyError;
@@ -53,7 +53,7 @@ pub fn inbox_keys(
 }
 
 /// Whether the delivery in `headers` and `body` is signed with a secret of `row`, judged at
-/// `now`.
+/// `now`: its replay key when it is.
 pub fn verify(
     row: &InboxRow,
     vcs: Vcs,
@@ -61,21 +61,22 @@ pub fn verify(
     body: &Bytes,
     grace: Duration,
     now: SystemTime,
-) -> Result<(), VerifyError> {
+) -> Result<ReplayKey, VerifyError> {
     let keys = inbox_keys(row, vcs.sender(headers), grace, now)?;
     verify_with(&keys, headers, body, now)
 }
 
 /// Whether the delivery in `headers` and `body` is signed with one of `keys`, judged at
-/// `now`: the webhook route's check, with keys from the inboxes' `Secrets`.
+/// `now`: the webhook route's check, with keys from the inboxes' `Secrets`. Its replay key
+/// when it is: what its sender signed, the same under any unsigned id.
 pub fn verify_with(
     keys: &Keys,
     headers: &HeaderMap,
     body: &Bytes,
     now: SystemTime,
-) -> Result<(), VerifyError> {
+) -> Result<ReplayKey, VerifyError> {
     Delivery::verify(keys, headers, body.clone(), now)
-        .map(drop)
+        .map(|delivery| ReplayKey::of(&delivery))
         .map_err(refused)
 }
 
@@ -87,7 +88,8 @@ pub fn check_headers(vcs: Vcs, headers: &HeaderMap, now: SystemTime) -> Result<(
 
 /// Whether a spooled delivery's `proof` shows its sender holds a secret of `row`, judged at
 /// `received`, the moment it arrived (a signed timestamp was in its window then), with the
-/// previous secret passing only while its grace lasts now, as at the webhook route.
+/// previous secret passing only while its grace lasts now, as at the webhook route. Its
+/// replay key when the proof is a signature; a token's digest makes none.
 pub fn check_spooled(
     proof: &Proof,
     row: &InboxRow,
@@ -95,12 +97,12 @@ pub fn check_spooled(
     body: &[u8],
     grace: Duration,
     received: SystemTime,
-) -> Result<(), VerifyError> {
+) -> Result<Option<ReplayKey>, VerifyError> {
     match proof {
         Proof::Token { digest } => {
             let keys = inbox_keys(row, Sender::GitLab, grace, received)?;
             if keys.secrets().matches_token_digest(digest, received) {
-                Ok(())
+                Ok(None)
             } else {
                 Err(refused(Refusal::SignatureMismatch {
                     header: "x-gitlab-token",
@@ -112,7 +114,7 @@ pub fn check_spooled(
             let keys = inbox_keys(row, vcs.sender(&headers), grace, received)?;
             let body = Bytes::copy_from_slice(body);
             Delivery::verify(&keys, &headers, body, received)
-                .map(drop)
+                .map(|delivery| Some(ReplayKey::of(&delivery)))
                 .map_err(refused)
         }
     }

@@ -99,6 +99,20 @@ impl Service {
     }
 }
 
+/// A GitHub push whose body is its own ([`named`]).
+pub fn github_push_named(id: &str, shas: &[&str]) -> Vec<u8> {
+    named(&github_push(shas), id)
+}
+
+/// `push` made a delivery of its own: `after` (the head commit GitHub and GitLab name in
+/// every push) set to `id`, so that two pushes of the same commits, or of none, are two
+/// deliveries and not a replay of one.
+pub fn named(push: &[u8], id: &str) -> Vec<u8> {
+    let mut push: Value = serde_json::from_slice(push).unwrap();
+    push["after"] = json!(id);
+    push.to_string().into_bytes()
+}
+
 pub fn github_push(shas: &[&str]) -> Vec<u8> {
     let commits: Vec<Value> = shas
         .iter()

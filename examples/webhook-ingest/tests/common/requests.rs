@@ -154,3 +154,15 @@ pub fn gitlab_signed_headers(fixture: &Fixture, id: &str, timestamp: u64, body: 
     }
     headers
 }
+
+/// A response's status and what it says: its `status` member, or a problem's whole body
+/// when it is not an answer, so that a failure names its code.
+pub async fn status_and_said(response: reqwest::Response) -> (u16, String) {
+    let status = response.status().as_u16();
+    let value: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or_default();
+    let said = value["status"]
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_owned);
+    (status, said)
+}

@@ -10,12 +10,14 @@ fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
         delivery: "d-3".into(),
         proof: Some(Proof::Token { digest: [9; 32] }),
         received: Some(UNIX_EPOCH + Duration::from_millis(1_764_000_000_123)),
+        key: None,
         body: br#"{"ref":"refs/heads/main"}"#.to_vec(),
     };
     let bytes = delivery.encode();
     assert_eq!(SpooledDelivery::decode(&bytes), Some(delivery.clone()));
     let verified = SpooledDelivery {
         proof: None,
+        key: Some([7; 32]),
         ..delivery
     };
     assert_eq!(SpooledDelivery::decode(&verified.encode()), Some(verified));
@@ -44,6 +46,7 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
         delivery: "d-3".into(),
         proof: Some(Proof::Headers(headers)),
         received: Some(UNIX_EPOCH + Duration::from_millis(7)),
+        key: None,
         body: b"{}".to_vec(),
     };
     assert_eq!(SpooledDelivery::decode(&delivery.encode()), Some(delivery));
@@ -65,4 +68,29 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].0, "x-hub-signature-256");
     assert_eq!(kept[0].1, format!("sha256={}", "ab".repeat(32)).as_str());
+}
+
+#[test]
+fn a_version_2_record_is_read_without_a_key() {
+    let mut old = vec![VERSION_2];
+    let received = 7u64.to_le_bytes();
+    for field in [
+        &b"in_1"[..],
+        b"ib_2",
+        b"github",
+        b"push",
+        b"d-5",
+        b"",
+        &received,
+    ] {
+        old.extend_from_slice(&(field.len() as u32).to_le_bytes());
+        old.extend_from_slice(field);
+    }
+    old.extend_from_slice(b"{}");
+    let read = SpooledDelivery::decode(&old).unwrap();
+    assert_eq!(
+        (read.delivery.as_str(), read.key, &read.body[..]),
+        ("d-5", None, &b"{}"[..])
+    );
+    assert_eq!(read.received, Some(UNIX_EPOCH + Duration::from_millis(7)));
 }

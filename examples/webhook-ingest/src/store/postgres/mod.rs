@@ -28,6 +28,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{InboxRow, Ingested, InstanceRow, NewInbox, Stats, StoreError, StoredCommit};
+use crate::store::replays::Claim;
 use crate::store::Commit;
 
 /// Connections per node: enough to keep a 2-core node's handlers fed, and small
@@ -44,7 +45,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATION_LOCK: i64 = 0x0077_6562_686f_6f6b;
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -124,6 +125,15 @@ CREATE TABLE replays (
     until_ms BIGINT NOT NULL
 );
 CREATE INDEX replays_by_until ON replays (until_ms);
+",
+    // A replay key is reserved while its delivery is in hand, and taken once it is answered
+    // 2xx: `until_ms` is the reservation's lease while `taken` is false. The keys
+    // remembered before were taken. A key the service's own ingest takes, in the delivery's
+    // transaction, names that delivery: its redelivery under the same id is a redelivery,
+    // any other copy a replay.
+    "
+ALTER TABLE replays ADD COLUMN taken BOOLEAN NOT NULL DEFAULT true,
+    ADD COLUMN inbox_id TEXT, ADD COLUMN delivery_id TEXT;
 ",
     // Catch-up's credentials, cursor and lease per inbox (`catchup.rs`).
     catchup::CATCHUP,
@@ -367,14 +377,14 @@ impl PgStore {
         &self,
         instance: String,
         inbox: InboxRow,
-        delivery_id: String,
+        claim: Claim,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
         self.writers
             .ingest(writer::Job {
                 instance,
                 inbox,
-                delivery_id,
+                claim,
                 commits,
             })
             .await

@@ -1,31 +1,34 @@
-//! Remembered deliveries in PostgreSQL, which every node of a fleet shares (see
+//! Reserved and taken deliveries in PostgreSQL, which every node of a fleet shares (see
 //! `store/replays.rs`).
 
 use super::PgStore;
-use crate::store::replays::PURGED_PER_REMEMBER;
+use crate::store::replays::{Found, PURGED_PER_REMEMBER};
 use crate::store::StoreError;
 
 impl PgStore {
-    /// Writes `key` until `until` unless a row holds it past `now`, and deletes a few rows
-    /// expired by `now`, in one transaction; whether the key was written.
-    pub(in crate::store) async fn remember_at(
+    /// Reserves `key` until `lease` unless a row holds it past `now`, and deletes a few rows
+    /// expired by `now`, in one transaction; what it found.
+    pub(in crate::store) async fn reserve_at(
         &self,
         key: [u8; 32],
-        until: i64,
+        lease: i64,
         now: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Found, StoreError> {
         let mut client = self.pool.get().await?;
         // A second node inserting the same key waits on the first's row, then finds it
-        // unexpired and writes nothing.
-        let remember = client
+        // unexpired, writes nothing, and reads whether it is taken or held.
+        let reserve = client
             .prepare_cached(
-                "INSERT INTO replays (key, until_ms) VALUES ($1, $2)
-                 ON CONFLICT (key) DO UPDATE SET until_ms = excluded.until_ms
+                "INSERT INTO replays (key, until_ms, taken) VALUES ($1, $2, false)
+                 ON CONFLICT (key) DO UPDATE SET until_ms = excluded.until_ms, taken = false
                  WHERE replays.until_ms <= $3",
             )
             .await?;
+        let taken = client
+            .prepare_cached("SELECT taken FROM replays WHERE key = $1")
+            .await?;
         // Rows another node is deleting or renewing are skipped, not waited for: no two
-        // nodes' purges wait on each other, nor on a key being remembered.
+        // nodes' purges wait on each other, nor on a key being reserved.
         let purge = client
             .prepare_cached(
                 "DELETE FROM replays WHERE key IN (
@@ -34,9 +37,49 @@ impl PgStore {
             )
             .await?;
         let tx = client.transaction().await?;
-        let first = tx.execute(&remember, &[&&key[..], &until, &now]).await? == 1;
+        let found = if tx.execute(&reserve, &[&&key[..], &lease, &now]).await? == 1 {
+            Found::Reserved
+        } else {
+            // The row the insert conflicted with; deleted since by a purge, it is free
+            // again, and the copy's retry will find it so.
+            match tx.query_opt(&taken, &[&&key[..]]).await? {
+                Some(row) if row.get::<_, bool>(0) => Found::Taken,
+                _ => Found::Held,
+            }
+        };
         tx.execute(&purge, &[&now, &PURGED_PER_REMEMBER]).await?;
         tx.commit().await?;
-        Ok(first)
+        Ok(found)
+    }
+
+    /// Takes `key` until `until`, whatever the row held.
+    pub(in crate::store) async fn confirm_at(
+        &self,
+        key: [u8; 32],
+        until: i64,
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let confirm = client
+            .prepare_cached(
+                "INSERT INTO replays (key, until_ms, taken) VALUES ($1, $2, true)
+                 ON CONFLICT (key) DO UPDATE SET until_ms = excluded.until_ms, taken = true",
+            )
+            .await?;
+        client.execute(&confirm, &[&&key[..], &until]).await?;
+        Ok(())
+    }
+
+    /// Deletes `key`'s row if it is still reserved under `lease`.
+    pub(in crate::store) async fn release_at(
+        &self,
+        key: [u8; 32],
+        lease: i64,
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let release = client
+            .prepare_cached("DELETE FROM replays WHERE key = $1 AND NOT taken AND until_ms = $2")
+            .await?;
+        client.execute(&release, &[&&key[..], &lease]).await?;
+        Ok(())
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
+use crate::store::replays::{Claim, KEPT_WITH_THE_DELIVERY};
 use crate::store::Commit;
 use crate::store::{InboxRow, Ingested, StoreError};
 
@@ -36,14 +37,26 @@ pub(super) const MAX_BATCH: usize = 64;
 const QUEUE_DEPTH: usize = 1024;
 
 /// The delivery's claim and its commits in one statement, so that a delivery is one round
-/// trip: the claim settles whether it is new by the primary key (a copy that arrives while
-/// the first is uncommitted waits on its row), and the commits go in only when it is. A
-/// data-modifying `WITH` runs whether or not the outer query reads it, and the foreign key
-/// of `commits` is checked at the statement's end, when the claim's row is there.
+/// trip: the replay key is taken first (`$12`, none for a delivery without one), and names
+/// the delivery that holds it, which a copy under another id waits on and then reads; the
+/// claim settles whether the delivery is new by the primary key (a copy that arrives while
+/// the first is uncommitted waits on its row), only when the key is this delivery's; and the
+/// commits go in only when it is new. A data-modifying `WITH` runs whether or not the outer
+/// query reads it, and the foreign key of `commits` is checked at the statement's end, when
+/// the claim's row is there. No row back: a replay under another id.
 const CLAIM_AND_INSERT: &str = "
-WITH claim AS (
+WITH key AS (
+    INSERT INTO replays (key, until_ms, taken, inbox_id, delivery_id)
+    SELECT $12::bytea, $13, true, $3, $4 WHERE $12::bytea IS NOT NULL
+    ON CONFLICT (key) DO UPDATE SET taken = true, until_ms = excluded.until_ms,
+        inbox_id = coalesce(replays.inbox_id, excluded.inbox_id),
+        delivery_id = coalesce(replays.delivery_id, excluded.delivery_id)
+    RETURNING inbox_id, delivery_id
+), claim AS (
     INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
-    VALUES ($3, $4, $1, $11)
+    SELECT $3, $4, $1, $11
+    WHERE NOT EXISTS (
+        SELECT 1 FROM key WHERE (key.inbox_id, key.delivery_id) IS DISTINCT FROM ($3, $4))
     ON CONFLICT (inbox_id, delivery_id)
     DO UPDATE SET redeliveries = deliveries.redeliveries + 1
     RETURNING redeliveries
@@ -63,7 +76,7 @@ SELECT redeliveries FROM claim";
 pub(super) struct Job {
     pub(super) instance: String,
     pub(super) inbox: InboxRow,
-    pub(super) delivery_id: String,
+    pub(super) claim: Claim,
     pub(super) commits: Vec<Commit>,
 }
 
@@ -134,7 +147,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
     // that hold copies of the same deliveries then wait for each other in turn, never in a
     // cycle, which PostgreSQL would break only after its deadlock timeout by failing one.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&n| (&jobs[n].inbox.id, &jobs[n].delivery_id));
+    order.sort_by_key(|&n| (&jobs[n].inbox.id, &jobs[n].claim.delivery_id));
     let sorted: Vec<&Job> = order.iter().map(|&n| &jobs[n]).collect();
     match try_commit_batch(pool, &sorted).await {
         Ok(results) => {
@@ -246,11 +259,12 @@ async fn claim(
     let repositories = column(|c| Some(c.repository.as_str()));
     let branches = column(|c| Some(c.branch.as_str()));
     let count = job.commits.len() as i32;
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let key = job.claim.key.as_ref().map(|key| &key[..]);
+    let params: [&(dyn ToSql + Sync); 13] = [
         &job.instance,
         &job.inbox.digest_id,
         &job.inbox.id,
-        &job.delivery_id,
+        &job.claim.delivery_id,
         &shas,
         &messages,
         &authors,
@@ -258,8 +272,13 @@ async fn claim(
         &repositories,
         &branches,
         &count,
+        &key,
+        &KEPT_WITH_THE_DELIVERY,
     ];
-    let redeliveries: i32 = tx.query_one(statement, &params).await?.get(0);
+    let Some(claimed) = tx.query_opt(statement, &params).await? else {
+        return Ok(Ingested::Replayed);
+    };
+    let redeliveries: i32 = claimed.get(0);
     Ok(if redeliveries > 0 {
         Ingested::Duplicate
     } else {

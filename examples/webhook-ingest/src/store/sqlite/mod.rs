@@ -28,6 +28,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use super::{
     InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
 };
+use crate::store::replays::Claim;
 use crate::store::Commit;
 use schema::migrate;
 use syncer::Reply;
@@ -313,10 +314,16 @@ impl SqliteStore {
         &self,
         instance: String,
         inbox: InboxRow,
-        delivery_id: String,
+        claim: Claim,
         commits: Vec<Commit>,
     ) -> Result<Ingested, StoreError> {
+        let Claim { delivery_id, key } = claim;
         self.write(move |tx| {
+            if let Some(key) = &key {
+                if !replays::take_for_delivery(tx, key, &inbox.id, &delivery_id)? {
+                    return Ok(Ingested::Replayed);
+                }
+            }
             // The write is one savepoint of the writer's batch, atomic on its own. The
             // conflict is settled inside the transaction by the primary key, not by a
             // look-up before it: that holds whatever reaches the database at the same time.

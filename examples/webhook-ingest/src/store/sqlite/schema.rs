@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-pub(super) const MIGRATIONS: [&str; 8] = [
+pub(super) const MIGRATIONS: [&str; 9] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
@@ -13,6 +13,7 @@ pub(super) const MIGRATIONS: [&str; 8] = [
     NO_INSTANCE_INDEXES,
     REPLAYS,
     FEWER_PAGES_PER_DELIVERY,
+    REPLAYS_RESERVED,
     super::catchup::CATCHUP,
 ];
 
@@ -132,6 +133,17 @@ CREATE TABLE replays (
     until_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX replays_by_until ON replays (until_ms);
+";
+
+/// A replay key is reserved while its delivery is in hand, and taken once it is answered
+/// 2xx (`store/replays.rs`): `until_ms` is the reservation's lease while `taken` is 0. The
+/// keys remembered before were taken. A key the service's own ingest takes, in the
+/// delivery's transaction, names that delivery (`inbox_id`, `delivery_id`): its
+/// redelivery under the same id is a redelivery, any other copy a replay.
+const REPLAYS_RESERVED: &str = "
+ALTER TABLE replays ADD COLUMN taken INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE replays ADD COLUMN inbox_id TEXT;
+ALTER TABLE replays ADD COLUMN delivery_id TEXT;
 ";
 
 /// Two pages fewer in every delivery's commit, each a WAL frame written and fsynced before

@@ -16,7 +16,10 @@ const PANICS: &str = "panics-in-its-batch";
 
 /// The seam of the writer's panic test: no delivery of any other test is named so.
 pub(super) fn panic_if_planted(jobs: &[&Job]) {
-    if jobs.iter().any(|job| job.delivery_id.starts_with(PANICS)) {
+    if jobs
+        .iter()
+        .any(|job| job.claim.delivery_id.starts_with(PANICS))
+    {
         panic!("a panic planted in a batch");
     }
 }
@@ -70,7 +73,7 @@ fn job(instance: &str, inbox: &InboxRow, delivery: &str, commits: usize) -> Job 
     Job {
         instance: instance.to_owned(),
         inbox: inbox.clone(),
-        delivery_id: delivery.to_owned(),
+        claim: crate::store::Claim::new(delivery.to_owned(), None, &inbox.id),
         commits: (0..commits)
             .map(|n| Commit {
                 sha: format!("{delivery}-{n}"),
@@ -98,6 +101,7 @@ fn said(results: &[Result<Ingested, StoreError>]) -> Vec<String> {
         .map(|r| match r {
             Ok(Ingested::Stored(n)) => format!("stored {n}"),
             Ok(Ingested::Duplicate) => "duplicate".to_owned(),
+            Ok(Ingested::Replayed) => "replayed".to_owned(),
             Err(_) => "failed".to_owned(),
         })
         .collect()
