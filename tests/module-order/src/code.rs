@@ -193,7 +193,7 @@ let e = "\"crate::c::Escaped"; for x in xbr"crate::c::Ident" {}
     /// them: so every line and column of the code keeps its place.
     #[test]
     fn the_reader_blanks_exactly_each_literal_and_comment() {
-        let cases: [(&str, &[&str]); 12] = [
+        let cases: [(&str, &[&str]); 13] = [
             ("a r#\"x\"y\"# b", &["r#\"x\"y\"#"]),
             (
                 "a br\"x\" b xbr\"y\" for\"z\"",
@@ -209,6 +209,10 @@ let e = "\"crate::c::Escaped"; for x in xbr"crate::c::Ident" {}
             ("a // x\nb /* y\nz */ c", &["// x", "/* y\nz */"]),
             ("a \"x", &["\"x"]),
             ("a r\"x", &["r\"x"]),
+            (
+                "r\"crate::c::Long unterminated",
+                &["r\"crate::c::Long unterminated"],
+            ),
             ("a /* x", &["/* x"]),
             ("a \"x\ny\" b", &["\"x\ny\""]),
             ("'\\u{1F600}' a", &["'\\u{1F600}'"]),
