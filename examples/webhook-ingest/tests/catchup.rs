@@ -74,15 +74,17 @@ async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outag
         github.redeliveries().is_empty(),
         "nothing asked for what is stored"
     );
-    drop(service);
+    service.stop().await;
     let failed = push_many(&github, hook, "down", failed, None).await;
-    assert!(
-        github
-            .records(hook)
+    let records = github.records(hook);
+    let down = |guid: &String| {
+        records
             .iter()
-            .filter(|r| r.status_code == 0)
-            .count()
-            >= failed.len()
+            .any(|r| &r.guid == guid && r.status_code == 0)
+    };
+    assert!(
+        failed.iter().all(down),
+        "every push sent while the service was down failed"
     );
     Outage {
         github,

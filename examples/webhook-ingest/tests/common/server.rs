@@ -23,6 +23,8 @@ pub struct Service {
     pub client: reqwest::Client,
     pub db: Option<PathBuf>,
     pub task: tokio::task::JoinHandle<()>,
+    /// Starts the serve loop's shutdown ([`Service::stop`]).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Service {
@@ -104,9 +106,16 @@ impl Service {
         // As the binary does: the serve loop counts into the connections `/metrics` shows.
         let connections = config.connections.clone();
         let (app, ledger) = webhook_ingest::app(store.clone(), config);
+        let (stop, stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let limits = webhook_ingest::serve::Limits::default();
-            webhook_ingest::serve::serve(listener, app, limits, connections, pending()).await;
+            // Only a stop asked for shuts down: a dropped service is aborted instead.
+            let shutdown = async {
+                if stopped.await.is_err() {
+                    pending::<()>().await;
+                }
+            };
+            webhook_ingest::serve::serve(listener, app, limits, connections, shutdown).await;
         });
         Self {
             addr,
@@ -116,7 +125,19 @@ impl Service {
             client: reqwest::Client::new(),
             db,
             task,
+            stop: Some(stop),
         }
+    }
+
+    /// Stops the service as its binary does at a signal, and returns once it is down: its
+    /// port closed and every connection to it closed, the keep-alive ones a client pooled
+    /// too. Dropping a service only aborts its task, which leaves those connections
+    /// answering for a moment after; a test that needs the service down uses this.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.task).await.unwrap();
     }
 
     pub fn url(&self, path: &str) -> String {
