@@ -429,3 +429,54 @@ async fn each_planted_store_fails_the_scenario_of_its_rule() {
     let held = a_key_held_by_a_dead_node(LeaseIgnored::default()).await;
     assert!(held.is_err(), "lease ignored: {held:?}");
 }
+
+/// Reserves in memory, and fails every confirm and release as a store that went down
+/// after the reservation.
+#[derive(Clone, Default)]
+struct SettleFails(ReplayMemory);
+
+/// The error `SettleFails` gives, to be looked for in the reports.
+const SETTLE_ERROR: &str = "replay table at 10.0.0.7 went away";
+
+impl ReplayStore for SettleFails {
+    type Error = std::io::Error;
+
+    async fn reserve(&self, key: ReplayKey, lease: SystemTime) -> Result<Seen, Self::Error> {
+        self.0
+            .reserve(key, lease)
+            .await
+            .map_err(|never| match never {})
+    }
+    async fn confirm(&self, _: ReplayKey, _: SystemTime) -> Result<(), Self::Error> {
+        Err(std::io::Error::other(SETTLE_ERROR))
+    }
+    async fn release(&self, _: ReplayKey, _: SystemTime) -> Result<(), Self::Error> {
+        Err(std::io::Error::other(SETTLE_ERROR))
+    }
+}
+
+/// The report's line of the store's failure to `settle` (confirm or release), if any.
+fn settle_report(settle: &str) -> Option<String> {
+    let wanted = format!("could not {settle} a delivery's key");
+    let text = crate::load::reports().text();
+    text.lines()
+        .find(|line| line.contains(&wanted))
+        .map(str::to_owned)
+}
+
+/// A store that cannot settle a key is reported, at once and as a warning, with its
+/// error and never the delivery's secret; the answer is the handler's.
+#[tokio::test]
+async fn a_store_that_cannot_settle_a_key_is_reported() {
+    crate::load::reports();
+    for (act, status, settle) in [(Act::Keep, 200, "confirm"), (Act::Fail, 503, "release")] {
+        let script = Script::default().then(&[act]);
+        let minute = Duration::from_secs(60);
+        let lab = start(SettleFails::default(), OnRepeat::Flag, minute, script).await;
+        assert_eq!(send(&lab, "settle").await.0, status, "{settle}");
+        let line = settle_report(settle).unwrap_or_else(|| panic!("no report of the {settle}"));
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains(SETTLE_ERROR), "{line}");
+        assert!(!line.contains(SECRET), "{line}");
+    }
+}

@@ -28,7 +28,7 @@ const KINDS: [(&str, u16); 5] = [
 ];
 
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -40,8 +40,15 @@ impl Write for Captured {
     }
 }
 
+impl Captured {
+    /// What was written so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
 /// Every event of this test binary, written as text.
-fn reports() -> &'static Captured {
+pub(crate) fn reports() -> &'static Captured {
     static CAPTURED: OnceLock<Captured> = OnceLock::new();
     CAPTURED.get_or_init(|| {
         let captured = Captured::default();
@@ -138,7 +145,7 @@ async fn parallel_senders_are_answered_and_counted_exactly() {
         assert_eq!(counted, sent[kind], "{code}");
     }
 
-    let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    let text = captured.text();
     assert!(
         text.contains("webhook-signature-mismatch"),
         "the refusals were reported"

@@ -355,6 +355,62 @@ mod tests {
         assert_eq!(remember(&memory, key(0), far, start), Seen::Repeat);
     }
 
+    /// The order is swept of stale places only once it reaches [`STALE_FACTOR`] times the
+    /// capacity, and never holds more: the sweep, a pass over it, stays rare.
+    #[test]
+    fn the_order_is_swept_when_it_reaches_its_bound_and_not_before() {
+        let memory = ReplayMemory::with_capacity(4);
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let far = start + Duration::from_secs(1_000_000);
+        remember(&memory, key(0), far, start);
+        let mut longest = 0;
+        for round in 1..20u64 {
+            let now = start + Duration::from_secs(round);
+            remember(&memory, key(1), now + Duration::from_millis(500), now);
+            longest = longest.max(memory.shared.table.lock().unwrap().order.len());
+        }
+        assert_eq!(longest, STALE_FACTOR * memory.capacity());
+    }
+
+    /// A key is forgotten at the moment it was given, by whichever key comes then: the same
+    /// moment at which its own repeat is first again.
+    #[test]
+    fn a_key_is_forgotten_at_its_expiry_by_another_key() {
+        let memory = ReplayMemory::with_capacity(8);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let until = now + Duration::from_secs(10);
+        assert_eq!(remember(&memory, key(1), until, now), Seen::First);
+        assert_eq!(remember(&memory, key(2), until, now), Seen::First);
+        assert_eq!(memory.reserve_at(key(3), until, until), Seen::First);
+        assert_eq!((memory.expired(), memory.len()), (2, 1));
+    }
+
+    #[test]
+    fn is_empty_until_a_key_is_reserved_and_again_once_it_is_released() {
+        let memory = ReplayMemory::with_capacity(8);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let lease = now + Duration::from_secs(10);
+        assert!(memory.is_empty());
+        memory.reserve_at(key(1), lease, now);
+        assert!(!memory.is_empty());
+        memory.release_at(key(1), lease);
+        assert!(memory.is_empty());
+    }
+
+    #[test]
+    fn debug_shows_the_capacity_and_the_counts() {
+        let memory = ReplayMemory::with_capacity(1);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let until = now + Duration::from_secs(10);
+        remember(&memory, key(1), until, now);
+        remember(&memory, key(2), until, now);
+        let text = format!("{memory:?}");
+        assert_eq!(
+            text,
+            "ReplayMemory { capacity: 1, evicted: 1, expired: 0, .. }"
+        );
+    }
+
     #[test]
     fn a_reserved_key_is_held_until_its_lease_ends_then_first_again() {
         let memory = ReplayMemory::with_capacity(8);

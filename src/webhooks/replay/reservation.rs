@@ -99,3 +99,29 @@ fn report(result: Result<(), Box<dyn std::error::Error + Send + Sync>>, what: &'
         tracing::warn!(%error, "the replay store could not {what} a delivery's key");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::webhooks::replay::ReplayMemory;
+
+    /// A reservation's debug text names its lease, its end and whether it is settled, never
+    /// its key: the key is what a replay would need to be recognised by.
+    #[test]
+    fn debug_names_the_lease_and_not_the_key() {
+        let key = ReplayKey::from_bytes([0xab; 32]);
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let reservation = Reservation::new(Arc::new(ReplayMemory::new()), key, at, at);
+        let text = format!("{reservation:?}");
+        assert!(text.starts_with("Reservation {"), "{text}");
+        assert!(text.contains("lease: SystemTime"), "{text}");
+        assert!(text.contains("until: SystemTime"), "{text}");
+        assert!(text.contains("settled: false"), "{text}");
+        assert!(
+            !text.contains("171"),
+            "the key's bytes (0xab = 171): {text}"
+        );
+    }
+}

@@ -94,3 +94,25 @@ fn a_version_2_record_is_read_without_a_key() {
     );
     assert_eq!(read.received, Some(UNIX_EPOCH + Duration::from_millis(7)));
 }
+
+/// A record is written into one buffer of its exact size (`Vec::with_capacity` gives
+/// exactly what it is asked for): a body of many megabytes is never copied into a buffer
+/// twice its size as it grows. The body here is larger than every other field together,
+/// as a push's is.
+#[test]
+fn a_record_is_encoded_into_a_buffer_of_its_exact_size() {
+    let delivery = SpooledDelivery {
+        instance: "in_1".into(),
+        inbox: "ib_2".into(),
+        vcs: Vcs::Github,
+        event: "push".into(),
+        delivery: "d-6".into(),
+        proof: None,
+        received: Some(UNIX_EPOCH + Duration::from_millis(7)),
+        key: Some([3; 32]),
+        body: vec![b'x'; 64 * 1024],
+    };
+    let bytes = delivery.encode();
+    assert_eq!(bytes.capacity(), bytes.len());
+    assert_eq!(SpooledDelivery::decode(&bytes), Some(delivery));
+}
