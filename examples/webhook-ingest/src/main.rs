@@ -159,8 +159,7 @@ async fn serve(args: Cli) -> io::Result<()> {
     let connections = config.connections.clone();
     let deadlines = config.deadlines;
     let listen = args.listen_addr();
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
+    let listener = bind(listen)
         .map_err(|e| io::Error::new(e.kind(), format!("binding {listen} failed: {e}")))?;
     let bound = listener.local_addr()?;
     let config = webhook_ingest::Config {
@@ -264,4 +263,26 @@ async fn shutdown_signal() {
         () = terminate => {}
     }
     tracing::info!("shutting down");
+}
+
+/// Connections the kernel holds for the service before it accepts them. A burst of a few
+/// thousand at once (senders retrying after an outage, a flood of stalled clients) must fit:
+/// past the backlog the kernel drops a connection's data or falls back to SYN cookies, and
+/// that client waits a retransmission (1 s, then 3, 7, 15 s) before the service even sees it,
+/// its header and body deadlines with it. tokio's `TcpListener::bind` asks for 1,024; Linux
+/// caps what is asked at `net.core.somaxconn` (4,096 by default).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// The listening socket, as `TcpListener::bind` makes it (`SO_REUSEADDR` on Unix), with a
+/// backlog of [`LISTEN_BACKLOG`].
+fn bind(listen: std::net::SocketAddr) -> io::Result<tokio::net::TcpListener> {
+    let socket = if listen.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(listen)?;
+    socket.listen(LISTEN_BACKLOG)
 }
