@@ -9,6 +9,14 @@
 
 use super::{Store, StoreError};
 
+/// The columns each backend's `catchup_row` reads, in its order: the same SQL on SQLite and
+/// on PostgreSQL.
+pub(in crate::store) const SELECT_CATCHUP: &str =
+    "SELECT instance_id, inbox_id, hook_kind, hook_owner, hook_id,
+    token, app_id, private_key, cursor_id, failing, last_success_ms,
+    (SELECT count(*) FROM catchup_asks a WHERE a.inbox_id = catchup.inbox_id)
+    FROM catchup";
+
 /// An inbox's catch-up as stored. The token and the private key are secrets, kept as an
 /// inbox's webhook secret is: never logged (no `Debug`), never answered after they are given.
 #[derive(Clone)]

@@ -6,7 +6,7 @@
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::store::catchup::{AskState, CatchUpRow, PassEnd};
+use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
 use crate::store::StoreError;
 
 /// The catch-up of an inbox, and the deliveries asked for and not stored yet.
@@ -42,12 +42,6 @@ macro_rules! now_ms {
         "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
     };
 }
-
-/// The columns `catchup_row` reads, in its order.
-const SELECT_CATCHUP: &str = "SELECT instance_id, inbox_id, hook_kind, hook_owner, hook_id,
-    token, app_id, private_key, cursor_id, failing, last_success_ms,
-    (SELECT count(*) FROM catchup_asks a WHERE a.inbox_id = catchup.inbox_id)
-    FROM catchup";
 
 fn catchup_row(row: &Row) -> CatchUpRow {
     CatchUpRow {

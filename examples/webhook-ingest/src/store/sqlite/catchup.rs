@@ -4,7 +4,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
-use crate::store::catchup::{AskState, CatchUpRow, PassEnd};
+use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
 use crate::store::StoreError;
 
 /// The catch-up of an inbox, and the deliveries asked for and not stored yet.
@@ -39,12 +39,6 @@ macro_rules! now_ms {
         "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
     };
 }
-
-/// The columns `catchup_row` reads, in its order.
-const SELECT_CATCHUP: &str = "SELECT instance_id, inbox_id, hook_kind, hook_owner, hook_id,
-    token, app_id, private_key, cursor_id, failing, last_success_ms,
-    (SELECT count(*) FROM catchup_asks a WHERE a.inbox_id = catchup.inbox_id)
-    FROM catchup";
 
 fn catchup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CatchUpRow> {
     Ok(CatchUpRow {
