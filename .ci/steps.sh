@@ -197,6 +197,7 @@ run_step() {
         STEP_STATUS[$id]="FAILED (exit $rc)"
         printf '== %s FAILED (exit %d) after %s s. Run it alone with:\n   .ci/run %s\n   or its command: %s\n' \
             "$id" "$rc" "${STEP_TOOK[$id]}" "$id" "${STEP_CMD[$id]}" >&2
+        disk_report >&2
         exit "$rc"
     fi
     STEP_STATUS[$id]=ok
@@ -214,6 +215,15 @@ print_times() {
         total=$((total + 10#${secs/./}))
     done
     printf '%-32s %8s s\n' total "$((total / 10)).$((total % 10))"
+    disk_report
+}
+
+# The free space where builds and temporary files go, and the build directory's size: a full
+# disk shows up as a tool dying oddly (a linker's SIGBUS), so every run ends with this.
+disk_report() {
+    printf '\n== disk\n'
+    df -h . "${TMPDIR:-/tmp}" 2>/dev/null || true
+    du -sh target 2>/dev/null || true
 }
 
 # Every tier and step, with its command.
