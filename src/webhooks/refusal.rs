@@ -276,70 +276,75 @@ impl Fault for Refusal {
 /// type's catalog.
 impl Catalog for Refusal {
     fn catalog() -> Vec<CatalogEntry> {
-        let unavailable = || Box::new(std::io::Error::other("unavailable")) as _;
-        let header = "";
-        let tolerance = Duration::ZERO;
-        [
-            (
-                Refusal::SignatureMissing { header },
-                "the delivery carries no signature",
-            ),
-            (
-                Refusal::SignatureMismatch { header },
-                "the signature does not match the body",
-            ),
-            (
-                Refusal::TimestampStale { header, tolerance },
-                "the signed timestamp is too old",
-            ),
-            (
-                Refusal::TimestampFuture { header, tolerance },
-                "the signed timestamp is too far ahead",
-            ),
-            (
-                Refusal::HeaderMissing { header },
-                "a header the signature covers is missing",
-            ),
-            (
-                malformed(header, ""),
-                "a header is not in its sender's form, or is sent twice",
-            ),
-            (
-                Refusal::BodyTooLarge { limit: 0 },
-                "the body is longer than the intake's bound",
-            ),
-            (Refusal::BodyUnreadable, "the body ended before its end"),
-            (
-                Refusal::BodyInvalid {
-                    problem: "",
-                    line: 0,
-                    column: 0,
-                },
-                "the verified body is not the JSON the handler takes",
-            ),
-            (Refusal::UnknownInbox, "no inbox takes deliveries here"),
-            (
-                Refusal::SecretsUnavailable(unavailable()),
-                "the secrets could not be read; retry",
-            ),
-            (Refusal::Replayed, "the delivery was taken already"),
-            (
-                Refusal::ReplaysUnavailable(unavailable()),
-                "whether the delivery was taken could not be told; retry",
-            ),
-            (
-                Refusal::InProgress,
-                "a copy of the delivery is in hand; retry to learn whether it was taken",
-            ),
-            (
-                Refusal::ReplaysWithoutLayer,
-                "no fault layer tells the intake its answers; a deployment's mistake",
-            ),
-        ]
-        .into_iter()
-        .map(|(refusal, meaning)| CatalogEntry::new(refusal.status(), refusal.code(), meaning))
-        .collect()
+        samples()
+            .into_iter()
+            .map(|(refusal, meaning)| CatalogEntry::new(refusal.status(), refusal.code(), meaning))
+            .collect()
     }
+}
+
+/// A refusal of each kind with its meaning, the rows of [`Refusal`]'s catalog.
+fn samples() -> [(Refusal, &'static str); 15] {
+    let unavailable = || Box::new(std::io::Error::other("unavailable")) as _;
+    let header = "";
+    let tolerance = Duration::ZERO;
+    [
+        (
+            Refusal::SignatureMissing { header },
+            "the delivery carries no signature",
+        ),
+        (
+            Refusal::SignatureMismatch { header },
+            "the signature does not match the body",
+        ),
+        (
+            Refusal::TimestampStale { header, tolerance },
+            "the signed timestamp is too old",
+        ),
+        (
+            Refusal::TimestampFuture { header, tolerance },
+            "the signed timestamp is too far ahead",
+        ),
+        (
+            Refusal::HeaderMissing { header },
+            "a header the signature covers is missing",
+        ),
+        (
+            malformed(header, ""),
+            "a header is not in its sender's form, or is sent twice",
+        ),
+        (
+            Refusal::BodyTooLarge { limit: 0 },
+            "the body is longer than the intake's bound",
+        ),
+        (Refusal::BodyUnreadable, "the body ended before its end"),
+        (
+            Refusal::BodyInvalid {
+                problem: "",
+                line: 0,
+                column: 0,
+            },
+            "the verified body is not the JSON the handler takes",
+        ),
+        (Refusal::UnknownInbox, "no inbox takes deliveries here"),
+        (
+            Refusal::SecretsUnavailable(unavailable()),
+            "the secrets could not be read; retry",
+        ),
+        (Refusal::Replayed, "the delivery was taken already"),
+        (
+            Refusal::ReplaysUnavailable(unavailable()),
+            "whether the delivery was taken could not be told; retry",
+        ),
+        (
+            Refusal::InProgress,
+            "a copy of the delivery is in hand; retry to learn whether it was taken",
+        ),
+        (
+            Refusal::ReplaysWithoutLayer,
+            "no fault layer tells the intake its answers; a deployment's mistake",
+        ),
+    ]
 }
 
 impl IntoResponse for Refusal {
@@ -351,4 +356,57 @@ impl IntoResponse for Refusal {
 /// A header of one value that is malformed.
 pub(crate) fn malformed(header: &'static str, problem: &'static str) -> Refusal {
     Refusal::HeaderMalformed { header, problem }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many variants [`variant`] numbers: a new variant takes the next number and this
+    /// grows with it.
+    const VARIANTS: usize = 15;
+
+    /// The variant a refusal is, by its place in the declaration. The match has no catch-all:
+    /// a new variant does not compile until it is numbered here, and the test below then
+    /// fails until the catalog has a row for it.
+    fn variant(refusal: &Refusal) -> usize {
+        match refusal {
+            Refusal::SignatureMissing { .. } => 0,
+            Refusal::SignatureMismatch { .. } => 1,
+            Refusal::TimestampStale { .. } => 2,
+            Refusal::TimestampFuture { .. } => 3,
+            Refusal::HeaderMissing { .. } => 4,
+            Refusal::HeaderMalformed { .. } => 5,
+            Refusal::BodyTooLarge { .. } => 6,
+            Refusal::BodyUnreadable => 7,
+            Refusal::BodyInvalid { .. } => 8,
+            Refusal::UnknownInbox => 9,
+            Refusal::SecretsUnavailable(_) => 10,
+            Refusal::Replayed => 11,
+            Refusal::ReplaysUnavailable(_) => 12,
+            Refusal::InProgress => 13,
+            Refusal::ReplaysWithoutLayer => 14,
+        }
+    }
+
+    #[test]
+    fn the_catalog_has_one_row_per_variant() {
+        let mut seen: Vec<usize> = samples()
+            .iter()
+            .map(|(refusal, _)| variant(refusal))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..VARIANTS).collect::<Vec<_>>(),
+            "a variant without a row, or twice"
+        );
+        let mut codes: Vec<&str> = samples()
+            .iter()
+            .map(|(refusal, _)| refusal.code())
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), samples().len(), "two variants share a code");
+    }
 }
