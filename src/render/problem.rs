@@ -296,6 +296,7 @@ mod tests {
     use http::HeaderValue;
 
     use super::*;
+    use crate::summary::Public;
 
     fn escaped(s: &str, cap: usize) -> String {
         let mut out = BytesMut::new();
@@ -382,6 +383,28 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with(TRUNCATION_MARKER));
+    }
+
+    #[test]
+    fn the_detail_is_a_public_text_but_a_server_errors_only_in_development() {
+        let detail = |status: u16, public: &str, development: bool| {
+            let config = Config {
+                development,
+                ..Config::default()
+            };
+            let status = StatusCode::from_u16(status).unwrap();
+            let mut summary = Summary::from_rejection(status, b"", &config);
+            summary.public = Public::Text(public.to_owned());
+            let id = RequestId::Made(*b"0a1b2c3d-000000000001");
+            let (body, _) = problem_body(&summary, &id, id.text(), "/", &config);
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            json["detail"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(detail(409, "name taken", false), "name taken");
+        assert_eq!(detail(409, "", false), status_detail(StatusCode::CONFLICT));
+        assert_eq!(detail(502, "db at 10.0.0.7", false), GENERIC_SERVER_DETAIL);
+        assert_eq!(detail(502, "db at 10.0.0.7", true), "db at 10.0.0.7");
+        assert_eq!(detail(502, "", true), GENERIC_SERVER_DETAIL);
     }
 
     #[test]
