@@ -364,7 +364,7 @@ fn answer<B>(
         .request_id_or(|| head.headers.get(&config.request_id_header));
     // Checked once (as UTF-8; it is printable ASCII, as `request_id` makes it).
     let id_text = request_id.text();
-    let (body, id_at) = problem_body(&summary, id_text, guard.meta().path(), config);
+    let (body, id_at) = problem_body(&summary, &request_id, id_text, guard.meta().path(), config);
     // One buffer: a made id's header value is the body's copy of it.
     let id_value = request_id.header_value(&body, id_at);
     head.status = summary.status;

@@ -227,6 +227,11 @@ impl Record {
     /// noting that it is inside a request this guard's ledger counts: a layer of the same
     /// ledger called inside passes the request through, and may name its route. Notes nest, for
     /// layers of different ledgers stacked.
+    ///
+    /// Inlined into the call and the poll: out of line, the inner poll's result (a response)
+    /// is copied once more on its way out (ledger-grind's ok row: 1,970 instructions per
+    /// request out of line, 1,946 inlined).
+    #[inline(always)]
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let note = CountingFor::new(self.shared.ledger.id());
         let outer = COUNTING.try_with(|counting| counting.replace(note));

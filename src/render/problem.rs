@@ -13,6 +13,7 @@ use http::StatusCode;
 use crate::config::Config;
 use crate::limits::MAX_REQUEST_ID_BYTES;
 use crate::limits::TRUNCATION_MARKER;
+use crate::request::RequestId;
 use crate::summary::Summary;
 use crate::text::freeze_written;
 
@@ -33,7 +34,8 @@ const INSTANCE_CAP: usize = 256;
 pub(crate) const GENERIC_SERVER_DETAIL: &str =
     "The server failed to handle this request. Quote the request_id when you report it.";
 
-/// The detail of an error status that came without a message of its own.
+/// The detail of an error status that came without a message of its own. No text here has a
+/// byte JSON escapes: [`render`] copies them as they are.
 fn status_detail(status: StatusCode) -> &'static str {
     match status.as_u16() {
         404 => "No route matches this path.",
@@ -56,27 +58,34 @@ const USUAL_BODY_BYTES: usize = 1024;
 
 /// The problem body of `summary` for the request at `path`, rendered straight into this
 /// thread's scratch chunk: no buffer of its own and no copy. With it, where in it the
-/// request id's escaped text is, for the id's header value to share.
+/// request id's escaped text is, for the id's header value to share. `id_text` is
+/// `request_id`'s text, which the caller checked once, for its report too.
 pub(crate) fn problem_body(
     summary: &Summary,
-    request_id: &str,
+    request_id: &RequestId,
+    id_text: &str,
     path: &str,
     config: &Config,
 ) -> (Bytes, Range<usize>) {
     let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
     let mut id_at = 0..0;
     let body = freeze_written(room, |out| {
-        id_at = render(out, summary, request_id, path, config);
+        id_at = render(out, summary, (request_id, id_text), path, config);
     });
     (body, id_at)
 }
 
 /// Renders the problem body of `summary` for the request at `path` into `out`; returns where
 /// the request id's escaped text is, from the body's start.
+///
+/// Two members are copied without the scan for bytes to escape (ledger-grind's rejected row,
+/// a 404: 5,403 instructions per request with the scans, 5,135 without): an id this process
+/// made, hex digits and a dash, and the detail of a status that came without a message of
+/// its own, one of [`status_detail`]'s texts, when it fits.
 fn render(
     out: &mut BytesMut,
     summary: &Summary,
-    request_id: &str,
+    (request_id, id_text): (&RequestId, &str),
     path: &str,
     config: &Config,
 ) -> Range<usize> {
@@ -87,18 +96,30 @@ fn render(
         Some(base) => push_head(out, summary, Some(base)),
     }
     let id_start = out.len() - start;
-    push_escaped(out, request_id, REQUEST_ID_CAP);
+    match request_id {
+        RequestId::Made(made) => out.extend_from_slice(made),
+        RequestId::Sent(_) => push_escaped(out, id_text, REQUEST_ID_CAP),
+    }
     let id_at = id_start..out.len() - start;
     out.extend_from_slice(b"\",\"instance\":\"");
     push_escaped(out, path, INSTANCE_CAP);
     out.extend_from_slice(b"\",\"detail\":\"");
-    let detail = summary
+    let public = summary
         .public_text()
-        .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)))
-        .unwrap_or_else(|| status_detail(summary.status));
+        .filter(|public| !public.is_empty() && (config.development || !is_server_side(summary)));
     // The closing quote and brace follow the detail's text.
     let room = cap.saturating_sub(out.len() - start + 2);
-    push_escaped(out, detail, room);
+    match public {
+        Some(detail) => push_escaped(out, detail, room),
+        None => {
+            let detail = status_detail(summary.status);
+            if detail.len() <= room {
+                out.extend_from_slice(detail.as_bytes());
+            } else {
+                push_escaped(out, detail, room);
+            }
+        }
+    }
     out.extend_from_slice(b"\"}");
     id_at
 }
@@ -272,7 +293,10 @@ fn escape(c: char, buf: &mut [u8; 6]) -> &str {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use http::HeaderValue;
+
     use super::*;
+    use crate::summary::Public;
 
     fn escaped(s: &str, cap: usize) -> String {
         let mut out = BytesMut::new();
@@ -320,17 +344,67 @@ mod tests {
             ..Config::default()
         };
         let summary = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &plain);
+        let made = RequestId::Made(*b"0a1b2c3d-000000000001");
+        let sent = RequestId::Sent(HeaderValue::from_static("say \"hi\""));
         for config in [&plain, &based] {
-            for id in ["0a1b2c3d-000000000001", "say \"hi\""] {
-                let (body, at) = problem_body(&summary, id, "/hooks/7", config);
+            for id in [&made, &sent] {
+                let (body, at) = problem_body(&summary, id, id.text(), "/hooks/7", config);
                 let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
-                assert_eq!(json["request_id"], id);
+                assert_eq!(json["request_id"], id.text());
                 // Where it says: the escaped text, which is the id itself when nothing in it
                 // needs escaping.
-                let escaped = serde_json::to_string(id).unwrap();
+                let escaped = serde_json::to_string(id.text()).unwrap();
                 assert_eq!(body[at].as_ref(), &escaped.as_bytes()[1..escaped.len() - 1]);
             }
         }
+    }
+
+    #[test]
+    fn a_status_detail_is_copied_as_it_is_only_where_nothing_needs_escaping_and_it_fits() {
+        for status in 400..600 {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert!(
+                !any_needs_escape(status_detail(status).as_bytes()),
+                "{status}"
+            );
+        }
+        // A cap too small for the detail still cuts it, marker and all.
+        let summary = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &Config::default());
+        let id = RequestId::Made(*b"0a1b2c3d-000000000001");
+        let whole = problem_body(&summary, &id, id.text(), "/", &Config::default()).0;
+        let config = Config {
+            max_body_bytes: whole.len() - 5,
+            ..Config::default()
+        };
+        let (body, _) = problem_body(&summary, &id, id.text(), "/", &config);
+        assert!(body.len() <= config.max_body_bytes, "{}", body.len());
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(json["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with(TRUNCATION_MARKER));
+    }
+
+    #[test]
+    fn the_detail_is_a_public_text_but_a_server_errors_only_in_development() {
+        let detail = |status: u16, public: &str, development: bool| {
+            let config = Config {
+                development,
+                ..Config::default()
+            };
+            let status = StatusCode::from_u16(status).unwrap();
+            let mut summary = Summary::from_rejection(status, b"", &config);
+            summary.public = Public::Text(public.to_owned());
+            let id = RequestId::Made(*b"0a1b2c3d-000000000001");
+            let (body, _) = problem_body(&summary, &id, id.text(), "/", &config);
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            json["detail"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(detail(409, "name taken", false), "name taken");
+        assert_eq!(detail(409, "", false), status_detail(StatusCode::CONFLICT));
+        assert_eq!(detail(502, "db at 10.0.0.7", false), GENERIC_SERVER_DETAIL);
+        assert_eq!(detail(502, "db at 10.0.0.7", true), "db at 10.0.0.7");
+        assert_eq!(detail(502, "", true), GENERIC_SERVER_DETAIL);
     }
 
     #[test]

@@ -13,5 +13,6 @@ mod route;
 #[cfg(feature = "webhooks")]
 pub(crate) use answer::attach;
 pub(crate) use answer::{take_attached, AnswerHook, CountingFor, COUNTING};
+pub(crate) use id::RequestId;
 pub(crate) use meta::RequestMeta;
 pub(crate) use route::{interned_route, InternedRoute, RouteKey};
