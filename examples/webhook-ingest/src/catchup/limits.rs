@@ -76,7 +76,7 @@ pub fn classify(
         },
         403 => forbidden(provider),
         401 => Verdict::Refused(format!(
-            "{provider} answered 401: the token or the App's key is wrong, expired or revoked"
+            "{provider} answered 401: the token (or a GitHub App's key) is wrong, expired or revoked"
         )),
         404 => Verdict::Refused(format!(
             "{provider} answered 404: no such hook, or the credentials cannot see it"

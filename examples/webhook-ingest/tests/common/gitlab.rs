@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -54,8 +55,10 @@ struct Hub {
     hooks: Vec<HookState>,
     next_id: i64,
     script: VecDeque<Scripted>,
-    /// Resends each hook takes before its limit answers 429 (GitLab's: five a minute).
-    resends_left: Option<i64>,
+    /// The resend limit, when kept: resends a window takes (GitLab's: five a minute per hook
+    /// and user), the window, when the current one began and the resends it took.
+    resend_limit: Option<(u32, Duration)>,
+    window: Option<(Instant, u32)>,
     /// Every API call: its method and path.
     calls: Vec<(Method, String)>,
     /// Every resend asked for: hook index and event id.
@@ -85,7 +88,7 @@ impl GitLabStandIn {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
+            .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
         let app = axum::Router::new()
@@ -136,14 +139,23 @@ impl GitLabStandIn {
         self.hub.lock().unwrap().script.extend(answers);
     }
 
-    /// Resends each hook takes from now on before its limit answers 429; `None`: no limit.
-    pub fn limit_resends(&self, left: Option<i64>) {
-        self.hub.lock().unwrap().resends_left = left;
+    /// Keeps a resend limit of `per_window` resends a `window` from now on (GitLab's is five
+    /// a minute); `None`: no limit.
+    pub fn limit_resends(&self, limit: Option<(u32, Duration)>) {
+        let mut hub = self.hub.lock().unwrap();
+        (hub.resend_limit, hub.window) = (limit, None);
     }
 
     /// Sends a push of the hook as GitLab does, with the idempotency key `key`, and records
-    /// it; the status it got (0 when the service could not be reached).
-    pub async fn push(&self, hook: usize, key: &str, body: Vec<u8>) -> i64 {
+    /// it; the status it got (0 when the service could not be reached). `recorded_as`, when
+    /// given, is what GitLab records (it gave up waiting whatever the service did later).
+    pub async fn push(
+        &self,
+        hook: usize,
+        key: &str,
+        body: Vec<u8>,
+        recorded_as: Option<i64>,
+    ) -> i64 {
         let (target, secret) = {
             let hub = self.hub.lock().unwrap();
             (
@@ -154,7 +166,14 @@ impl GitLabStandIn {
         let body = Arc::new(body);
         let uuid = format!("uuid-{key}-first");
         let status = send(&self.client, &target, &secret, key, &uuid, &body).await;
-        record(&self.hub, hook, key, uuid, body, status);
+        record(
+            &self.hub,
+            hook,
+            key,
+            uuid,
+            body,
+            recorded_as.unwrap_or(status),
+        );
         status
     }
 
@@ -225,20 +244,37 @@ fn message(status: StatusCode, text: &str) -> Response {
     (status, axum::Json(json!({ "message": text }))).into_response()
 }
 
+/// Takes one resend from the limit's window; GitLab's 429 when the window has none left.
+fn take_resend(hub: &mut Hub) -> Result<(), Response> {
+    let Some((per_window, length)) = hub.resend_limit else {
+        return Ok(());
+    };
+    let now = Instant::now();
+    let (began, taken) = match hub.window {
+        Some((began, taken)) if now < began + length => (began, taken),
+        _ => (now, 0),
+    };
+    if taken >= per_window {
+        return Err(limited(per_window, (began + length) - now));
+    }
+    hub.window = Some((began, taken + 1));
+    Ok(())
+}
+
 /// GitLab's answer to a limited call: 429, `Retry-After` and the `RateLimit-*` headers.
-fn limited() -> Response {
+fn limited(limit: u32, left: Duration) -> Response {
     let mut response = message(
         StatusCode::TOO_MANY_REQUESTS,
         "This endpoint has been requested too many times. Try again later.",
     );
-    let reset = now_unix() + 60;
+    let secs = left.as_secs_f64().ceil().max(1.0) as u64;
     for (name, value) in [
-        ("retry-after", "60".to_owned()),
+        ("retry-after", secs.to_string()),
         ("ratelimit-name", "web_hook_event_resend".to_owned()),
-        ("ratelimit-limit", "5".to_owned()),
-        ("ratelimit-observed", "6".to_owned()),
+        ("ratelimit-limit", limit.to_string()),
+        ("ratelimit-observed", (limit + 1).to_string()),
         ("ratelimit-remaining", "0".to_owned()),
-        ("ratelimit-reset", reset.to_string()),
+        ("ratelimit-reset", (now_unix() + secs).to_string()),
     ] {
         response.headers_mut().insert(name, value.parse().unwrap());
     }
@@ -287,11 +323,8 @@ async fn api(
         match (&method, rest) {
             (&Method::GET, []) => return list(&hub.hooks[hook], &query),
             (&Method::POST, [event, "resend"]) => {
-                if hub.resends_left.is_some_and(|left| left <= 0) {
-                    return limited();
-                }
-                if let Some(left) = hub.resends_left.as_mut() {
-                    *left -= 1;
+                if let Err(limited) = take_resend(&mut hub) {
+                    return limited;
                 }
                 let id: i64 = event.parse().unwrap_or(-1);
                 let state = &hub.hooks[hook];
