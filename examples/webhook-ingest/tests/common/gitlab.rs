@@ -245,20 +245,18 @@ fn message(status: StatusCode, text: &str) -> Response {
 }
 
 /// Takes one resend from the limit's window; GitLab's 429 when the window has none left.
-fn take_resend(hub: &mut Hub) -> Result<(), Response> {
-    let Some((per_window, length)) = hub.resend_limit else {
-        return Ok(());
-    };
+fn take_resend(hub: &mut Hub) -> Option<Response> {
+    let (per_window, length) = hub.resend_limit?;
     let now = Instant::now();
     let (began, taken) = match hub.window {
         Some((began, taken)) if now < began + length => (began, taken),
         _ => (now, 0),
     };
     if taken >= per_window {
-        return Err(limited(per_window, (began + length) - now));
+        return Some(limited(per_window, (began + length) - now));
     }
     hub.window = Some((began, taken + 1));
-    Ok(())
+    None
 }
 
 /// GitLab's answer to a limited call: 429, `Retry-After` and the `RateLimit-*` headers.
@@ -323,7 +321,7 @@ async fn api(
         match (&method, rest) {
             (&Method::GET, []) => return list(&hub.hooks[hook], &query),
             (&Method::POST, [event, "resend"]) => {
-                if let Err(limited) = take_resend(&mut hub) {
+                if let Some(limited) = take_resend(&mut hub) {
                     return limited;
                 }
                 let id: i64 = event.parse().unwrap_or(-1);
