@@ -374,3 +374,6 @@ pub fn describe(row: &CatchUpRow) -> Value {
     }
     shown
 }
+
+#[cfg(test)]
+mod tests;
