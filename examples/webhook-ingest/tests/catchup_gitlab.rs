@@ -23,8 +23,14 @@ const GITLAB_TOKEN: &str = "glpat-token-for-tests-only";
 /// Pushes made while the service is down: more than two of GitLab's pages of 20.
 const FAILED_PUSHES: usize = 45;
 
-/// A service whose catch-up looks every 200 ms; GitHub's API is never asked here.
+/// A service on SQLite in memory whose catch-up looks every 200 ms.
 async fn service() -> Service {
+    service_on_db(":memory:").await
+}
+
+/// A service on the store at `db` whose catch-up looks every 200 ms; GitHub's API is never
+/// asked here.
+async fn service_on_db(db: &str) -> Service {
     let config = webhook_ingest::Config {
         catchup: CatchUp {
             api: "http://127.0.0.1:9".into(),
@@ -35,7 +41,7 @@ async fn service() -> Service {
         },
         ..Service::config(TEST_BODY_LIMIT)
     };
-    Service::serve_with(Store::open(":memory:").await.unwrap(), None, config).await
+    Service::serve_with(Store::open(db).await.unwrap(), None, config).await
 }
 
 fn gitlab_path(fixture: &Fixture) -> String {
@@ -105,7 +111,21 @@ async fn series_with(service: &Service, name: &str, part: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_made_while_the_service_was_down_is_resent_and_kept_exactly_once() {
-    let service = service().await;
+    down_then_resent(service().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_made_while_the_service_was_down_is_resent_and_kept_once_on_postgres() {
+    let test = "a_push_made_while_the_service_was_down_is_resent_and_kept_once_on_postgres";
+    let Some(url) = test_postgres(test) else {
+        return;
+    };
+    down_then_resent(service_on_db(&url).await).await;
+}
+
+/// Pushes kept but recorded failed, then pushes made while the service was down; catch-up
+/// given: each of the second resent once, none of the first, all kept once.
+async fn down_then_resent(service: Service) {
     let fixture = service.setup().await;
     let (gitlab, hook) = gitlab_hook(&service, &fixture).await;
     // Kept by the service, but recorded failed: GitLab gave up waiting first.
