@@ -192,14 +192,7 @@ async fn down_then_resent(service: Service) {
         series_sum(&service, "webhook_ingest_catchup_found_failed_total").await,
         total as f64
     );
-    let shown = service
-        .send(
-            service
-                .client
-                .get(service.url(&gitlab_path(&fixture)))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
+    let shown = shown(&service, &fixture, &gitlab_path(&fixture)).await;
     assert_eq!(shown.body["pending_redeliveries"], 0, "{}", shown.text);
 }
 
@@ -267,18 +260,7 @@ async fn gitlab_failures_are_counted_and_retried_later_and_nothing_is_lost() {
         )
         .await;
     within_bound("the refusal shows on /health", async || {
-        let health: Value = service
-            .client
-            .get(service.url("/health"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        health["catchup"]["refused"]
-            .as_array()
-            .is_some_and(|r| r.len() == 1)
+        refused_on_health(&service).await == 1
     })
     .await;
     let lists = gitlab.calls(Method::GET, "/events");
@@ -293,14 +275,7 @@ async fn gitlab_failures_are_counted_and_retried_later_and_nothing_is_lost() {
         series_sum(&service, "webhook_ingest_catchup_refused").await,
         1.0
     );
-    let shown = service
-        .send(
-            service
-                .client
-                .get(service.url(&gitlab_path(&fixture)))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
+    let shown = shown(&service, &fixture, &gitlab_path(&fixture)).await;
     assert!(
         shown.body["failing"]
             .as_str()
@@ -339,14 +314,7 @@ async fn the_api_takes_a_gitlab_inbox_settings_and_keeps_its_token_secret() {
     let hook = json!({ "gitlab_url": gitlab.url(), "project_id": PROJECT, "id": HOOK });
     assert_eq!(given.body["hook"], hook);
     assert_eq!(given.body["auth"], "token");
-    let read = service
-        .send(
-            service
-                .client
-                .get(service.url(&gitlab_path(&fixture)))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
+    let read = shown(&service, &fixture, &gitlab_path(&fixture)).await;
     assert_eq!((read.status, &read.body["hook"]), (200, &hook));
     let trailing = json!({ "gitlab_url": format!("{}/", gitlab.url()), "project_id": PROJECT,
                            "hook_id": HOOK, "token": GITLAB_TOKEN });
