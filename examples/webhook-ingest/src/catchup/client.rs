@@ -56,6 +56,12 @@ pub enum CallError {
     Refused(String),
 }
 
+/// The waits between the tries of one call: `first`, doubled after each, one fewer than
+/// [`TRIES`].
+fn retry_waits(first: Duration) -> impl Iterator<Item = Duration> {
+    (0..TRIES - 1).map(move |n| first * 2u32.pow(n))
+}
+
 /// An HTTP client for a provider's API; cheap to clone.
 #[derive(Clone)]
 pub struct Client {
@@ -86,10 +92,9 @@ impl Client {
         request: impl Fn(&reqwest::Client) -> Result<RequestBuilder, CallError>,
     ) -> Result<(reqwest::Response, Option<Duration>), CallError> {
         let provider = limits.provider;
-        let mut wait = self.backoff;
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
-            match request(&self.http)?.send().await {
+        let mut waits = retry_waits(self.backoff);
+        let last = loop {
+            let last = match request(&self.http)?.send().await {
                 Ok(response)
                     if response.status().is_success() || answers.contains(&response.status()) =>
                 {
@@ -101,19 +106,20 @@ impl Client {
                     match limits::classify(response.status(), response.headers(), now, limits) {
                         Verdict::Wait(wait) => return Err(CallError::Wait(wait)),
                         Verdict::Refused(reason) => return Err(CallError::Refused(reason)),
-                        Verdict::Retry => {
-                            last = format!("{provider} answered {}", response.status())
-                        }
+                        Verdict::Retry => format!("{provider} answered {}", response.status()),
                     }
                 }
                 // The error's text names the URL, which holds nothing secret.
-                Err(error) => last = format!("{provider} could not be reached: {error}"),
+                Err(error) => format!("{provider} could not be reached: {error}"),
+            };
+            match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => break last,
             }
-            if attempt < TRIES {
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-        }
+        };
         Err(CallError::Unavailable(last))
     }
 }
+
+#[cfg(test)]
+mod tests;
