@@ -40,9 +40,9 @@ SETTINGS = {
     # Refused deliveries: these codes climbing on one route, at least this many in 15 minutes.
     "refused_codes": ["bad-signature"],
     "refused_min": 10,
-    # Catch-up (webhook-ingest asks GitHub to redeliver what failed): an inbox whose last
-    # pass to its end is older than this many seconds. A pass runs every 5 minutes, so an
-    # hour is a dozen missed in a row: a rate limit, GitHub down, or credentials refused.
+    # Catch-up (webhook-ingest asks GitHub or GitLab to redeliver what failed): an inbox whose
+    # last pass to its end is older than this many seconds. A pass runs every 5 minutes, so an
+    # hour is a dozen missed in a row: a rate limit, the provider down, or credentials refused.
     "catchup_stale_seconds": 3600,
     # Where docs/alerts.md is served; every alert links to its own section there.
     "runbook_base": "docs/alerts.md",
@@ -250,8 +250,9 @@ def other_alerts(s):
             "description": (
                 "{{ $labels.inbox }} (instance {{ $labels.instance_id }}) on {{ $labels.job }}:"
                 " no catch-up pass went to its end for " + count("$value") + " seconds, so pushes"
-                " GitHub failed to deliver are not being asked for again. /health says whether"
-                " GitHub refuses the inbox's credentials."),
+                " GitHub or GitLab failed to deliver are not being asked for again. /health says"
+                " whether the provider refuses the inbox's credentials, and"
+                " webhook_ingest_catchup_stopped_total why passes stop."),
             "runbook_url": runbook(s, "WebhookIngestCatchUpStale"),
         },
     }]

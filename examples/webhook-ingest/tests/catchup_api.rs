@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::catchup::*;
 use common::*;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use webhook_ingest::provider::Vcs;
 use webhook_ingest::store::Store;
 
@@ -97,18 +97,7 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
         given.text
     );
     within_bound("the refusal shows on /health", async || {
-        let health: Value = service
-            .client
-            .get(service.url("/health"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        health["catchup"]["refused"]
-            .as_array()
-            .is_some_and(|r| r.len() == 1)
+        refused_on_health(&service).await == 1
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1000)).await;

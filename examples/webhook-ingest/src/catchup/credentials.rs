@@ -1,5 +1,5 @@
-//! What catch-up needs to ask GitHub about an inbox's hook: which hook, and with what
-//! credentials. Read from the management API's JSON, kept as a [`CatchUpRow`], and shown back
+//! What catch-up needs to ask GitHub or GitLab about an inbox's hook: which hook, and with
+//! what credentials. Read from the management API's JSON, kept as a [`CatchUpRow`], and shown back
 //! without its secrets.
 
 use std::borrow::Cow;
@@ -8,11 +8,21 @@ use jsonwebtoken::EncodingKey;
 use serde_json::{json, Value};
 
 use crate::error::IngestError;
+use crate::provider::Vcs;
 use crate::store::catchup::CatchUpRow;
 
 /// The longest token or private key accepted, in bytes: GitHub's tokens are under 300 bytes
 /// and a 4096-bit RSA key in PEM is about 3.3 KB; past this it is no credential.
 const MAX_SECRET_BYTES: usize = 8 * 1024;
+/// The longest GitLab URL accepted: a host and a path prefix are far shorter.
+const MAX_URL_BYTES: usize = 512;
+/// Where GitLab's REST API is under a GitLab's URL.
+const GITLAB_API_PATH: &str = "/api/v4";
+/// How a GitLab hook's project is kept in the `hook_owner` column: the project's API URL,
+/// `{gitlab_url}/api/v4/projects/{project_id}`, so that the GitLab and the project together
+/// name the hook's owner, as `owner/name` does on GitHub.
+const GITLAB_PROJECTS: &str = "/api/v4/projects/";
+
 /// The longest repository (`owner/name`) or organization accepted: GitHub allows 39 bytes
 /// for an owner and 100 for a repository name.
 const MAX_NAME_BYTES: usize = 140;
@@ -26,6 +36,9 @@ pub enum Hook {
     Organization { organization: String, id: i64 },
     /// A GitHub App's webhook, the App's one hook.
     App,
+    /// A GitLab project's webhook: the GitLab's URL (`https://gitlab.com`, or a self-managed
+    /// one's), the project's id and the hook's id.
+    GitLab { url: String, project: i64, id: i64 },
 }
 
 impl Hook {
@@ -39,6 +52,44 @@ impl Hook {
                 format!("/orgs/{organization}/hooks/{id}/deliveries")
             }
             Hook::App => "/app/hook/deliveries".to_owned(),
+            Hook::GitLab { project, id, .. } => format!("/projects/{project}/hooks/{id}/events"),
+        }
+    }
+
+    /// The root of the REST API the hook is asked through: GitLab's under its URL; `None` for
+    /// GitHub's, which the service is configured with.
+    pub fn api(&self) -> Option<String> {
+        match self {
+            Hook::GitLab { url, .. } => Some(format!("{url}{GITLAB_API_PATH}")),
+            _ => None,
+        }
+    }
+
+    /// The provider the hook is asked through, in log lines and reasons.
+    pub fn provider(&self) -> &'static str {
+        match self {
+            Hook::GitLab { .. } => "GitLab",
+            _ => "GitHub",
+        }
+    }
+
+    /// The provider as a metric's label names it, as `Vcs` does.
+    pub fn provider_label(&self) -> &'static str {
+        match self {
+            Hook::GitLab { .. } => "gitlab",
+            _ => "github",
+        }
+    }
+
+    /// The hook as the store keeps it: its kind, its owner and its id.
+    fn stored(&self) -> (&'static str, String, i64) {
+        match self {
+            Hook::Repository { repository, id } => ("repository", repository.clone(), *id),
+            Hook::Organization { organization, id } => ("organization", organization.clone(), *id),
+            Hook::App => ("app", String::new(), 0),
+            Hook::GitLab { url, project, id } => {
+                ("gitlab", format!("{url}{GITLAB_PROJECTS}{project}"), *id)
+            }
         }
     }
 
@@ -54,6 +105,14 @@ impl Hook {
                 id: row.hook_id,
             }),
             "app" => Some(Hook::App),
+            "gitlab" => {
+                let (url, project) = row.hook_owner.rsplit_once(GITLAB_PROJECTS)?;
+                Some(Hook::GitLab {
+                    url: url.to_owned(),
+                    project: project.parse().ok()?,
+                    id: row.hook_id,
+                })
+            }
             _ => None,
         }
     }
@@ -66,6 +125,9 @@ impl Hook {
                 json!({ "organization": organization, "id": id })
             }
             Hook::App => json!({ "app": true }),
+            Hook::GitLab { url, project, id } => {
+                json!({ "gitlab_url": url, "project_id": project, "id": id })
+            }
         }
     }
 }
@@ -92,11 +154,14 @@ impl Auth {
     }
 }
 
-/// The body of `PUT …/inboxes/{inbox}/catchup`: a repository or an organization and a hook
-/// id with a token, or an App's id and private key.
+/// The body of `PUT …/inboxes/{inbox}/catchup`: for a GitHub inbox, a repository or an
+/// organization and a hook id with a token, or an App's id and private key; for a GitLab
+/// inbox, the GitLab's URL, a project id and a hook id with a token.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CatchUpRequest {
+    gitlab_url: Option<String>,
+    project_id: Option<i64>,
     repository: Option<String>,
     organization: Option<String>,
     hook_id: Option<i64>,
@@ -134,6 +199,35 @@ fn github_name(field: &'static str, name: &str, parts: usize) -> Result<String, 
     }
 }
 
+/// `text` if it is a GitLab's URL the token may be sent to: `https://`, or `http://` to this
+/// machine only (a token must not cross a network in clear); a host and no user, query or
+/// fragment. A trailing slash is dropped.
+fn gitlab_url(text: &str) -> Result<String, IngestError> {
+    let problem = "must be the GitLab's `https://` URL (`http://` only to 127.0.0.1, ::1 or \
+                   localhost), with no user, query or fragment";
+    let url = reqwest::Url::parse(text).map_err(|_| invalid("gitlab_url", problem))?;
+    let loopback = url.host_str().is_some_and(|host| {
+        host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    let fine = text.len() <= MAX_URL_BYTES
+        && (url.scheme() == "https" || (url.scheme() == "http" && loopback))
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && !text.contains(['?', '#']);
+    if fine {
+        Ok(url.as_str().trim_end_matches('/').to_owned())
+    } else {
+        Err(invalid("gitlab_url", problem))
+    }
+}
+
 fn secret(field: &'static str, value: String) -> Result<String, IngestError> {
     if value.trim().is_empty() {
         return Err(invalid(field, "must not be empty"));
@@ -148,15 +242,20 @@ fn secret(field: &'static str, value: String) -> Result<String, IngestError> {
 }
 
 impl CatchUpRequest {
-    /// The row this request keeps for the inbox `inbox` of `instance`, or the field it gets
-    /// wrong. The private key is parsed here, so that a key GitHub would refuse is refused now.
-    pub fn into_row(self, instance: String, inbox: String) -> Result<CatchUpRow, IngestError> {
-        let hook = self.hook()?;
-        let (hook_kind, hook_owner, hook_id) = match &hook {
-            Hook::Repository { repository, id } => ("repository", repository.clone(), *id),
-            Hook::Organization { organization, id } => ("organization", organization.clone(), *id),
-            Hook::App => ("app", String::new(), 0),
+    /// The row this request keeps for the inbox `inbox` of `instance`, whose provider is
+    /// `vcs`, or the field it gets wrong. The private key is parsed here, so that a key GitHub
+    /// would refuse is refused now.
+    pub fn into_row(
+        self,
+        instance: String,
+        inbox: String,
+        vcs: Vcs,
+    ) -> Result<CatchUpRow, IngestError> {
+        let hook = match vcs {
+            Vcs::Gitlab => self.gitlab_hook()?,
+            _ => self.hook()?,
         };
+        let (hook_kind, hook_owner, hook_id) = hook.stored();
         if hook != Hook::App && hook_id <= 0 {
             return Err(invalid("hook_id", "must be a positive integer"));
         }
@@ -181,9 +280,37 @@ impl CatchUpRequest {
         })
     }
 
+    /// The GitLab hook the request names: the GitLab's URL, the project's id and the hook's.
+    fn gitlab_hook(&self) -> Result<Hook, IngestError> {
+        if self.repository.is_some() || self.organization.is_some() || self.app_id.is_some() {
+            return Err(invalid(
+                "repository",
+                "a GitLab inbox takes `gitlab_url`, `project_id`, `hook_id` and `token`",
+            ));
+        }
+        let needed = |field| invalid(field, "is needed for a GitLab inbox");
+        let url = gitlab_url(
+            self.gitlab_url
+                .as_deref()
+                .ok_or_else(|| needed("gitlab_url"))?,
+        )?;
+        let project = self.project_id.ok_or_else(|| needed("project_id"))?;
+        if project <= 0 {
+            return Err(invalid("project_id", "must be a positive integer"));
+        }
+        let id = self.hook_id.ok_or_else(|| needed("hook_id"))?;
+        Ok(Hook::GitLab { url, project, id })
+    }
+
     /// The hook the request names: exactly one of a repository, an organization (each with
     /// its hook's id) and an App.
     fn hook(&self) -> Result<Hook, IngestError> {
+        if self.gitlab_url.is_some() || self.project_id.is_some() {
+            return Err(invalid(
+                "gitlab_url",
+                "is for a GitLab inbox; a GitHub inbox takes a repository, an organization or an App",
+            ));
+        }
         let hook_id = |with: &'static str| {
             self.hook_id
                 .ok_or_else(|| invalid("hook_id", format!("is needed with `{with}`")))
@@ -247,3 +374,6 @@ pub fn describe(row: &CatchUpRow) -> Value {
     }
     shown
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,16 +1,17 @@
 //! The two calls catch-up makes to GitHub's REST API, for a repository's, an organization's
 //! or an App's hook: list the hook's deliveries a page at a time (newest first, with cursor
-//! pagination through the `Link` header), and ask for one to be redelivered. Each call is
-//! retried with a doubling backoff on GitHub's 5xx; any other failure is the caller's to
-//! judge ([`CallError`]).
+//! pagination through the `Link` header), and ask for one to be redelivered, through the
+//! shared [`Client`].
 
 use std::time::{Duration, SystemTime};
 
 use reqwest::Method;
 
+pub use super::client::Delivery;
+use super::client::{CallError, Client, Page};
 use super::credentials::{Auth, Hook};
 use super::jwt::app_jwt;
-use super::limits::{self, Verdict};
+use super::limits::GITHUB;
 
 /// GitHub's REST API, where catch-up asks unless told otherwise.
 pub const GITHUB_API: &str = "https://api.github.com";
@@ -18,68 +19,20 @@ pub const GITHUB_API: &str = "https://api.github.com";
 const API_VERSION: &str = "2022-11-28";
 /// Deliveries per page: GitHub's largest, so that a pass costs the fewest requests.
 pub const PER_PAGE: u32 = 100;
-/// Tries of one call while GitHub answers 5xx or cannot be reached; then the pass stops and
-/// the next one tries again.
-const TRIES: u32 = 3;
-/// How long one call may take: GitHub answers in well under a second, and a pass holds its
-/// inbox's lease meanwhile.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One delivery as GitHub lists it; the other fields of its answer are not needed.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct Delivery {
-    pub id: i64,
-    /// The `X-GitHub-Delivery` it was sent with, which the store keeps.
-    pub guid: String,
-    pub status_code: i64,
-}
-
-impl Delivery {
-    /// Whether the receiver answered 2xx.
-    pub fn succeeded(&self) -> bool {
-        (200..300).contains(&self.status_code)
-    }
-}
-
-/// A page of deliveries, newest first, and the cursor of the next, older page.
-pub struct Page {
-    pub deliveries: Vec<Delivery>,
-    pub next: Option<String>,
-}
-
-/// Why a call did not succeed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallError {
-    /// A rate limit: ask nothing of this hook for this long.
-    Wait(Duration),
-    /// GitHub kept answering 5xx, could not be reached, or answered what cannot be read.
-    Unavailable(String),
-    /// GitHub refused the credentials or knows no such hook.
-    Refused(String),
-}
 
 /// A client of GitHub's REST API at one base URL; cheap to clone.
 #[derive(Clone)]
 pub struct GitHub {
-    http: reqwest::Client,
+    client: Client,
     api: String,
-    /// The first wait after a 5xx, doubled after each.
-    backoff: Duration,
 }
 
 impl GitHub {
-    /// A client of the API at `api` (such as [`GITHUB_API`]), waiting `backoff` after a
-    /// first 5xx.
-    pub fn new(api: &str, backoff: Duration) -> GitHub {
-        let http = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
-            .user_agent(concat!("webhook-ingest/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("the TLS roots and settings are valid");
+    /// A client of the API at `api` (such as [`GITHUB_API`]).
+    pub fn new(api: &str, client: Client) -> GitHub {
         GitHub {
-            http,
+            client,
             api: api.trim_end_matches('/').to_owned(),
-            backoff,
         }
     }
 
@@ -118,52 +71,31 @@ impl GitHub {
         Ok(self.call(Method::POST, &path, auth).await?.1)
     }
 
-    /// One call, retried on 5xx; the response, and the pause the rate limit asks for before
-    /// the next call when this one used the window's last request.
+    /// One call with GitHub's headers; an App's JWT is signed anew at each try.
     async fn call(
         &self,
         method: Method,
         path: &str,
         auth: &Auth,
     ) -> Result<(reqwest::Response, Option<Duration>), CallError> {
-        let mut wait = self.backoff;
-        let mut last = String::new();
-        for attempt in 1..=TRIES {
-            let bearer = match auth {
-                Auth::Token(token) => token.clone(),
-                Auth::App { id, key } => app_jwt(*id, key, SystemTime::now())
-                    .map_err(|_| CallError::Refused("the App's JWT could not be signed".into()))?,
-            };
-            let sent = self
-                .http
-                .request(method.clone(), format!("{}{path}", self.api))
-                .bearer_auth(bearer)
-                .header("accept", "application/vnd.github+json")
-                .header("x-github-api-version", API_VERSION)
-                .send()
-                .await;
-            match sent {
-                Ok(response) if response.status().is_success() => {
-                    let pause = limits::exhausted(response.headers(), SystemTime::now());
-                    return Ok((response, pause));
-                }
-                Ok(response) => {
-                    match limits::classify(response.status(), response.headers(), SystemTime::now())
-                    {
-                        Verdict::Wait(wait) => return Err(CallError::Wait(wait)),
-                        Verdict::Refused(reason) => return Err(CallError::Refused(reason)),
-                        Verdict::Retry => last = format!("GitHub answered {}", response.status()),
+        let url = format!("{}{path}", self.api);
+        self.client
+            .call(&GITHUB, &[], |http| {
+                let bearer = match auth {
+                    Auth::Token(token) => token.clone(),
+                    Auth::App { id, key } => {
+                        app_jwt(*id, key, SystemTime::now()).map_err(|_| {
+                            CallError::Refused("the App's JWT could not be signed".into())
+                        })?
                     }
-                }
-                // The error's text names the URL, which holds nothing secret.
-                Err(error) => last = format!("GitHub could not be reached: {error}"),
-            }
-            if attempt < TRIES {
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-        }
-        Err(CallError::Unavailable(last))
+                };
+                Ok(http
+                    .request(method.clone(), &url)
+                    .bearer_auth(bearer)
+                    .header("accept", "application/vnd.github+json")
+                    .header("x-github-api-version", API_VERSION))
+            })
+            .await
     }
 }
 

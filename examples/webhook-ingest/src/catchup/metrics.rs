@@ -1,7 +1,8 @@
 //! What catch-up shows: per inbox, on `/metrics`, the failed deliveries it found, the
-//! redeliveries it asked for, those recovered (stored after the ask), the time of the last
-//! pass that went to its end, and whether GitHub refuses its credentials; and on `/health`,
-//! the inboxes whose credentials are refused, with the reason.
+//! redeliveries it asked for, those recovered (stored after the ask), the passes its provider
+//! stopped early and why, the time of the last pass that went to its end, and whether the
+//! provider (GitHub or GitLab) refuses its credentials; and on `/health`, the inboxes whose
+//! credentials are refused, with the reason.
 //!
 //! The counters count what this node did, so a fleet's are summed; the last success and the
 //! refusal are read from the store, which the fleet shares, so every node shows the same.
@@ -34,7 +35,17 @@ impl InboxLabels {
     }
 }
 
-/// An inbox with catch-up, and why GitHub refuses its credentials, if it does.
+/// The labels of the passes a provider stopped: the inbox's, its provider (`github`,
+/// `gitlab`) and why (`refused`, `rate_limited`, `unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct StoppedLabels {
+    pub instance_id: String,
+    pub inbox: String,
+    pub provider: &'static str,
+    pub reason: &'static str,
+}
+
+/// An inbox with catch-up, and why its provider refuses its credentials, if it does.
 type Seen = (InboxLabels, Option<String>);
 
 /// Catch-up's counts and what the last read of the store said; cheap to clone.
@@ -43,6 +54,7 @@ pub struct CatchUpMetrics {
     pub found_failed: Family<InboxLabels, Counter>,
     pub asked: Family<InboxLabels, Counter>,
     pub recovered: Family<InboxLabels, Counter>,
+    pub stopped: Family<StoppedLabels, Counter>,
     last_success: Family<InboxLabels, Gauge>,
     refused: Family<InboxLabels, Gauge>,
     /// The inboxes with catch-up at the last read, with the refusal of each if any.
@@ -85,12 +97,12 @@ impl CatchUpMetrics {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "webhook_ingest_catchup_found_failed",
-            "Deliveries GitHub lists as failed, found by this node's catch-up",
+            "Deliveries the provider (GitHub or GitLab) lists as failed, found by this node's catch-up",
             self.found_failed.clone(),
         );
         registry.register(
             "webhook_ingest_catchup_redelivery_asked",
-            "Redeliveries this node's catch-up asked GitHub for",
+            "Redeliveries this node's catch-up asked the provider (GitHub or GitLab) for",
             self.asked.clone(),
         );
         registry.register(
@@ -105,13 +117,30 @@ impl CatchUpMetrics {
         );
         registry.register(
             "webhook_ingest_catchup_refused",
-            "1 while GitHub refuses the inbox's catch-up credentials",
+            "1 while the provider (GitHub or GitLab) refuses the inbox's catch-up credentials",
             self.refused.clone(),
+        );
+        registry.register(
+            "webhook_ingest_catchup_stopped",
+            "Catch-up passes of this node the provider stopped early, by reason: refused \
+             (credentials or hook), rate_limited, unavailable (5xx after retries, or unreachable)",
+            self.stopped.clone(),
         );
     }
 
+    /// Counts a pass over the inbox of `labels` that `provider` stopped, for `reason`.
+    pub fn stopped_by(&self, labels: &InboxLabels, provider: &'static str, reason: &'static str) {
+        let labels = StoppedLabels {
+            instance_id: labels.instance_id.clone(),
+            inbox: labels.inbox.clone(),
+            provider,
+            reason,
+        };
+        self.stopped.get_or_create(&labels).inc();
+    }
+
     /// What `/health` says: how many inboxes have catch-up, and those whose credentials
-    /// GitHub refuses, each with the reason.
+    /// the provider refuses, each with the reason.
     pub fn health(&self) -> Value {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let refused: Vec<Value> = seen

@@ -1,22 +1,29 @@
-//! Catch-up: the service asks GitHub to redeliver what failed while it could not answer.
+//! Catch-up: the service asks GitHub or GitLab to redeliver what failed while it could not
+//! answer.
 //!
-//! GitHub never redelivers a failed delivery on its own, so a push sent while every node was
-//! down is lost unless someone asks. An inbox given catch-up credentials (its hook, and a
-//! token or a GitHub App's key: [`credentials`]) is looked after by a loop that runs at start
-//! and every `--catchup-every`: it lists the hook's deliveries newer than the inbox's cursor
-//! ([`github`]), and for each that failed and whose `X-GitHub-Delivery` the store does not
-//! hold, asks GitHub to send it again ([`pass`](mod@pass)). The redelivery arrives through
-//! the ordinary verified path and is stored once.
+//! GitHub never redelivers a failed delivery on its own, and GitLab gives up after a few
+//! tries, so a push sent while every node was down is lost unless someone asks. An inbox
+//! given catch-up credentials (its hook, and a token or a GitHub App's key: [`credentials`])
+//! is looked after by a loop that runs at start and every `--catchup-every`: it lists the
+//! hook's deliveries newer than the inbox's cursor ([`github`], [`gitlab`], one
+//! [`forge`](mod@forge) in front of both), and for each that failed and whose delivery id
+//! (`X-GitHub-Delivery`, GitLab's `Idempotency-Key`) the store does not hold, asks the
+//! provider to send it again ([`pass`](mod@pass)). The redelivery arrives through the
+//! ordinary verified path and is stored once.
 //!
 //! - In a fleet one node works an inbox at a time, under a lease in the database, and the
 //!   cursor moves only under that lease, so a delivery is asked for once, not once per node.
-//! - GitHub's rate limits are kept ([`limits`]): a pass stops at a limit and the inbox waits
-//!   for the reset or the `Retry-After`; a 5xx is retried with a doubling backoff.
-//! - Credentials GitHub refuses stop the inbox's catch-up until new ones are given, said once
+//! - The providers' rate limits are kept ([`limits`]): a pass stops at a limit and the inbox
+//!   waits for the reset or the `Retry-After`; a 5xx is retried with a doubling backoff
+//!   ([`client`]).
+//! - Credentials the provider refuses stop the inbox's catch-up until new ones are given, said once
 //!   in the log and shown on `/health` and in `/metrics` ([`metrics`]).
 
+pub mod client;
 pub mod credentials;
+pub mod forge;
 pub mod github;
+pub mod gitlab;
 pub mod jwt;
 pub mod limits;
 pub mod metrics;
@@ -29,7 +36,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::store::Store;
-use github::GitHub;
+use forge::Forges;
 use metrics::CatchUpMetrics;
 
 /// How often the loop looks unless `--catchup-every` says otherwise: a push lost in an outage
@@ -111,7 +118,7 @@ impl Handle {
 /// The loop of one node.
 pub(crate) struct Runner {
     store: Store,
-    github: GitHub,
+    forges: Forges,
     metrics: CatchUpMetrics,
     /// This node's name in the leases: random, new at each start.
     node: String,
@@ -128,7 +135,7 @@ impl Runner {
         let node = config.node.clone().unwrap_or_else(node_name);
         Runner {
             store,
-            github: GitHub::new(&config.api, config.backoff),
+            forges: Forges::new(&config.api, config.backoff),
             metrics: handle.metrics.clone(),
             node,
             every: config.every,

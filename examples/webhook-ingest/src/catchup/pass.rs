@@ -1,13 +1,14 @@
 //! One pass over one inbox: take its lease, list the hook's deliveries newer than its cursor,
-//! and for each that failed and is not stored, oldest first, ask GitHub to redeliver it and
+//! and for each that failed and is not stored, oldest first, ask its provider (GitHub or
+//! GitLab, through [`Forges`](super::forge::Forges)) to redeliver it and
 //! move the cursor past it. The cursor moves only after the ask, so a node lost between the
 //! two asks again after its lease runs out (a redelivery the store keeps once), and never
 //! skips one.
 
 use std::time::Duration;
 
+use super::client::{CallError, Delivery};
 use super::credentials::{Auth, Hook};
-use super::github::{CallError, Delivery};
 use super::metrics::InboxLabels;
 use super::{Plant, Runner};
 use crate::store::catchup::{CatchUpRow, PassEnd};
@@ -72,9 +73,13 @@ impl Runner {
         let end = match (Hook::of(row), Auth::of(row)) {
             (Some(hook), Ok(auth)) => match self.walk(row, &labels, &hook, &auth).await {
                 Ok(()) => PassEnd::Succeeded,
-                Err(Stopped::Call(CallError::Refused(reason))) => PassEnd::Refused(reason),
+                Err(Stopped::Call(CallError::Refused(reason))) => {
+                    let provider = hook.provider_label();
+                    self.metrics.stopped_by(&labels, provider, "refused");
+                    PassEnd::Refused(reason)
+                }
                 Err(stopped) => {
-                    self.stopped(row, stopped);
+                    self.stopped(row, &labels, &hook, stopped);
                     PassEnd::Interrupted
                 }
             },
@@ -85,21 +90,25 @@ impl Runner {
         if let (true, PassEnd::Refused(reason)) = (newly_refused, &end) {
             // Once per inbox: the store records the refusal, and only the call that recorded
             // it says so. The loop asks nothing more until new credentials are given.
+            let provider = Hook::of(row).map_or("its provider", |hook| hook.provider());
             tracing::error!(instance = %row.instance, inbox = %row.inbox, %reason,
-                "catch-up stopped for this inbox: GitHub refuses its credentials; give it new ones");
+                "catch-up stopped for this inbox: {provider} refuses its credentials; give it new ones");
         }
         Ok(Some(end))
     }
 
-    /// Logs why a pass stopped, and remembers a rate limit's wait.
-    fn stopped(&mut self, row: &CatchUpRow, stopped: Stopped) {
+    /// Logs and counts why a pass stopped, and remembers a rate limit's wait.
+    fn stopped(&mut self, row: &CatchUpRow, labels: &InboxLabels, hook: &Hook, stopped: Stopped) {
+        let provider = hook.provider_label();
         match stopped {
             Stopped::Call(CallError::Wait(wait)) => {
-                tracing::info!(inbox = %row.inbox, ?wait, "catch-up waits for GitHub's rate limit");
+                self.metrics.stopped_by(labels, provider, "rate_limited");
+                tracing::info!(inbox = %row.inbox, ?wait, "catch-up waits for the provider's rate limit");
                 self.wait_until
                     .insert(row.inbox.clone(), tokio::time::Instant::now() + wait);
             }
             Stopped::Call(CallError::Unavailable(reason)) => {
+                self.metrics.stopped_by(labels, provider, "unavailable");
                 tracing::warn!(inbox = %row.inbox, %reason, "catch-up stopped; the next pass goes on");
             }
             Stopped::Call(CallError::Refused(_)) => {}
@@ -128,7 +137,7 @@ impl Runner {
                 .await?;
             let stored = state.stored && !self.planted(Plant::StoredCheckSkipped);
             if !stored && state.asks < MAX_ASKS_PER_DELIVERY {
-                let pause = self.github.redeliver(hook, auth, delivery.id).await?;
+                let pause = self.forges.redeliver(hook, auth, delivery.id).await?;
                 self.store
                     .record_ask(row.inbox.clone(), delivery.guid.clone())
                     .await?;
@@ -157,7 +166,7 @@ impl Runner {
         let (mut failed, mut newest, mut page_cursor) = (Vec::new(), row.cursor, None::<String>);
         loop {
             let (page, pause) = self
-                .github
+                .forges
                 .deliveries(hook, auth, page_cursor.as_deref())
                 .await?;
             let reached = page.deliveries.iter().any(|d| d.id <= row.cursor);

@@ -1,7 +1,7 @@
 //! An inbox's catch-up credentials: given (`PUT`), shown without their secrets (`GET`), taken
 //! away (`DELETE`), at `/api/{instance}/digests/{digest}/inboxes/{inbox}/catchup`. Only a
-//! GitHub inbox has catch-up: the other providers' APIs cannot list and resend a hook's
-//! failed deliveries (`docs/reference-service.md` says what each offers).
+//! GitHub or a GitLab inbox has catch-up: the other providers' APIs cannot list and resend a
+//! hook's failed deliveries (`docs/reference-service.md` says what each offers).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -14,21 +14,26 @@ use crate::error::IngestError;
 use crate::provider::Vcs;
 use crate::state::AppState;
 
-/// The instance, checked with its key, and the inbox, which must be a GitHub inbox of the
-/// digest.
-async fn github_inbox(
+/// The instance, checked with its key, and the provider of the inbox, which must be a GitHub
+/// or a GitLab inbox of the digest.
+async fn catchup_inbox(
     state: &AppState,
     (instance, digest, inbox): &(String, String, String),
     headers: &HeaderMap,
     uri: &Uri,
-) -> Result<String, IngestError> {
+) -> Result<(String, Vcs), IngestError> {
     let store = &state.pipeline.store;
     let row = authorize_digest(store, instance, digest, headers, uri).await?;
     match store.inbox(row.id.clone(), inbox.clone()).await? {
-        Some(found) if found.digest_id == *digest && found.vcs == Vcs::Github => Ok(row.id),
+        Some(found)
+            if found.digest_id == *digest && matches!(found.vcs, Vcs::Github | Vcs::Gitlab) =>
+        {
+            Ok((row.id, found.vcs))
+        }
         Some(found) if found.digest_id == *digest => Err(IngestError::InvalidField {
             field: "inbox",
-            problem: "has no catch-up: only GitHub lists and redelivers a hook's failed deliveries"
+            problem: "has no catch-up: only GitHub and GitLab list and resend a hook's failed \
+                      deliveries"
                 .into(),
         }),
         _ => Err(IngestError::InboxNotFound(inbox.clone())),
@@ -44,8 +49,8 @@ pub(crate) async fn give(
     uri: Uri,
     Json(body): Json<CatchUpRequest>,
 ) -> Result<Json<Value>, IngestError> {
-    let instance = github_inbox(&state, &path, &headers, &uri).await?;
-    let row = body.into_row(instance.clone(), path.2.clone())?;
+    let (instance, vcs) = catchup_inbox(&state, &path, &headers, &uri).await?;
+    let row = body.into_row(instance.clone(), path.2.clone(), vcs)?;
     let store = &state.pipeline.store;
     store.set_catchup(row).await?;
     tracing::info!(inbox = %path.2, "catch-up credentials given");
@@ -62,7 +67,7 @@ pub(crate) async fn show(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<Value>, IngestError> {
-    let instance = github_inbox(&state, &path, &headers, &uri).await?;
+    let (instance, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
     let kept = state
         .pipeline
         .store
@@ -82,7 +87,7 @@ pub(crate) async fn take_away(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<StatusCode, IngestError> {
-    let instance = github_inbox(&state, &path, &headers, &uri).await?;
+    let (instance, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
     state
         .pipeline
         .store

@@ -68,6 +68,29 @@ pub async fn give_repository_hook(service: &Service, fixture: &Fixture, token: &
     given
 }
 
+/// How many inboxes `/health` lists as refused by their provider.
+pub async fn refused_on_health(service: &Service) -> usize {
+    let health: Value = service
+        .client
+        .get(service.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    health["catchup"]["refused"].as_array().map_or(0, Vec::len)
+}
+
+/// The catch-up at `path` as `GET` shows it.
+pub async fn shown(service: &Service, fixture: &Fixture, path: &str) -> Answer {
+    let request = service
+        .client
+        .get(service.url(path))
+        .bearer_auth(&fixture.key);
+    service.send(request).await
+}
+
 /// The service's `/metrics`, as text.
 pub async fn metrics_text(service: &Service) -> String {
     let answer = service

@@ -101,7 +101,7 @@ impl Drop for GitHubStandIn {
     }
 }
 
-fn now_unix() -> u64 {
+pub fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

@@ -12,7 +12,12 @@ const NOW: u64 = 1_700_000_000;
 
 fn classify_at(status: u16, pairs: &[(&'static str, &str)]) -> Verdict {
     let now = UNIX_EPOCH + Duration::from_secs(NOW);
-    classify(StatusCode::from_u16(status).unwrap(), &headers(pairs), now)
+    classify(
+        StatusCode::from_u16(status).unwrap(),
+        &headers(pairs),
+        now,
+        &GITHUB,
+    )
 }
 
 #[test]
@@ -59,7 +64,7 @@ fn the_primary_limit_waits_for_the_reset() {
     );
     let now = UNIX_EPOCH + Duration::from_secs(NOW);
     assert_eq!(
-        exhausted(&headers(&[("x-ratelimit-remaining", "1")]), now),
+        exhausted(&headers(&[("x-ratelimit-remaining", "1")]), now, &GITHUB),
         None
     );
     let reset = (NOW + 30).to_string();
@@ -67,7 +72,10 @@ fn the_primary_limit_waits_for_the_reset() {
         ("x-ratelimit-remaining", "0"),
         ("x-ratelimit-reset", reset.as_str()),
     ]);
-    assert_eq!(exhausted(&last, now), Some(Duration::from_secs(30)));
+    assert_eq!(
+        exhausted(&last, now, &GITHUB),
+        Some(Duration::from_secs(30))
+    );
 }
 
 #[test]
@@ -86,4 +94,63 @@ fn refused_credentials_are_lasting_and_github_trouble_is_retried() {
     for status in [500, 502, 503] {
         assert_eq!(classify_at(status, &[]), Verdict::Retry, "{status}");
     }
+}
+
+fn gitlab_at(status: u16, pairs: &[(&'static str, &str)]) -> Verdict {
+    let now = UNIX_EPOCH + Duration::from_secs(NOW);
+    classify(
+        StatusCode::from_u16(status).unwrap(),
+        &headers(pairs),
+        now,
+        &GITLAB,
+    )
+}
+
+#[test]
+fn gitlab_limits_are_read_from_its_own_headers_and_its_403_is_a_permission() {
+    let reset = (NOW + 45).to_string();
+    let limited = [
+        ("ratelimit-remaining", "0"),
+        ("ratelimit-reset", reset.as_str()),
+    ];
+    assert_eq!(
+        gitlab_at(429, &limited),
+        Verdict::Wait(Duration::from_secs(45))
+    );
+    assert_eq!(
+        gitlab_at(429, &[("retry-after", "12"), ("ratelimit-remaining", "0")]),
+        Verdict::Wait(Duration::from_secs(12)),
+        "Retry-After first"
+    );
+    assert_eq!(
+        gitlab_at(
+            429,
+            &[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", reset.as_str())
+            ]
+        ),
+        Verdict::Wait(SECONDARY_LIMIT_WAIT),
+        "GitHub's headers mean nothing from GitLab"
+    );
+    for pairs in [&limited[..], &[("retry-after", "7")]] {
+        let Verdict::Refused(reason) = gitlab_at(403, pairs) else {
+            panic!("GitLab's 403 is never a limit");
+        };
+        assert!(reason.starts_with("GitLab answered 403"), "{reason}");
+    }
+    let Verdict::Refused(reason) = gitlab_at(401, &[]) else {
+        panic!("401 is refused");
+    };
+    assert!(reason.starts_with("GitLab answered 401"), "{reason}");
+    assert_eq!(gitlab_at(502, &[]), Verdict::Retry);
+    let now = UNIX_EPOCH + Duration::from_secs(NOW);
+    assert_eq!(
+        exhausted(&headers(&limited), now, &GITLAB),
+        Some(Duration::from_secs(45))
+    );
+    assert_eq!(
+        exhausted(&headers(&[("ratelimit-remaining", "3")]), now, &GITLAB),
+        None
+    );
 }
