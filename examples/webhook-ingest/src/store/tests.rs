@@ -39,6 +39,8 @@ async fn a_store_opening_in_the_background_is_the_databases_once_reached() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(store.health().await.is_ok());
-    let why = store.not_durable().expect("an in-memory store is not durable");
+    let why = store
+        .not_durable()
+        .expect("an in-memory store is not durable");
     assert!(why.contains("in memory"), "{why}");
 }
