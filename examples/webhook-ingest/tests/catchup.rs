@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::catchup::*;
@@ -12,7 +14,8 @@ use common::*;
 use reqwest::Method;
 use webhook_ingest::catchup::{CatchUp, Plant};
 use webhook_ingest::provider::Vcs;
-use webhook_ingest::store::Store;
+use webhook_ingest::store::catchup::PassEnd;
+use webhook_ingest::store::{Front, Operations, Store, StoreError};
 
 /// Pushes sent while the service is down.
 const FAILED_PUSHES: usize = 120;
@@ -20,7 +23,7 @@ const FAILED_PUSHES: usize = 120;
 /// The scene every node down: the service made, its inbox given catch-up, then stopped; the
 /// stand-in's pushes fail; a few reach a service whose answer GitHub no longer waited for.
 struct Outage {
-    github: std::sync::Arc<GitHubStandIn>,
+    github: Arc<GitHubStandIn>,
     fixture: Fixture,
     hook: usize,
     /// The store's location: a SQLite file, or a PostgreSQL URL.
@@ -29,7 +32,7 @@ struct Outage {
 }
 
 async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outage {
-    let github = std::sync::Arc::new(GitHubStandIn::start().await);
+    let github = Arc::new(GitHubStandIn::start().await);
     let store = Store::open(&db).await.unwrap();
     let config = webhook_ingest::Config {
         catchup: CatchUp {
@@ -253,4 +256,81 @@ async fn a_postgres_fleet_of_two_asks_for_each_failed_push_once() {
         return;
     };
     assert_eq!(second_asks(url, None).await, None);
+}
+
+/// Another node's whole pass over one inbox, played just before this node's first
+/// `take_lease`: between the round's read of the inbox's row and the lease, which is where
+/// a fleet's second node can fall.
+struct Overtaken {
+    inner: Store,
+    inbox: String,
+    /// The failed pushes the other node asked for, and the newest delivery id it listed.
+    asked: Vec<String>,
+    newest: i64,
+    /// This node's calls to `take_lease`, the first of which the other node's pass precedes.
+    leases_taken: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl Front for Overtaken {
+    async fn through(&self, operation: &'static str) -> Result<&dyn Operations, StoreError> {
+        if operation == "take_lease" && self.leases_taken.fetch_add(1, Ordering::SeqCst) == 0 {
+            let (inbox, other, ttl) = (self.inbox.clone(), "other-node".to_owned(), 60_000);
+            let held = self
+                .inner
+                .take_lease(inbox.clone(), other.clone(), ttl)
+                .await?;
+            assert!(held.is_some(), "the other node takes the free lease");
+            for guid in &self.asked {
+                self.inner.record_ask(inbox.clone(), guid.clone()).await?;
+            }
+            let moved = self
+                .inner
+                .advance_cursor(inbox.clone(), other.clone(), self.newest, ttl)
+                .await?;
+            assert!(moved);
+            self.inner
+                .end_pass(inbox, other, PassEnd::Succeeded)
+                .await?;
+        }
+        Ok(&*self.inner)
+    }
+
+    fn behind(&self) -> Option<&dyn Operations> {
+        Some(&*self.inner)
+    }
+}
+
+/// A node whose round read the inbox's cursor before another node's pass moved it takes
+/// the cursor the lease finds, and asks GitHub for nothing that pass covered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_starts_from_the_cursor_its_lease_found_not_the_one_its_round_read() {
+    const FAILED: usize = 20;
+    let scene = outage(sqlite_file("catchup-overtaken"), FAILED, 1).await;
+    scene.github.hold_redeliveries(true);
+    let records = scene.github.records(scene.hook);
+    let leases_taken = Arc::new(AtomicUsize::new(0));
+    let store = Store::open(&scene.db)
+        .await
+        .unwrap()
+        .wrapped(|inner| Overtaken {
+            inner,
+            inbox: scene.fixture.inbox(Vcs::Github).0.to_owned(),
+            asked: scene.failed.clone(),
+            newest: records.iter().map(|r| r.id).max().unwrap(),
+            leases_taken: leases_taken.clone(),
+        });
+    let service = service_on(store, None, &scene.github, None).await;
+    // Three leases: the pass the other node's preceded has ended, and another after it.
+    within_bound("two rounds after the other node's pass", async || {
+        leases_taken.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    let asked = scene.github.redeliveries().len();
+    drop(service);
+    remove_sqlite(&scene.db);
+    assert_eq!(
+        asked, 0,
+        "asked GitHub again for what the other node's pass asked"
+    );
 }

@@ -282,8 +282,8 @@ async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
 
 /// `store`, its inboxes never listed, so that no refresh ever succeeds.
 fn no_listing(store: Store) -> Store {
-    let (store, faults) = store.with_faults();
-    faults.fail("inboxes");
+    let (store, outage) = Outage::wrap(store);
+    outage.fail("inboxes");
     store
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use axum::routing::post;
 use axum::Router;
-use common::{temp_path, test_postgres};
+use common::{temp_path, test_postgres, Outage};
 use faultline::webhooks::senders::GitHub;
 use faultline::webhooks::{Intake, OnRepeat, ReplayKey, ReplayStore, SecretSet, Seen, Verified};
 use hmac::{KeyInit, Mac};
@@ -324,15 +324,15 @@ async fn a_replay_under_a_fresh_id_to_another_node_is_refused_there() {
 
 #[tokio::test]
 async fn a_store_that_cannot_answer_gets_the_delivery_retried_later() {
-    let (store, faults) = Store::open(":memory:").await.unwrap().with_faults();
+    let (store, outage) = Outage::wrap(Store::open(":memory:").await.unwrap());
     let (url, task) = guarded_node(store).await;
     let body = r#"{"ref":"refs/heads/main","commits":[]}"#;
-    faults.begin_outage();
+    outage.begin();
     let refused = github_push(&url, "delivery-1", body).await;
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
     assert_eq!(code(refused).await, "webhook-replays-unavailable");
-    faults.end_outage();
+    outage.end();
     // Nothing was remembered by the failed attempt: the retry is the first.
     assert_eq!(github_push(&url, "delivery-1", body).await.status(), 200);
     task.abort();

@@ -54,13 +54,20 @@ impl Runner {
     /// when another node holds the lease. A rate limit's wait is remembered for the inbox.
     pub(super) async fn pass(&mut self, row: &CatchUpRow) -> Result<Option<PassEnd>, StoreError> {
         let (inbox, node) = (row.inbox.clone(), self.node.clone());
-        let taken = self
+        // The cursor as the lease found it: the row read before may be another node's pass
+        // behind.
+        let leased = self
             .store
             .take_lease(inbox.clone(), node.clone(), ms(LEASE_TTL))
             .await?;
-        if !taken && !self.planted(Plant::LeaseIgnored) {
-            return Ok(None);
-        }
+        let row = &match leased {
+            Some(cursor) => CatchUpRow {
+                cursor,
+                ..row.clone()
+            },
+            None if self.planted(Plant::LeaseIgnored) => row.clone(),
+            None => return Ok(None),
+        };
         let labels = InboxLabels::of(row);
         let recovered = self
             .store

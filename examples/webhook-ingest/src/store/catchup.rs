@@ -7,8 +7,6 @@
 //! already this node's, and the cursor moves only under the lease that holds it (a node whose
 //! lease ran out cannot move it back or forward).
 
-use super::{Store, StoreError};
-
 /// The columns each backend's `catchup_row` reads, in its order: the same SQL on SQLite and
 /// on PostgreSQL.
 pub(in crate::store) const SELECT_CATCHUP: &str =
@@ -62,97 +60,4 @@ pub enum PassEnd {
     Interrupted,
     /// GitHub refused the credentials; the reason, kept until new credentials are given.
     Refused(String),
-}
-
-impl Store {
-    /// Gives the inbox of `row` its catch-up, replacing any it had. The cursor is kept when
-    /// the hook stays the same (new credentials for it), and starts again for another hook;
-    /// a refusal of the old credentials is forgotten.
-    pub async fn set_catchup(&self, row: CatchUpRow) -> Result<(), StoreError> {
-        dispatch!(self.set_catchup(row))
-    }
-
-    /// The catch-up of the inbox `inbox` of `instance`, if it has one.
-    pub async fn catchup(
-        &self,
-        instance: String,
-        inbox: String,
-    ) -> Result<Option<CatchUpRow>, StoreError> {
-        dispatch!(self.catchup(instance, inbox))
-    }
-
-    /// Takes the catch-up away from the inbox; whether it had one.
-    pub async fn delete_catchup(
-        &self,
-        instance: String,
-        inbox: String,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.delete_catchup(instance, inbox))
-    }
-
-    /// Up to `limit` inboxes' catch-ups, ordered by instance and inbox.
-    pub async fn catchups(&self, limit: u32) -> Result<Vec<CatchUpRow>, StoreError> {
-        dispatch!(self.catchups(limit))
-    }
-
-    /// Takes the inbox's lease for `node` for `ttl_ms`, when it is free, expired or already
-    /// `node`'s; whether `node` holds it now.
-    pub async fn take_lease(
-        &self,
-        inbox: String,
-        node: String,
-        ttl_ms: i64,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.take_lease(inbox, node, ttl_ms))
-    }
-
-    /// Moves the inbox's cursor up to `cursor` (never down) and renews the lease for
-    /// `ttl_ms`, only while `node` holds it; whether it did.
-    pub async fn advance_cursor(
-        &self,
-        inbox: String,
-        node: String,
-        cursor: i64,
-        ttl_ms: i64,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.advance_cursor(inbox, node, cursor, ttl_ms))
-    }
-
-    /// Ends `node`'s pass over the inbox as `end` says and gives the lease back; whether
-    /// this call is the one that recorded a refusal (false when one was already recorded, so
-    /// that a refusal is reported once).
-    pub async fn end_pass(
-        &self,
-        inbox: String,
-        node: String,
-        end: PassEnd,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.end_pass(inbox, node, end))
-    }
-
-    /// Gives back every lease `node` holds, at a clean stop, so that another node need not
-    /// wait for them to run out; how many it held.
-    pub async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
-        dispatch!(self.release_leases(node))
-    }
-
-    /// Whether the inbox holds the delivery `guid`, and how often it was asked for.
-    pub async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
-        dispatch!(self.ask_state(inbox, guid))
-    }
-
-    /// Records that a redelivery of `guid` was asked for.
-    pub async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError> {
-        dispatch!(self.record_ask(inbox, guid))
-    }
-
-    /// Forgets the asks whose delivery the inbox now holds, and those older than
-    /// `older_than_ms` (GitHub keeps deliveries no longer); how many were stored.
-    pub async fn take_recovered(
-        &self,
-        inbox: String,
-        older_than_ms: i64,
-    ) -> Result<u64, StoreError> {
-        dispatch!(self.take_recovered(inbox, older_than_ms))
-    }
 }

@@ -8,24 +8,24 @@
 //! no database work on the async runtime's threads (SQLite's runs on threads of its own,
 //! PostgreSQL's is network I/O the runtime waits on).
 
+mod front;
+mod operations;
 mod options;
 mod postgres;
-
-pub use options::{OpenOptions, SqliteSync};
-pub use postgres::tls::SslMode;
-#[cfg(feature = "faults")]
-mod faults;
 mod rows;
 mod sqlite;
 
-#[cfg(feature = "faults")]
-pub use faults::Faults;
+pub use front::Front;
+pub use operations::{CatchUps, Deliveries, Inboxes, Instances, Operations, Refusals, Replays};
+pub use options::{OpenOptions, SqliteSync};
+pub use postgres::tls::SslMode;
 pub use rows::{
     Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, PreviousSecret, RefusedDelivery,
     RefusedDeliveryRow, Stats, StoredCommit, REFUSALS_KEPT_PER_INBOX,
 };
 
-use std::sync::{Arc, OnceLock};
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Why the store could not do what was asked.
@@ -87,16 +87,20 @@ impl StoreError {
     }
 }
 
-/// A handle on the store; cheap to clone.
+/// A handle on the store; cheap to clone. Its operations are those of [`Operations`], which
+/// it derefs to: the SQLite or the PostgreSQL backend, or a [`Front`] before one.
 #[derive(Clone)]
 pub struct Store {
-    /// Set once connected and migrated: at once by [`Store::open`], later by
-    /// [`Store::open_in_background`].
-    backend: Arc<OnceLock<Backend>>,
+    operations: Arc<dyn Operations>,
     kind: &'static str,
-    /// What the tests make fail (see `faults.rs`); absent from the service itself.
-    #[cfg(feature = "faults")]
-    faults: faults::Chain,
+}
+
+impl Deref for Store {
+    type Target = dyn Operations;
+
+    fn deref(&self) -> &(dyn Operations + 'static) {
+        &*self.operations
+    }
 }
 
 /// The first wait between two attempts to open a store that is not reachable, doubled after
@@ -106,26 +110,6 @@ const MIN_OPEN_BACKOFF: Duration = Duration::from_millis(100);
 /// seconds, and a database that stays away costs one log line per this much.
 const MAX_OPEN_BACKOFF: Duration = Duration::from_secs(5);
 
-#[derive(Clone)]
-enum Backend {
-    Sqlite(sqlite::SqliteStore),
-    Postgres(postgres::PgStore),
-}
-
-/// Runs the same call on whichever backend this store is. Its paths are whole, so that a
-/// submodule (`replays`) can use it too.
-macro_rules! dispatch {
-    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
-        #[cfg(feature = "faults")]
-        $crate::store::faults::check(&$self.faults, stringify!($method))?;
-        match $self.backend.get().ok_or($crate::store::StoreError::Connecting)? {
-            $crate::store::Backend::Sqlite(store) => store.$method($($arg),*).await,
-            $crate::store::Backend::Postgres(store) => store.$method($($arg),*).await,
-        }
-    }};
-}
-
-// After `dispatch!`, which they use: a macro is in scope only below its definition.
 pub mod catchup;
 mod replays;
 
@@ -141,9 +125,10 @@ impl Store {
 
     /// `open`, with the options only some deployments need.
     pub async fn open_with(location: &str, options: &OpenOptions) -> Result<Store, StoreError> {
-        let store = Store::unopened(location);
-        let _ = store.backend.set(open_backend(location, options).await?);
-        Ok(store)
+        Ok(Store {
+            operations: Arc::from(open_backend(location, options).await?),
+            kind: kind(location),
+        })
     }
 
     /// A store that opens `location` in the background: it answers
@@ -151,14 +136,18 @@ impl Store {
     /// retried with backoff for as long as it takes. So a service starts, and spools, while
     /// its database is down.
     pub fn open_in_background(location: &str, options: OpenOptions) -> Store {
-        let store = Store::unopened(location);
-        let (location, backend) = (location.to_owned(), store.backend.clone());
+        let deferred = Arc::new(front::Deferred::default());
+        let store = Store {
+            operations: deferred.clone(),
+            kind: kind(location),
+        };
+        let location = location.to_owned();
         tokio::spawn(async move {
             let mut wait = MIN_OPEN_BACKOFF;
             loop {
                 match open_backend(&location, &options).await {
                     Ok(opened) => {
-                        let _ = backend.set(opened);
+                        let _ = deferred.0.set(opened);
                         tracing::info!(db = %redacted(&location), "the store is connected");
                         return;
                     }
@@ -180,16 +169,12 @@ impl Store {
         store
     }
 
-    fn unopened(location: &str) -> Store {
+    /// A handle on the store `wrap` makes of this one: a [`Front`] before it, as the
+    /// service's tests make to fail on cue.
+    pub fn wrapped<W: Operations + 'static>(&self, wrap: impl FnOnce(Store) -> W) -> Store {
         Store {
-            backend: Arc::new(OnceLock::new()),
-            kind: if is_postgres(location) {
-                "postgres"
-            } else {
-                "sqlite"
-            },
-            #[cfg(feature = "faults")]
-            faults: Vec::new(),
+            operations: Arc::new(wrap(self.clone())),
+            kind: self.kind,
         }
     }
 
@@ -197,150 +182,30 @@ impl Store {
     pub fn kind(&self) -> &'static str {
         self.kind
     }
+}
 
-    /// Whether the store has been opened (it may still fail, as any database may).
-    pub fn is_open(&self) -> bool {
-        self.backend.get().is_some()
-    }
-
-    /// Why an answer that says stored may not survive a power cut or a crash of the database
-    /// server under the store's settings, or `None` when every commit waits for the disk
-    /// (and for a PostgreSQL primary's synchronous standbys). `None` too until opened.
-    pub fn not_durable(&self) -> Option<&str> {
-        match self.backend.get()? {
-            Backend::Sqlite(store) => store.not_durable(),
-            Backend::Postgres(store) => store.not_durable(),
-        }
-    }
-
-    /// Whether the store answers a trivial query.
-    pub async fn health(&self) -> Result<(), StoreError> {
-        dispatch!(self.health())
-    }
-
-    /// Records a new instance with the SHA-256 of its API key.
-    pub async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError> {
-        dispatch!(self.create_instance(id, key_hash))
-    }
-
-    /// The instance `id`, if it exists.
-    pub async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
-        dispatch!(self.instance(id))
-    }
-
-    /// Records a new digest of `instance`.
-    pub async fn create_digest(
-        &self,
-        instance: String,
-        id: String,
-        description: String,
-    ) -> Result<(), StoreError> {
-        dispatch!(self.create_digest(instance, id, description))
-    }
-
-    /// Whether `instance` owns the digest `id`.
-    pub async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError> {
-        dispatch!(self.digest_exists(instance, id))
-    }
-
-    /// Records a new inbox.
-    pub async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
-        dispatch!(self.create_inbox(inbox))
-    }
-
-    /// The inbox `id` of `instance`, if it exists.
-    pub async fn inbox(
-        &self,
-        instance: String,
-        id: String,
-    ) -> Result<Option<InboxRow>, StoreError> {
-        dispatch!(self.inbox(instance, id))
-    }
-
-    /// Gives the inbox `id` of `digest` in `instance` the secret `secret`, keeping the one it
-    /// replaces as the previous secret from now (the database's now); `false` when there is no
-    /// such inbox.
-    pub async fn rotate_secret(
-        &self,
-        instance: String,
-        digest: String,
-        id: String,
-        secret: String,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.rotate_secret(instance, digest, id, secret))
-    }
-
-    /// Stores a delivery and its commits in one transaction, or nothing if the inbox already
-    /// has this delivery id ([`Ingested::Duplicate`]) or, under another id, a delivery of
-    /// this replay key ([`Ingested::Replayed`]). The key is taken in the same transaction, for
-    /// as long as the delivery is kept: a delivery not stored takes no key, and its sender's
-    /// retry is stored.
-    pub async fn ingest(
-        &self,
-        instance: String,
-        inbox: InboxRow,
-        delivery: Claim,
-        commits: Vec<Commit>,
-    ) -> Result<Ingested, StoreError> {
-        dispatch!(self.ingest(instance, inbox, delivery, commits))
-    }
-
-    /// Keeps a refusal of a delivery to the inbox `inbox` of `instance`, pruning the inbox's
-    /// oldest beyond `REFUSALS_KEPT_PER_INBOX`; nothing when there is no such inbox. Returns
-    /// whether it was kept.
-    pub async fn record_refusal(
-        &self,
-        instance: String,
-        inbox: String,
-        refusal: RefusedDelivery,
-    ) -> Result<bool, StoreError> {
-        dispatch!(self.record_refusal(instance, inbox, refusal))
-    }
-
-    /// Up to `limit` kept refusals of the inbox `inbox` of `instance`, newest first.
-    pub async fn refusals(
-        &self,
-        instance: String,
-        inbox: String,
-        limit: u32,
-    ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
-        dispatch!(self.refusals(instance, inbox, limit))
-    }
-
-    /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.
-    pub async fn commits(
-        &self,
-        digest: String,
-        before: Option<i64>,
-        limit: u32,
-    ) -> Result<Vec<StoredCommit>, StoreError> {
-        dispatch!(self.commits(digest, before, limit))
-    }
-
-    /// Row counts of `instance`.
-    pub async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
-        dispatch!(self.stats(instance))
-    }
-
-    /// Up to `limit` inboxes of every instance, ordered by instance and id: what a node
-    /// writes to its file of known inboxes.
-    pub async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
-        dispatch!(self.inboxes(limit))
+/// The kind of store `location` names.
+fn kind(location: &str) -> &'static str {
+    if is_postgres(location) {
+        "postgres"
+    } else {
+        "sqlite"
     }
 }
 
-async fn open_backend(location: &str, options: &OpenOptions) -> Result<Backend, StoreError> {
+async fn open_backend(
+    location: &str,
+    options: &OpenOptions,
+) -> Result<Box<dyn Operations>, StoreError> {
     if is_postgres(location) {
         let ca = options.db_ca.as_deref();
-        return Ok(Backend::Postgres(
-            postgres::PgStore::open(location, ca).await?,
-        ));
+        return Ok(Box::new(postgres::PgStore::open(location, ca).await?));
     }
     let (path, sync) = (location.to_owned(), options.sqlite_sync);
     let opened = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&path, sync))
         .await
         .map_err(|_| StoreError::Stopped)?;
-    Ok(Backend::Sqlite(opened?))
+    Ok(Box::new(opened?))
 }
 
 /// Whether `location` names a PostgreSQL database rather than a SQLite file.

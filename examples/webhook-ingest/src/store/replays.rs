@@ -52,14 +52,6 @@ impl Claim {
 /// for good; a reservation's purge never reaches it.
 pub(super) const KEPT_WITH_THE_DELIVERY: i64 = i64::MAX;
 
-/// What a backend found of a key it was asked to reserve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Found {
-    Reserved,
-    Held,
-    Taken,
-}
-
 impl ReplayStore for Store {
     type Error = StoreError;
 
@@ -76,68 +68,8 @@ impl ReplayStore for Store {
     }
 }
 
-impl Store {
-    /// Reserves `key` until `lease`, judged at `now`: [`Seen::Held`] while a reservation's
-    /// lease has not ended, [`Seen::Repeat`] while the key is taken, else [`Seen::First`].
-    /// The [`ReplayStore`] implementation passes the node's clock; tests pass their own.
-    /// Times are kept to the millisecond.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use std::time::{Duration, SystemTime};
-    /// use faultline::webhooks::senders::GitHub;
-    /// use faultline::webhooks::{Intake, OnRepeat, ReplayKey, SecretSet, Seen};
-    /// use webhook_ingest::store::Store;
-    ///
-    /// let store = Store::open(":memory:").await?;
-    /// // Every node on one database shares this guard.
-    /// let _intake = Intake::new(GitHub::new(SecretSet::one("the inbox's secret")?)?)
-    ///     .replays(store.clone(), OnRepeat::Refuse);
-    ///
-    /// let (key, now) = (ReplayKey::from_bytes([7; 32]), SystemTime::now());
-    /// let (lease, until) = (now + Duration::from_secs(60), now + Duration::from_secs(600));
-    /// assert_eq!(store.reserve_at(key, lease, now).await?, Seen::First);
-    /// assert_eq!(store.reserve_at(key, lease, now).await?, Seen::Held);
-    /// store.confirm_at(key, until).await?;
-    /// assert_eq!(store.reserve_at(key, lease, now).await?, Seen::Repeat);
-    /// let later = until + Duration::from_secs(60);
-    /// assert_eq!(store.reserve_at(key, later, until).await?, Seen::First);
-    /// store.release_at(key, later).await?;
-    /// assert_eq!(store.reserve_at(key, later, until).await?, Seen::First);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn reserve_at(
-        &self,
-        key: ReplayKey,
-        lease: SystemTime,
-        now: SystemTime,
-    ) -> Result<Seen, StoreError> {
-        let (key, lease, now) = (*key.as_bytes(), unix_ms(lease), unix_ms(now));
-        Ok(match dispatch!(self.reserve_at(key, lease, now))? {
-            Found::Reserved => Seen::First,
-            Found::Held => Seen::Held,
-            Found::Taken => Seen::Repeat,
-        })
-    }
-
-    /// Takes `key` until `until`, whatever its row held: its delivery was answered 2xx.
-    pub async fn confirm_at(&self, key: ReplayKey, until: SystemTime) -> Result<(), StoreError> {
-        let (key, until) = (*key.as_bytes(), unix_ms(until));
-        dispatch!(self.confirm_at(key, until))
-    }
-
-    /// Frees `key` if it is still reserved under `lease`: its delivery was answered
-    /// otherwise, or not at all.
-    pub async fn release_at(&self, key: ReplayKey, lease: SystemTime) -> Result<(), StoreError> {
-        let (key, lease) = (*key.as_bytes(), unix_ms(lease));
-        dispatch!(self.release_at(key, lease))
-    }
-}
-
 /// `at` in Unix milliseconds, the column's unit; before 1970 is 0, and past `i64` the most.
-fn unix_ms(at: SystemTime) -> i64 {
+pub(super) fn unix_ms(at: SystemTime) -> i64 {
     at.duration_since(UNIX_EPOCH).map_or(0, |since| {
         i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
     })

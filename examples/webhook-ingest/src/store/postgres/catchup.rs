@@ -3,10 +3,12 @@
 //! statements. Every time is the database's clock in Unix milliseconds, so that the nodes'
 //! own clocks never decide whose lease has run out.
 
+use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use super::PgStore;
 use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
+use crate::store::CatchUps;
 use crate::store::StoreError;
 
 /// The catch-up of an inbox, and the deliveries asked for and not stored yet.
@@ -71,8 +73,11 @@ impl PgStore {
         let prepared = client.prepare_cached(statement).await?;
         Ok(client.execute(&prepared, params).await?)
     }
+}
 
-    pub(in crate::store) async fn set_catchup(&self, row: CatchUpRow) -> Result<(), StoreError> {
+#[async_trait]
+impl CatchUps for PgStore {
+    async fn set_catchup(&self, row: CatchUpRow) -> Result<(), StoreError> {
         let upsert = concat!(
             "INSERT INTO catchup (inbox_id, instance_id, hook_kind, hook_owner, hook_id,
                  token, app_id, private_key, last_success_ms)
@@ -105,7 +110,7 @@ impl PgStore {
         .map(drop)
     }
 
-    pub(in crate::store) async fn catchup(
+    async fn catchup(
         &self,
         instance: String,
         inbox: String,
@@ -122,11 +127,7 @@ impl PgStore {
             .map(|row| catchup_row(&row)))
     }
 
-    pub(in crate::store) async fn delete_catchup(
-        &self,
-        instance: String,
-        inbox: String,
-    ) -> Result<bool, StoreError> {
+    async fn delete_catchup(&self, instance: String, inbox: String) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let deleted = tx
@@ -144,10 +145,7 @@ impl PgStore {
         Ok(deleted)
     }
 
-    pub(in crate::store) async fn catchups(
-        &self,
-        limit: u32,
-    ) -> Result<Vec<CatchUpRow>, StoreError> {
+    async fn catchups(&self, limit: u32) -> Result<Vec<CatchUpRow>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(&format!(
@@ -158,29 +156,32 @@ impl PgStore {
         Ok(rows.iter().map(catchup_row).collect())
     }
 
-    pub(in crate::store) async fn take_lease(
+    async fn take_lease(
         &self,
         inbox: String,
         node: String,
         ttl_ms: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         // One statement: of nodes taking a free lease at once, the row lock lets one in and
-        // the others then see it taken.
+        // the others then see it taken; the cursor it returns is the row as the lease found
+        // it, after any pass that held the lease before.
         let take = concat!(
             "UPDATE catchup SET lease_owner = $2, lease_until_ms = ",
             now_ms!(),
             " + $3 WHERE inbox_id = $1 AND (lease_owner IS NULL OR lease_owner = $2
                  OR lease_until_ms <= ",
             now_ms!(),
-            ")"
+            ") RETURNING cursor_id"
         );
-        Ok(self
-            .catchup_execute(take, &[&inbox, &node, &ttl_ms])
-            .await?
-            == 1)
+        let client = self.pool.get().await?;
+        let prepared = client.prepare_cached(take).await?;
+        let taken = client
+            .query_opt(&prepared, &[&inbox, &node, &ttl_ms])
+            .await?;
+        Ok(taken.map(|row| row.get(0)))
     }
 
-    pub(in crate::store) async fn advance_cursor(
+    async fn advance_cursor(
         &self,
         inbox: String,
         node: String,
@@ -197,7 +198,7 @@ impl PgStore {
         Ok(self.catchup_execute(advance, &params).await? == 1)
     }
 
-    pub(in crate::store) async fn end_pass(
+    async fn end_pass(
         &self,
         inbox: String,
         node: String,
@@ -239,17 +240,13 @@ impl PgStore {
         Ok(newly_refused)
     }
 
-    pub(in crate::store) async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
+    async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
         let release =
             "UPDATE catchup SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = $1";
         self.catchup_execute(release, &[&node]).await
     }
 
-    pub(in crate::store) async fn ask_state(
-        &self,
-        inbox: String,
-        guid: String,
-    ) -> Result<AskState, StoreError> {
+    async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(
@@ -265,11 +262,7 @@ impl PgStore {
         })
     }
 
-    pub(in crate::store) async fn record_ask(
-        &self,
-        inbox: String,
-        guid: String,
-    ) -> Result<(), StoreError> {
+    async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError> {
         let insert = concat!(
             "INSERT INTO catchup_asks (inbox_id, guid, asks, asked_ms) VALUES ($1, $2, 1, ",
             now_ms!(),
@@ -280,11 +273,7 @@ impl PgStore {
             .map(drop)
     }
 
-    pub(in crate::store) async fn take_recovered(
-        &self,
-        inbox: String,
-        older_than_ms: i64,
-    ) -> Result<u64, StoreError> {
+    async fn take_recovered(&self, inbox: String, older_than_ms: i64) -> Result<u64, StoreError> {
         let recovered = self
             .catchup_execute(
                 "DELETE FROM catchup_asks WHERE inbox_id = $1 AND EXISTS (

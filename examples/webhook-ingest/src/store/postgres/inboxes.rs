@@ -1,10 +1,11 @@
 //! Inbox rows read from PostgreSQL: one by its id, and every inbox for each node's file
 //! of known inboxes. Both select the same leading columns and read them with `inbox_row`.
 
+use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::store::{InboxRow, KnownInbox, StoreError};
+use crate::store::{InboxRow, Inboxes, KnownInbox, NewInbox, StoreError};
 
 /// The columns `inbox_row` reads, in its order; the age of the last rotation is taken by the
 /// database's clock, so that every node of a fleet agrees on it.
@@ -30,12 +31,55 @@ fn inbox_row(row: &Row) -> InboxRow {
     )
 }
 
-impl PgStore {
-    pub(in crate::store) async fn inbox(
+#[async_trait]
+impl Inboxes for PgStore {
+    async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let insert = client
+            .prepare_cached(
+                "INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .await?;
+        let vcs = inbox.vcs.as_str();
+        client
+            .execute(
+                &insert,
+                &[
+                    &inbox.id,
+                    &inbox.instance,
+                    &inbox.digest,
+                    &vcs,
+                    &inbox.name,
+                    &inbox.secret,
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn rotate_secret(
         &self,
         instance: String,
+        digest: String,
         id: String,
-    ) -> Result<Option<InboxRow>, StoreError> {
+        secret: String,
+    ) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let update = client
+            .prepare_cached(
+                "UPDATE inboxes SET previous_secret = secret, secret = $1,
+                     secret_rotated_ms = (extract(epoch FROM now()) * 1000)::bigint
+                 WHERE id = $2 AND instance_id = $3 AND digest_id = $4",
+            )
+            .await?;
+        let updated = client
+            .execute(&update, &[&secret, &id, &instance, &digest])
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn inbox(&self, instance: String, id: String) -> Result<Option<InboxRow>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(select_inbox!(
@@ -48,10 +92,7 @@ impl PgStore {
             .map(|row| inbox_row(&row)))
     }
 
-    pub(in crate::store) async fn inboxes(
-        &self,
-        limit: u32,
-    ) -> Result<Vec<KnownInbox>, StoreError> {
+    async fn inboxes(&self, limit: u32) -> Result<Vec<KnownInbox>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(select_inbox!(

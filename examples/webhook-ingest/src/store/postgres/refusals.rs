@@ -1,10 +1,13 @@
 //! Refused deliveries in PostgreSQL: kept per inbox, pruned to the newest, listed newest first.
 
 use super::PgStore;
+use crate::store::Refusals;
 use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
+use async_trait::async_trait;
 
-impl PgStore {
-    pub(in crate::store) async fn record_refusal(
+#[async_trait]
+impl Refusals for PgStore {
+    async fn record_refusal(
         &self,
         instance: String,
         inbox: String,
@@ -42,7 +45,7 @@ impl PgStore {
         Ok(kept)
     }
 
-    pub(in crate::store) async fn refusals(
+    async fn refusals(
         &self,
         instance: String,
         inbox: String,

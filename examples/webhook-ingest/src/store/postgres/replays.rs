@@ -1,19 +1,26 @@
 //! Reserved and taken deliveries in PostgreSQL, which every node of a fleet shares (see
 //! `store/replays.rs`).
 
-use super::PgStore;
-use crate::store::replays::{Found, PURGED_PER_REMEMBER};
-use crate::store::StoreError;
+use std::time::SystemTime;
 
-impl PgStore {
+use super::PgStore;
+use crate::store::replays::{unix_ms, PURGED_PER_REMEMBER};
+use crate::store::Replays;
+use crate::store::StoreError;
+use async_trait::async_trait;
+use faultline::webhooks::{ReplayKey, Seen};
+
+#[async_trait]
+impl Replays for PgStore {
     /// Reserves `key` until `lease` unless a row holds it past `now`, and deletes a few rows
     /// expired by `now`, in one transaction; what it found.
-    pub(in crate::store) async fn reserve_at(
+    async fn reserve_at(
         &self,
-        key: [u8; 32],
-        lease: i64,
-        now: i64,
-    ) -> Result<Found, StoreError> {
+        key: ReplayKey,
+        lease: SystemTime,
+        now: SystemTime,
+    ) -> Result<Seen, StoreError> {
+        let (key, lease, now) = (*key.as_bytes(), unix_ms(lease), unix_ms(now));
         let mut client = self.pool.get().await?;
         // A second node inserting the same key waits on the first's row, then finds it
         // unexpired, writes nothing, and reads whether it is taken or held.
@@ -38,13 +45,13 @@ impl PgStore {
             .await?;
         let tx = client.transaction().await?;
         let found = if tx.execute(&reserve, &[&&key[..], &lease, &now]).await? == 1 {
-            Found::Reserved
+            Seen::First
         } else {
             // The row the insert conflicted with; deleted since by a purge, it is free
             // again, and the copy's retry will find it so.
             match tx.query_opt(&taken, &[&&key[..]]).await? {
-                Some(row) if row.get::<_, bool>(0) => Found::Taken,
-                _ => Found::Held,
+                Some(row) if row.get::<_, bool>(0) => Seen::Repeat,
+                _ => Seen::Held,
             }
         };
         tx.execute(&purge, &[&now, &PURGED_PER_REMEMBER]).await?;
@@ -53,11 +60,8 @@ impl PgStore {
     }
 
     /// Takes `key` until `until`, whatever the row held.
-    pub(in crate::store) async fn confirm_at(
-        &self,
-        key: [u8; 32],
-        until: i64,
-    ) -> Result<(), StoreError> {
+    async fn confirm_at(&self, key: ReplayKey, until: SystemTime) -> Result<(), StoreError> {
+        let (key, until) = (*key.as_bytes(), unix_ms(until));
         let client = self.pool.get().await?;
         let confirm = client
             .prepare_cached(
@@ -70,11 +74,8 @@ impl PgStore {
     }
 
     /// Deletes `key`'s row if it is still reserved under `lease`.
-    pub(in crate::store) async fn release_at(
-        &self,
-        key: [u8; 32],
-        lease: i64,
-    ) -> Result<(), StoreError> {
+    async fn release_at(&self, key: ReplayKey, lease: SystemTime) -> Result<(), StoreError> {
+        let (key, lease) = (*key.as_bytes(), unix_ms(lease));
         let client = self.pool.get().await?;
         let release = client
             .prepare_cached("DELETE FROM replays WHERE key = $1 AND NOT taken AND until_ms = $2")

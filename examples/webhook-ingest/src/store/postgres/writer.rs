@@ -14,6 +14,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use deadpool_postgres::{Pool, Transaction};
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::types::ToSql;
@@ -82,6 +83,10 @@ pub(super) struct Job {
 
 type Answer = oneshot::Sender<Result<Ingested, StoreError>>;
 
+/// How a writer commits a batch, answering each of its jobs.
+pub(super) type CommitWith =
+    for<'a> fn(&'a Pool, &'a [Job]) -> BoxFuture<'a, Vec<Result<Ingested, StoreError>>>;
+
 /// The queue the writers take their batches from; cheap to clone.
 #[derive(Clone)]
 pub(super) struct Writers {
@@ -91,10 +96,16 @@ pub(super) struct Writers {
 impl Writers {
     /// Starts `WRITERS` writer tasks on the current runtime, on connections of `pool`.
     pub(super) fn start(pool: Pool) -> Writers {
+        Writers::start_with(pool, |pool, jobs| Box::pin(commit_batch(pool, jobs)))
+    }
+
+    /// `start`, the writers committing each batch with `commit`: `commit_batch`, or in the
+    /// writer's tests one that fails as the test needs.
+    pub(super) fn start_with(pool: Pool, commit: CommitWith) -> Writers {
         let (queue, waiting) = mpsc::channel(QUEUE_DEPTH);
         let waiting = Arc::new(Mutex::new(waiting));
         for _ in 0..WRITERS {
-            tokio::spawn(write(pool.clone(), waiting.clone()));
+            tokio::spawn(write(pool.clone(), waiting.clone(), commit));
         }
         Writers { queue }
     }
@@ -115,7 +126,7 @@ impl Writers {
 /// One writer: takes every job waiting, up to `MAX_BATCH`, commits them together and answers
 /// them, until the queue closes. The lock makes one writer at a time gather, so a batch is
 /// whatever arrived while the others were busy.
-async fn write(pool: Pool, waiting: Arc<Mutex<mpsc::Receiver<(Job, Answer)>>>) {
+async fn write(pool: Pool, waiting: Arc<Mutex<mpsc::Receiver<(Job, Answer)>>>, commit: CommitWith) {
     loop {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         {
@@ -127,10 +138,7 @@ async fn write(pool: Pool, waiting: Arc<Mutex<mpsc::Receiver<(Job, Answer)>>>) {
         let (jobs, answers): (Vec<Job>, Vec<Answer>) = batch.into_iter().unzip();
         // A panic fails this batch only: its answers drop unsent (the requests get
         // `Stopped`) and the writer takes the next one.
-        let Ok(results) = AssertUnwindSafe(commit_batch(&pool, &jobs))
-            .catch_unwind()
-            .await
-        else {
+        let Ok(results) = AssertUnwindSafe(commit(&pool, &jobs)).catch_unwind().await else {
             continue;
         };
         for (answer, result) in answers.into_iter().zip(results) {
@@ -177,8 +185,6 @@ async fn try_commit_batch(
     let mut client = pool.get().await?;
     let statement = client.prepare_cached(CLAIM_AND_INSERT).await?;
     let tx = client.transaction().await?;
-    #[cfg(test)]
-    tests::panic_if_planted(jobs);
     let mut results = Vec::with_capacity(jobs.len());
     // Pipelined from the first delivery not yet settled: when one fails, the transaction
     // refuses every statement after it, so it is rolled back to its savepoint and the rest

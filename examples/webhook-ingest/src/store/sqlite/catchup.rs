@@ -1,10 +1,12 @@
 //! Catch-up's rows in SQLite (see `store/catchup.rs`): its schema, brought by a migration of
 //! `schema.rs`, and its statements. Every time is the database's clock in Unix milliseconds.
 
+use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
 use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
+use crate::store::CatchUps;
 use crate::store::StoreError;
 
 /// The catch-up of an inbox, and the deliveries asked for and not stored yet.
@@ -57,8 +59,9 @@ fn catchup_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CatchUpRow> {
     })
 }
 
-impl SqliteStore {
-    pub(in crate::store) async fn set_catchup(&self, row: CatchUpRow) -> Result<(), StoreError> {
+#[async_trait]
+impl CatchUps for SqliteStore {
+    async fn set_catchup(&self, row: CatchUpRow) -> Result<(), StoreError> {
         self.write(move |tx| {
             tx.prepare_cached(concat!(
                 "INSERT INTO catchup (inbox_id, instance_id, hook_kind, hook_owner, hook_id,
@@ -90,7 +93,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn catchup(
+    async fn catchup(
         &self,
         instance: String,
         inbox: String,
@@ -105,11 +108,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn delete_catchup(
-        &self,
-        instance: String,
-        inbox: String,
-    ) -> Result<bool, StoreError> {
+    async fn delete_catchup(&self, instance: String, inbox: String) -> Result<bool, StoreError> {
         self.write(move |tx| {
             let deleted = tx
                 .prepare_cached("DELETE FROM catchup WHERE inbox_id = ?1 AND instance_id = ?2")?
@@ -124,10 +123,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn catchups(
-        &self,
-        limit: u32,
-    ) -> Result<Vec<CatchUpRow>, StoreError> {
+    async fn catchups(&self, limit: u32) -> Result<Vec<CatchUpRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(&format!(
                 "{SELECT_CATCHUP} ORDER BY instance_id, inbox_id LIMIT ?1"
@@ -138,29 +134,28 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn take_lease(
+    async fn take_lease(
         &self,
         inbox: String,
         node: String,
         ttl_ms: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         self.write(move |tx| {
-            Ok(tx
-                .prepare_cached(concat!(
-                    "UPDATE catchup SET lease_owner = ?2, lease_until_ms = ",
-                    now_ms!(),
-                    " + ?3 WHERE inbox_id = ?1 AND (lease_owner IS NULL OR lease_owner = ?2
-                         OR lease_until_ms <= ",
-                    now_ms!(),
-                    ")"
-                ))?
-                .execute(params![inbox, node, ttl_ms])?
-                == 1)
+            tx.prepare_cached(concat!(
+                "UPDATE catchup SET lease_owner = ?2, lease_until_ms = ",
+                now_ms!(),
+                " + ?3 WHERE inbox_id = ?1 AND (lease_owner IS NULL OR lease_owner = ?2
+                     OR lease_until_ms <= ",
+                now_ms!(),
+                ") RETURNING cursor_id"
+            ))?
+            .query_row(params![inbox, node, ttl_ms], |row| row.get(0))
+            .optional()
         })
         .await
     }
 
-    pub(in crate::store) async fn advance_cursor(
+    async fn advance_cursor(
         &self,
         inbox: String,
         node: String,
@@ -180,7 +175,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn end_pass(
+    async fn end_pass(
         &self,
         inbox: String,
         node: String,
@@ -217,7 +212,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
+    async fn release_leases(&self, node: String) -> Result<u64, StoreError> {
         self.write(move |tx| {
             tx.prepare_cached(
                 "UPDATE catchup SET lease_owner = NULL, lease_until_ms = 0 WHERE lease_owner = ?1",
@@ -228,11 +223,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn ask_state(
-        &self,
-        inbox: String,
-        guid: String,
-    ) -> Result<AskState, StoreError> {
+    async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM deliveries WHERE inbox_id = ?1 AND delivery_id = ?2),
@@ -249,11 +240,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn record_ask(
-        &self,
-        inbox: String,
-        guid: String,
-    ) -> Result<(), StoreError> {
+    async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError> {
         self.write(move |tx| {
             tx.prepare_cached(concat!(
                 "INSERT INTO catchup_asks (inbox_id, guid, asks, asked_ms) VALUES (?1, ?2, 1, ",
@@ -266,11 +253,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn take_recovered(
-        &self,
-        inbox: String,
-        older_than_ms: i64,
-    ) -> Result<u64, StoreError> {
+    async fn take_recovered(&self, inbox: String, older_than_ms: i64) -> Result<u64, StoreError> {
         self.write(move |tx| {
             let recovered = tx
                 .prepare_cached(

@@ -9,7 +9,9 @@
 //! too.
 
 mod catchup;
+mod deliveries;
 mod inboxes;
+mod instances;
 mod kept;
 mod refusals;
 mod replays;
@@ -23,13 +25,10 @@ use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use async_trait::async_trait;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::{
-    InboxRow, Ingested, InstanceRow, NewInbox, SqliteSync, Stats, StoreError, StoredCommit,
-};
-use crate::store::replays::Claim;
-use crate::store::Commit;
+use super::{Operations, SqliteSync, StoreError};
 use schema::migrate;
 use syncer::Reply;
 use writer::{copied, Job};
@@ -48,18 +47,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause between two tries of a start that found the file locked: the other node's
 /// switch to WAL or migration takes milliseconds.
 const BUSY_RETRY: Duration = Duration::from_millis(10);
-
-/// An instance's row counts. Deliveries and commits are counted through the inbox and the
-/// digest they belong to, whose ids lead those tables' indexes.
-const STATS: &str = "SELECT
-    (SELECT count(*) FROM digests WHERE instance_id = ?1),
-    (SELECT count(*) FROM inboxes WHERE instance_id = ?1),
-    (SELECT count(*) FROM deliveries WHERE inbox_id IN
-        (SELECT id FROM inboxes WHERE instance_id = ?1)),
-    (SELECT coalesce(sum(redeliveries), 0) FROM deliveries WHERE inbox_id IN
-        (SELECT id FROM inboxes WHERE instance_id = ?1)),
-    (SELECT count(*) FROM commits WHERE digest_id IN
-        (SELECT id FROM digests WHERE instance_id = ?1))";
 
 /// Whether SQLite only waited too long for a lock.
 pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
@@ -127,11 +114,6 @@ impl SqliteStore {
         })
     }
 
-    /// Why a commit may return before it is durable, or `None` when it waits for the disk.
-    pub(super) fn not_durable(&self) -> Option<&str> {
-        self.shared.not_durable
-    }
-
     /// Runs `work` as one atomic part of the next group commit, in the order of arrival: on
     /// the writer thread, or in place when nothing else waits (`Writer::try_in_place`);
     /// answers once that commit is durable. An error of `work` rolls back
@@ -186,233 +168,16 @@ impl SqliteStore {
         .map_err(|_| StoreError::Stopped)?;
         Ok(result?)
     }
+}
 
-    pub(super) async fn health(&self) -> Result<(), StoreError> {
+#[async_trait]
+impl Operations for SqliteStore {
+    async fn health(&self) -> Result<(), StoreError> {
         self.read(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
     }
 
-    pub(super) async fn create_instance(
-        &self,
-        id: String,
-        key_hash: Vec<u8>,
-    ) -> Result<(), StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "INSERT INTO instances (id, key_hash) VALUES (?1, ?2)",
-                params![id, key_hash],
-            )
-            .map(drop)
-        })
-        .await
-    }
-
-    pub(super) async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
-        self.read(move |c| {
-            c.prepare_cached("SELECT id, key_hash, created_at FROM instances WHERE id = ?1")?
-                .query_row([id], |row| {
-                    Ok(InstanceRow {
-                        id: row.get(0)?,
-                        key_hash: row.get(1)?,
-                        created_at: row.get(2)?,
-                    })
-                })
-                .optional()
-        })
-        .await
-    }
-
-    pub(super) async fn create_digest(
-        &self,
-        instance: String,
-        id: String,
-        description: String,
-    ) -> Result<(), StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "INSERT INTO digests (id, instance_id, description) VALUES (?1, ?2, ?3)",
-                params![id, instance, description],
-            )
-            .map(drop)
-        })
-        .await
-    }
-
-    pub(super) async fn digest_exists(
-        &self,
-        instance: String,
-        id: String,
-    ) -> Result<bool, StoreError> {
-        self.read(move |c| {
-            c.prepare_cached("SELECT 1 FROM digests WHERE id = ?1 AND instance_id = ?2")?
-                .exists([id, instance])
-        })
-        .await
-    }
-
-    pub(super) async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError> {
-        self.write(move |c| {
-            c.execute(
-                "INSERT INTO inboxes (id, instance_id, digest_id, vcs, name, secret)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    inbox.id,
-                    inbox.instance,
-                    inbox.digest,
-                    inbox.vcs.as_str(),
-                    inbox.name,
-                    inbox.secret
-                ],
-            )
-            .map(drop)
-        })
-        .await
-    }
-
-    pub(super) async fn inbox(
-        &self,
-        instance: String,
-        id: String,
-    ) -> Result<Option<InboxRow>, StoreError> {
-        let generation = match self.shared.kept.get(&instance, &id) {
-            Ok(row) => return Ok(Some(row)),
-            Err(generation) => generation,
-        };
-        let read_at = Instant::now();
-        let found = self.read_inbox(instance.clone(), id).await?;
-        if let Some(row) = &found {
-            self.shared.kept.keep(&instance, row, generation, read_at);
-        }
-        Ok(found)
-    }
-
-    pub(super) async fn rotate_secret(
-        &self,
-        instance: String,
-        digest: String,
-        id: String,
-        secret: String,
-    ) -> Result<bool, StoreError> {
-        let (kept_instance, kept_id) = (instance.clone(), id.clone());
-        let rotated = self
-            .write(move |c| {
-                c.execute(
-                    "UPDATE inboxes SET previous_secret = secret, secret = ?1,
-                     secret_rotated_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER)
-                 WHERE id = ?2 AND instance_id = ?3 AND digest_id = ?4",
-                    params![secret, id, instance, digest],
-                )
-                .map(|updated| updated == 1)
-            })
-            .await;
-        // Committed (or failed, and then possibly committed anyway): the kept row is stale
-        // either way.
-        self.shared.kept.forget(&kept_instance, &kept_id);
-        rotated
-    }
-
-    pub(super) async fn ingest(
-        &self,
-        instance: String,
-        inbox: InboxRow,
-        claim: Claim,
-        commits: Vec<Commit>,
-    ) -> Result<Ingested, StoreError> {
-        let Claim { delivery_id, key } = claim;
-        self.write(move |tx| {
-            if let Some(key) = &key {
-                if !replays::take_for_delivery(tx, key, &inbox.id, &delivery_id)? {
-                    return Ok(Ingested::Replayed);
-                }
-            }
-            // The write is one savepoint of the writer's batch, atomic on its own. The
-            // conflict is settled inside the transaction by the primary key, not by a
-            // look-up before it: that holds whatever reaches the database at the same time.
-            let redeliveries: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
-                     VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (inbox_id, delivery_id)
-                     DO UPDATE SET redeliveries = redeliveries + 1
-                     RETURNING redeliveries",
-                )?
-                .query_row(
-                    params![inbox.id, delivery_id, instance, commits.len() as i64],
-                    |row| row.get(0),
-                )?;
-            if redeliveries > 0 {
-                return Ok(Ingested::Duplicate);
-            }
-            {
-                let mut insert = tx.prepare_cached(
-                    "INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
-                                          message, author, timestamp, repository, branch)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                )?;
-                for commit in &commits {
-                    insert.execute(params![
-                        instance,
-                        inbox.digest_id,
-                        inbox.id,
-                        delivery_id,
-                        commit.sha,
-                        commit.message,
-                        commit.author,
-                        commit.timestamp,
-                        commit.repository,
-                        commit.branch,
-                    ])?;
-                }
-            }
-            Ok(Ingested::Stored(commits.len()))
-        })
-        .await
-    }
-
-    pub(super) async fn commits(
-        &self,
-        digest: String,
-        before: Option<i64>,
-        limit: u32,
-    ) -> Result<Vec<StoredCommit>, StoreError> {
-        self.read(move |c| {
-            let mut query = c.prepare_cached(
-                "SELECT seq, inbox_id, sha, message, author, timestamp, repository, branch
-                 FROM commits WHERE digest_id = ?1 AND seq < ?2
-                 ORDER BY seq DESC LIMIT ?3",
-            )?;
-            let rows =
-                query.query_map(params![digest, before.unwrap_or(i64::MAX), limit], |row| {
-                    Ok(StoredCommit {
-                        seq: row.get(0)?,
-                        inbox_id: row.get(1)?,
-                        commit: Commit {
-                            sha: row.get(2)?,
-                            message: row.get(3)?,
-                            author: row.get(4)?,
-                            timestamp: row.get(5)?,
-                            repository: row.get(6)?,
-                            branch: row.get(7)?,
-                        },
-                    })
-                })?;
-            rows.collect()
-        })
-        .await
-    }
-
-    pub(super) async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
-        self.read(move |c| {
-            c.prepare_cached(STATS)?.query_row([instance], |row| {
-                Ok(Stats {
-                    digests: row.get(0)?,
-                    inboxes: row.get(1)?,
-                    deliveries: row.get(2)?,
-                    redeliveries: row.get(3)?,
-                    commits: row.get(4)?,
-                })
-            })
-        })
-        .await
+    fn not_durable(&self) -> Option<&str> {
+        self.shared.not_durable
     }
 }
 

@@ -1,12 +1,15 @@
 //! Refused deliveries in SQLite: kept per inbox, pruned to the newest, listed newest first.
 
+use async_trait::async_trait;
 use rusqlite::params;
 
 use super::SqliteStore;
+use crate::store::Refusals;
 use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
 
-impl SqliteStore {
-    pub(in crate::store) async fn record_refusal(
+#[async_trait]
+impl Refusals for SqliteStore {
+    async fn record_refusal(
         &self,
         instance: String,
         inbox: String,
@@ -39,7 +42,7 @@ impl SqliteStore {
         .await
     }
 
-    pub(in crate::store) async fn refusals(
+    async fn refusals(
         &self,
         instance: String,
         inbox: String,

@@ -1,20 +1,27 @@
 //! Reserved and taken deliveries in SQLite (see `store/replays.rs`).
 
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use faultline::webhooks::{ReplayKey, Seen};
 use rusqlite::{params, Connection};
 
 use super::SqliteStore;
-use crate::store::replays::{Found, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER};
+use crate::store::replays::{unix_ms, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER};
+use crate::store::Replays;
 use crate::store::StoreError;
 
-impl SqliteStore {
+#[async_trait]
+impl Replays for SqliteStore {
     /// Reserves `key` until `lease` unless a row holds it past `now`, and deletes a few rows
     /// expired by `now`, in one transaction; what it found.
-    pub(in crate::store) async fn reserve_at(
+    async fn reserve_at(
         &self,
-        key: [u8; 32],
-        lease: i64,
-        now: i64,
-    ) -> Result<Found, StoreError> {
+        key: ReplayKey,
+        lease: SystemTime,
+        now: SystemTime,
+    ) -> Result<Seen, StoreError> {
+        let (key, lease, now) = (*key.as_bytes(), unix_ms(lease), unix_ms(now));
         self.write(move |tx| {
             let reserved = tx
                 .prepare_cached(
@@ -25,15 +32,15 @@ impl SqliteStore {
                 .execute(params![&key[..], lease, now])?
                 == 1;
             let found = if reserved {
-                Found::Reserved
+                Seen::First
             } else {
                 let taken: bool = tx
                     .prepare_cached("SELECT taken FROM replays WHERE key = ?1")?
                     .query_row(params![&key[..]], |row| row.get(0))?;
                 if taken {
-                    Found::Taken
+                    Seen::Repeat
                 } else {
-                    Found::Held
+                    Seen::Held
                 }
             };
             tx.prepare_cached(
@@ -47,11 +54,8 @@ impl SqliteStore {
     }
 
     /// Takes `key` until `until`, whatever the row held.
-    pub(in crate::store) async fn confirm_at(
-        &self,
-        key: [u8; 32],
-        until: i64,
-    ) -> Result<(), StoreError> {
+    async fn confirm_at(&self, key: ReplayKey, until: SystemTime) -> Result<(), StoreError> {
+        let (key, until) = (*key.as_bytes(), unix_ms(until));
         self.write(move |tx| {
             tx.prepare_cached(
                 "INSERT INTO replays (key, until_ms, taken) VALUES (?1, ?2, 1)
@@ -64,11 +68,8 @@ impl SqliteStore {
     }
 
     /// Deletes `key`'s row if it is still reserved under `lease`.
-    pub(in crate::store) async fn release_at(
-        &self,
-        key: [u8; 32],
-        lease: i64,
-    ) -> Result<(), StoreError> {
+    async fn release_at(&self, key: ReplayKey, lease: SystemTime) -> Result<(), StoreError> {
+        let (key, lease) = (*key.as_bytes(), unix_ms(lease));
         self.write(move |tx| {
             tx.prepare_cached(
                 "DELETE FROM replays WHERE key = ?1 AND taken = 0 AND until_ms = ?2",

@@ -1,8 +1,10 @@
 //! The SQLite store against databases of its earlier versions.
 
+use super::instances::STATS;
 use super::schema::SCHEMA_V1;
 use super::*;
 use crate::provider::Vcs;
+use crate::store::{Commit, Deliveries, InboxRow, Inboxes, Ingested, Instances, NewInbox, Stats};
 
 /// A database made before migrations were versioned keeps its rows, and takes commits
 /// without the optional fields afterwards.

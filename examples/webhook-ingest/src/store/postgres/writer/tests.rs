@@ -5,23 +5,35 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::time::Duration;
 
+use deadpool_postgres::Pool;
+use futures::future::BoxFuture;
+
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
 use crate::provider::Vcs;
 use crate::store::postgres::PgStore;
 use crate::store::Commit;
-use crate::store::{InboxRow, Ingested, NewInbox, StoreError};
+use crate::store::{InboxRow, Inboxes, Ingested, Instances, NewInbox, StoreError};
 
 /// A delivery whose id starts so makes its batch panic inside its open transaction.
 const PANICS: &str = "panics-in-its-batch";
 
-/// The seam of the writer's panic test: no delivery of any other test is named so.
-pub(super) fn panic_if_planted(jobs: &[&Job]) {
-    if jobs
-        .iter()
-        .any(|job| job.claim.delivery_id.starts_with(PANICS))
-    {
-        panic!("a panic planted in a batch");
-    }
+/// `commit_batch`, except that a batch holding a delivery named `PANICS…` panics inside a
+/// transaction it opened.
+fn panicking<'a>(
+    pool: &'a Pool,
+    jobs: &'a [Job],
+) -> BoxFuture<'a, Vec<Result<Ingested, StoreError>>> {
+    Box::pin(async move {
+        if jobs
+            .iter()
+            .any(|job| job.claim.delivery_id.starts_with(PANICS))
+        {
+            let mut client = pool.get().await.unwrap();
+            let _open = client.transaction().await.unwrap();
+            panic!("a panic planted in a batch");
+        }
+        commit_batch(pool, jobs).await
+    })
 }
 
 /// A store on the test database and an inbox of an instance of its own, or `None` (said
@@ -289,7 +301,7 @@ async fn a_panic_fails_its_batch_alone_and_the_writers_go_on() {
     else {
         return;
     };
-    let writers = Writers::start(store.pool.clone());
+    let writers = Writers::start_with(store.pool.clone(), panicking);
     let answered = Duration::from_secs(10);
     for n in 0..2 * WRITERS {
         let panics = job(&instance, &inbox, &format!("{PANICS}-{n}"), 1);

@@ -1,0 +1,101 @@
+//! Deliveries and their commits in SQLite: a delivery and its commits are one savepoint of
+//! the writer's group commit (`writer.rs`).
+
+use async_trait::async_trait;
+use rusqlite::params;
+
+use super::{replays, SqliteStore};
+use crate::store::{Claim, Commit, Deliveries, InboxRow, Ingested, StoreError, StoredCommit};
+
+#[async_trait]
+impl Deliveries for SqliteStore {
+    async fn ingest(
+        &self,
+        instance: String,
+        inbox: InboxRow,
+        claim: Claim,
+        commits: Vec<Commit>,
+    ) -> Result<Ingested, StoreError> {
+        let Claim { delivery_id, key } = claim;
+        self.write(move |tx| {
+            if let Some(key) = &key {
+                if !replays::take_for_delivery(tx, key, &inbox.id, &delivery_id)? {
+                    return Ok(Ingested::Replayed);
+                }
+            }
+            // The write is one savepoint of the writer's batch, atomic on its own. The
+            // conflict is settled inside the transaction by the primary key, not by a
+            // look-up before it: that holds whatever reaches the database at the same time.
+            let redeliveries: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (inbox_id, delivery_id)
+                     DO UPDATE SET redeliveries = redeliveries + 1
+                     RETURNING redeliveries",
+                )?
+                .query_row(
+                    params![inbox.id, delivery_id, instance, commits.len() as i64],
+                    |row| row.get(0),
+                )?;
+            if redeliveries > 0 {
+                return Ok(Ingested::Duplicate);
+            }
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,
+                                          message, author, timestamp, repository, branch)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )?;
+                for commit in &commits {
+                    insert.execute(params![
+                        instance,
+                        inbox.digest_id,
+                        inbox.id,
+                        delivery_id,
+                        commit.sha,
+                        commit.message,
+                        commit.author,
+                        commit.timestamp,
+                        commit.repository,
+                        commit.branch,
+                    ])?;
+                }
+            }
+            Ok(Ingested::Stored(commits.len()))
+        })
+        .await
+    }
+
+    async fn commits(
+        &self,
+        digest: String,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<StoredCommit>, StoreError> {
+        self.read(move |c| {
+            let mut query = c.prepare_cached(
+                "SELECT seq, inbox_id, sha, message, author, timestamp, repository, branch
+                 FROM commits WHERE digest_id = ?1 AND seq < ?2
+                 ORDER BY seq DESC LIMIT ?3",
+            )?;
+            let rows =
+                query.query_map(params![digest, before.unwrap_or(i64::MAX), limit], |row| {
+                    Ok(StoredCommit {
+                        seq: row.get(0)?,
+                        inbox_id: row.get(1)?,
+                        commit: Commit {
+                            sha: row.get(2)?,
+                            message: row.get(3)?,
+                            author: row.get(4)?,
+                            timestamp: row.get(5)?,
+                            repository: row.get(6)?,
+                            branch: row.get(7)?,
+                        },
+                    })
+                })?;
+            rows.collect()
+        })
+        .await
+    }
+}
