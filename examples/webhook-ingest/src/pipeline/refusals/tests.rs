@@ -36,19 +36,27 @@ fn each_refusal_moves_its_own_count_under_its_own_name() {
     ] {
         assert!(before.contains(zero), "{zero} missing from:\n{before}");
     }
-    refusals.refused_at_drain();
+    (0..2).for_each(|_| refusals.refused_at_drain());
+    // What `record_refusal` moves, beside a store: each a count of its own.
+    let _ = refusals.recorded.inc();
+    (0..2).for_each(|_| {
+        refusals.unrecorded.inc();
+    });
+    (0..3).for_each(|_| {
+        refusals.skipped.inc();
+    });
     (0..2).for_each(|_| refusals.refused_unverified_full());
     (0..3).for_each(|_| refusals.refused_unverified_too_large());
-    assert_eq!(refusals.at_drain(), 1);
+    assert_eq!(refusals.at_drain(), 2);
     assert_eq!(refusals.unverified(), (2, 3));
     let after = exposition(&refusals);
     for line in [
-        "webhook_ingest_spool_refused_total 1",
+        "webhook_ingest_spool_refused_total 2",
         "webhook_ingest_unverified_refused_total{reason=\"full\"} 2",
         "webhook_ingest_unverified_refused_total{reason=\"too_large\"} 3",
-        "webhook_ingest_refusals_recorded_total 0",
-        "webhook_ingest_refusals_unrecorded_total 0",
-        "webhook_ingest_refusals_skipped_total 0",
+        "webhook_ingest_refusals_recorded_total 1",
+        "webhook_ingest_refusals_unrecorded_total 2",
+        "webhook_ingest_refusals_skipped_total 3",
     ] {
         assert!(after.contains(line), "{line} missing from:\n{after}");
     }
@@ -58,6 +66,6 @@ fn each_refusal_moves_its_own_count_under_its_own_name() {
             refusals.unrecorded(),
             refusals.skipped()
         ),
-        (0, 0, 0)
+        (1, 2, 3)
     );
 }
