@@ -38,7 +38,9 @@ fn each_refusal_moves_its_own_count_under_its_own_name() {
     }
     (0..2).for_each(|_| refusals.refused_at_drain());
     // What `record_refusal` moves, beside a store: each a count of its own.
-    let _ = refusals.recorded.inc();
+    (0..4).for_each(|_| {
+        refusals.recorded.inc();
+    });
     (0..2).for_each(|_| {
         refusals.unrecorded.inc();
     });
@@ -54,7 +56,7 @@ fn each_refusal_moves_its_own_count_under_its_own_name() {
         "webhook_ingest_spool_refused_total 2",
         "webhook_ingest_unverified_refused_total{reason=\"full\"} 2",
         "webhook_ingest_unverified_refused_total{reason=\"too_large\"} 3",
-        "webhook_ingest_refusals_recorded_total 1",
+        "webhook_ingest_refusals_recorded_total 4",
         "webhook_ingest_refusals_unrecorded_total 2",
         "webhook_ingest_refusals_skipped_total 3",
     ] {
@@ -66,6 +68,6 @@ fn each_refusal_moves_its_own_count_under_its_own_name() {
             refusals.unrecorded(),
             refusals.skipped()
         ),
-        (1, 2, 3)
+        (4, 2, 3)
     );
 }
