@@ -24,13 +24,13 @@ pub(crate) struct Config {
     pub(crate) type_base: Option<Cow<'static, str>>,
     pub(crate) report_levels: ReportLevels,
     /// What the layer reads of a request body left unread by the answer, so that its
-    /// connection can be kept (see [`Drain`]).
-    pub(crate) drain: Drain,
+    /// connection can be kept (see [`DrainBounds`]).
+    pub(crate) drain: DrainBounds,
 }
 
 /// The bounds of reading what an answer left of its request body.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Drain {
+pub(crate) struct DrainBounds {
     /// The most bytes read; 0 never reads, and every such answer says `connection: close`.
     pub(crate) max_bytes: u64,
     /// The longest wait for them.
@@ -47,7 +47,7 @@ impl Default for Config {
             request_id_header: DEFAULT_REQUEST_ID_HEADER,
             type_base: None,
             report_levels: ReportLevels::default(),
-            drain: Drain {
+            drain: DrainBounds {
                 max_bytes: DEFAULT_MAX_DRAIN_BYTES,
                 max_time: DEFAULT_MAX_DRAIN_TIME,
             },

@@ -36,6 +36,21 @@
 //! 5xx bodies carry a generic detail and the request id; the internal text goes to the
 //! tracing report only.
 //!
+//! # What the crate root holds
+//!
+//! The root names what a service writes to set the layer up, and no more; what it reads
+//! back, or names only in a type, is one module down.
+//!
+//! - [`FaultLayer`], and the [`ReportLevels`] its builder takes: the one layer.
+//! - [`Fault`] (the trait and its derive), [`Error`] and [`impl_into_response!`]: what a
+//!   handler returns.
+//! - [`Ledger`]: the counts, and the handlers that serve them.
+//! - [`install_panic_hook`]: called once at start-up, so that a caught panic stays off stderr.
+//! - The modules: [`limits`] (every cap and default), [`ledger`] (what a ledger reads out,
+//!   the [`Outcome`](ledger::Outcome) of each request among it), [`service`] (the types the
+//!   layer builds), [`catalog`] (every answer an error type gives, for API documentation and,
+//!   with `utoipa`, OpenAPI), and one per feature that adds names: `metrics`, `webhooks`.
+//!
 //! # Features
 //!
 //! - `derive` (default): `#[derive(Fault)]`.
@@ -44,7 +59,7 @@
 //! - `opentelemetry`: the OpenTelemetry metrics bridge.
 //! - `tracing-opentelemetry`: a failure sets its request's span status as OpenTelemetry's HTTP
 //!   conventions say (status `Error`, `error.type` = the code), see `docs/operations.md`.
-//! - `utoipa`: error responses in OpenAPI, see the `openapi` module (when enabled).
+//! - `utoipa`: error responses in OpenAPI, see `catalog::openapi` (when enabled).
 //! - `webhooks`: verified webhook intake for GitHub, GitLab, Bitbucket, Gitea, Forgejo,
 //!   Standard Webhooks, Stripe, Slack and Shopify, see the `webhooks` module (when enabled).
 //!
@@ -166,7 +181,6 @@ pub use crate::config::ReportLevels;
 pub use crate::count::Ledger;
 pub use crate::error::{Error, Fault};
 pub use crate::middleware::FaultLayer;
-pub use crate::outcome::Outcome;
 pub use crate::panic::install_panic_hook;
 #[cfg(feature = "derive")]
 pub use faultline_derive::Fault;
@@ -185,8 +199,9 @@ pub mod service {
 
 pub mod ledger {
     //! What a [`Ledger`](crate::Ledger) is built with and what it reads out: its
-    //! [`LedgerBuilder`], the counts at one moment ([`Snapshot`], with one [`Series`] per
-    //! route, code and status) and the error groups ([`Group`]), with the labels and the
+    //! [`LedgerBuilder`], the [`Outcome`] each request is counted in, the counts at one moment
+    //! ([`Snapshot`], with one [`Series`] per route, code and status) and the error groups
+    //! ([`Group`]), with the labels and the
     //! content type they use; the requests per route and outcome ([`RouteRequests`]) and the
     //! error budget per route ([`RouteBudget`]); the counters kept outside the ledger that it
     //! exports ([`ExportCounters`], each read as a [`Counter`]).
@@ -197,14 +212,17 @@ pub mod ledger {
     };
     pub use crate::export::PROMETHEUS_TEXT;
     pub use crate::limits::TREND_MINUTES;
-    pub use crate::outcome::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
+    pub use crate::outcome::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
 }
 
 pub mod catalog {
     //! Every answer an error type can give, for API documentation: `#[derive(Fault)]` writes
-    //! a type's [`Catalog`], and the `utoipa` feature turns it into OpenAPI responses.
+    //! a type's [`Catalog`], and the `utoipa` feature turns it into OpenAPI responses (the
+    //! `openapi` module, when enabled).
 
     pub use crate::error::{Catalog, CatalogEntry};
+    #[cfg(feature = "utoipa")]
+    pub use crate::render::openapi;
 }
 
 #[cfg(feature = "metrics")]
@@ -215,9 +233,6 @@ pub mod metrics {
 
     pub use crate::export::{HTTP_DURATION_BUCKETS, HTTP_DURATION_METRIC};
 }
-
-#[cfg(feature = "utoipa")]
-pub use crate::render::openapi;
 
 /// What [`impl_into_response!`] expands to needs; not part of the API.
 #[doc(hidden)]

@@ -13,8 +13,8 @@ use axum::routing::get;
 use axum::Router;
 use common::threads::{hammer, send};
 use common::Lab;
-use faultline::ledger::UNMATCHED_ROUTE;
-use faultline::{FaultLayer, Ledger, Outcome};
+use faultline::ledger::{Outcome, UNMATCHED_ROUTE};
+use faultline::{FaultLayer, Ledger};
 use http::StatusCode;
 
 /// More OS threads than the cores of the machines this runs on (2), all on one layer.

@@ -14,7 +14,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use bytes::Bytes;
 use faultline::catalog::Catalog;
-use faultline::{Error, Fault, FaultLayer, Outcome};
+use faultline::ledger::Outcome;
+use faultline::{Error, Fault, FaultLayer};
 use std::collections::HashMap;
 
 use common::oneshot::send;

@@ -184,7 +184,7 @@ async fn the_labs_document_lists_every_answer_and_its_schema_validates_every_bod
 
 #[test]
 fn each_documented_status_lists_its_codes_with_their_descriptions() {
-    use faultline::openapi::LayerFaults;
+    use faultline::catalog::openapi::LayerFaults;
     use utoipa::IntoResponses;
 
     let responses = failure_lab::LabError::responses();

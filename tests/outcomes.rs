@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use common::{problem, Lab};
 
-use faultline::Outcome;
+use faultline::ledger::Outcome;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 

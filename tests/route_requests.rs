@@ -6,8 +6,8 @@
 mod common;
 
 use axum::routing::get;
-use faultline::ledger::{OVERFLOW_LABEL, UNMATCHED_ROUTE};
-use faultline::{FaultLayer, Ledger, Outcome};
+use faultline::ledger::{Outcome, OVERFLOW_LABEL, UNMATCHED_ROUTE};
+use faultline::{FaultLayer, Ledger};
 
 /// Clients sending at once, each on its own connections.
 const CLIENTS: u64 = 16;

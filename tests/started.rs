@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use axum::routing::get;
-use faultline::{FaultLayer, Outcome};
+use faultline::ledger::Outcome;
+use faultline::FaultLayer;
 use tokio::sync::Semaphore;
 
 /// Clients sending at once, each on its own connections.

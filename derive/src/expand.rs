@@ -384,7 +384,7 @@ fn openapi(input: &DeriveInput, catalog_where: &TokenStream) -> TokenStream {
             #catalog_where
         {
             fn responses() -> ::faultline::__private::OpenApiResponses {
-                ::faultline::openapi::responses(
+                ::faultline::catalog::openapi::responses(
                     &<Self as ::faultline::catalog::Catalog>::catalog(),
                 )
             }

@@ -28,7 +28,7 @@ use http::{HeaderValue, Request, Response, StatusCode, Version};
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use crate::config::Drain as Bounds;
+use crate::config::DrainBounds;
 use crate::count::Ledger;
 use crate::panic::{catch, lock};
 use crate::sync::Mutex;
@@ -51,7 +51,7 @@ pub(crate) fn tap(request: &mut Request<RequestBody>) -> Option<Tap> {
 #[inline(never)]
 fn tap_body(request: &mut Request<RequestBody>) -> Tap {
     let headers = request.headers();
-    let tap = Tap(Arc::new(Shared {
+    let tap = Tap(Arc::new(TapState {
         expects_continue: headers
             .get(EXPECT)
             .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue")),
@@ -63,7 +63,7 @@ fn tap_body(request: &mut Request<RequestBody>) -> Tap {
     let body = std::mem::take(request.body_mut());
     *request.body_mut() = RequestBody::new(TappedBody {
         inner: Some(body),
-        shared: tap.0.clone(),
+        tap: tap.0.clone(),
         read: 0,
         polled: false,
         ended: false,
@@ -75,11 +75,11 @@ fn tap_body(request: &mut Request<RequestBody>) -> Tap {
 /// The response future's end of a tapped request body: one pointer, so that the future of a
 /// request without a body grows by no more than that.
 #[derive(Debug)]
-pub(crate) struct Tap(Arc<Shared>);
+pub(crate) struct Tap(Arc<TapState>);
 
 /// What the tapped body and the response future share.
 #[derive(Debug)]
-struct Shared {
+struct TapState {
     /// The client waits for `100 Continue` before it sends the body (RFC 9110, 10.1.1).
     expects_continue: bool,
     /// The body's declared length.
@@ -114,9 +114,9 @@ pub(crate) enum Plan {
 impl Tap {
     /// Decides, from what the body left and the answer's `status`, whether the answer waits
     /// for a drain, says `close`, or goes as it is.
-    pub(crate) fn plan(self, bounds: &Bounds, status: StatusCode) -> Plan {
-        let shared = &*self.0;
-        let left = lock(&shared.left).take();
+    pub(crate) fn plan(self, bounds: &DrainBounds, status: StatusCode) -> Plan {
+        let tap = &*self.0;
+        let left = lock(&tap.left).take();
         // Still held by someone (a task the handler spawned), or read to its end.
         let Some(Left {
             rest: Some(rest),
@@ -129,8 +129,8 @@ impl Tap {
         };
         // An `Expect: 100-continue` client that hyper never asked for its body may send it or
         // not: the next bytes on the wire cannot be told apart. Go closes too.
-        let unasked = shared.expects_continue && !polled;
-        let too_long = shared
+        let unasked = tap.expects_continue && !polled;
+        let too_long = tap
             .length
             .is_some_and(|length| length.saturating_sub(read) > bounds.max_bytes);
         // A 408 says the body did not come in time (a body deadline gave up on it): waiting
@@ -222,7 +222,7 @@ impl Drain {
 struct TappedBody {
     /// `Some` until dropped.
     inner: Option<RequestBody>,
-    shared: Arc<Shared>,
+    tap: Arc<TapState>,
     read: u64,
     polled: bool,
     ended: bool,
@@ -275,7 +275,7 @@ impl Drop for TappedBody {
             broken: self.broken,
         };
         // Runs while a panicking handler unwinds too: a poisoned lock still takes the rest.
-        *lock(&self.shared.left) = Some(left);
+        *lock(&self.tap.left) = Some(left);
     }
 }
 

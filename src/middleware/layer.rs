@@ -191,7 +191,7 @@ impl FaultLayer {
     /// });
     /// # let _ = layer;
     /// // The counters per outcome are registered up front.
-    /// assert!(snapshotter.snapshot().into_vec().len() >= faultline::Outcome::ALL.len());
+    /// assert!(snapshotter.snapshot().into_vec().len() >= faultline::ledger::Outcome::ALL.len());
     /// ```
     #[cfg(feature = "metrics")]
     pub fn record_metrics(mut self) -> Self {

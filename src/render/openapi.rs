@@ -12,7 +12,7 @@
 //! `CatalogResponses<(HookError, LayerFaults)>`, which merges their codes under each status.
 //!
 //! ```
-//! use faultline::openapi::{CatalogResponses, LayerFaults, ProblemDetails};
+//! use faultline::catalog::openapi::{CatalogResponses, LayerFaults, ProblemDetails};
 //! use faultline::Fault;
 //! use utoipa::{IntoResponses, OpenApi};
 //!

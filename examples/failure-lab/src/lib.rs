@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
-use faultline::openapi::{CatalogResponses, LayerFaults, ProblemDetails};
+use faultline::catalog::openapi::{CatalogResponses, LayerFaults, ProblemDetails};
 use faultline::{Fault, FaultLayer, Ledger};
 use tower::ServiceBuilder;
 use utoipa::OpenApi;

@@ -62,7 +62,7 @@ pub struct Config {
     /// an inbox's callback URL and the first page are built from it, never from a request's
     /// `Host` header, which the client chooses. Without one, [`DEFAULT_PUBLIC_URL`].
     pub public_url: Option<String>,
-    /// Refusals kept for the inboxes' failure lists per second at most, over every inbox;
+    /// Refusals kept for the inboxes' refusal lists per second at most, over every inbox;
     /// past it a refusal is only counted.
     pub refusals_per_second: u32,
     /// How the loop that asks GitHub to redeliver failed deliveries runs.
@@ -107,12 +107,10 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
                 .map(|spool| spool.dir().join(known::KNOWN_INBOXES_FILE)),
         ),
         ignored: ignored::IgnoredEvents::default(),
-        refusals: Arc::new(refusals::RefusalCounts::new(config.refusals_per_second)),
+        refusals: Arc::new(refusals::Refusals::new(config.refusals_per_second)),
         spool: config.spool,
         unverified: config.unverified,
         unverified_max_body: config.unverified_max_body,
-        unverified_refused: spool::unverified::BoundRefusals::default(),
-        drain_refused: drain::DrainRefusals::default(),
         replays_refused: replays::ReplaysRefused::default(),
     };
     let mut state = AppState {

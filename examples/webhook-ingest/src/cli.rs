@@ -126,7 +126,7 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", env = "WEBHOOK_INGEST_UNVERIFIED_MAX_BODY", default_value_t = spool::unverified::DEFAULT_UNVERIFIED_MAX_BODY)]
     pub unverified_max_body: usize,
 
-    /// Refused deliveries kept for the inboxes' failure lists per second at most, over every
+    /// Refused deliveries kept for the inboxes' refusal lists per second at most, over every
     /// inbox; past it a refusal gets the same answer and is only counted
     #[arg(long, value_name = "N", env = "WEBHOOK_INGEST_REFUSALS_PER_SECOND", default_value_t = refusals::DEFAULT_REFUSALS_PER_SECOND)]
     pub refusals_per_second: u32,

@@ -22,7 +22,7 @@ const IGNORED: [(Vcs, &str, u64); 3] = [
     (Vcs::Github, "issues", 2),
     (Vcs::Github, "we\"ird\\name", 1),
 ];
-/// Pushes with a wrong signature: each refused 401 and kept for the inbox's failure list.
+/// Pushes with a wrong signature: each refused 401 and kept for the inbox's refusal list.
 const BAD_SIGNATURES: u64 = 3;
 /// Pushes queued in the spool while the store is down, drained once it is back.
 const QUEUED: u64 = 5;

@@ -60,7 +60,7 @@ fn recent_is_fresh(line: &Line) -> bool {
     line.recent_minutes <= SHORT_MINUTES + 1
 }
 
-/// What the fast-burn alert makes of `line`, on this instance's counts: it pages; it would,
+/// What the fast-burn alert makes of `line`, on this node's counts: it pages; it would,
 /// but the route has too few requests; or the route burns slower, or its short window is not
 /// recent. As a `data-alert` value and as the cell's text.
 fn fast_burn(line: &Line) -> (&'static str, &'static str) {
@@ -86,7 +86,7 @@ pub(super) fn push_section(page: &mut String, lines: &[Line]) {
     page.push_str(
         "<table id=\"budgets\"><thead><tr><th>route</th><th>requests</th><th>failures</th>\
          <th>error ratio</th><th>burn rate</th><th>last 5 min</th>\
-         <th>fast burn alert, this instance</th></tr></thead><tbody>\n",
+         <th>fast burn alert, this node</th></tr></thead><tbody>\n",
     );
     for line in lines {
         let Line { hour, recent, .. } = line;

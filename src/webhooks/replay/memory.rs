@@ -49,10 +49,11 @@ const STALE_FACTOR: usize = 2;
 /// [`evicted`]: ReplayMemory::evicted
 #[derive(Clone)]
 pub struct ReplayMemory {
-    shared: Arc<Shared>,
+    inner: Arc<Memory>,
 }
 
-struct Shared {
+/// The one memory every clone of a [`ReplayMemory`] reaches.
+struct Memory {
     capacity: usize,
     table: Mutex<Table>,
     evicted: AtomicU64,
@@ -86,7 +87,7 @@ impl ReplayMemory {
     /// A memory of at most `capacity` keys (at least one).
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            shared: Arc::new(Shared {
+            inner: Arc::new(Memory {
                 capacity: capacity.max(1),
                 table: Mutex::default(),
                 evicted: AtomicU64::new(0),
@@ -96,7 +97,7 @@ impl ReplayMemory {
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.shared
+        self.inner
             .table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -119,7 +120,7 @@ impl ReplayMemory {
             }
             // Its place in the order stays behind, and is skipped when it comes up.
             table.entries.remove(&key);
-            self.shared.expired.fetch_add(1, Ordering::Relaxed);
+            self.inner.expired.fetch_add(1, Ordering::Relaxed);
         }
         let entry = Entry {
             expiry: lease,
@@ -155,13 +156,13 @@ impl ReplayMemory {
 
     /// Puts `entry` in for `key`, forgetting the oldest keys first when the memory is full.
     fn insert(&self, table: &mut Table, key: ReplayKey, entry: Entry, now: SystemTime) {
-        while !table.entries.contains_key(&key) && table.entries.len() >= self.shared.capacity {
+        while !table.entries.contains_key(&key) && table.entries.len() >= self.inner.capacity {
             let Some((oldest, expiry)) = table.order.pop_front() else {
                 break;
             };
             self.forget(table, oldest, expiry, now);
         }
-        if table.order.len() >= STALE_FACTOR * self.shared.capacity {
+        if table.order.len() >= STALE_FACTOR * self.inner.capacity {
             let Table { entries, order } = &mut *table;
             order.retain(|(key, entry)| entries.get(key) == Some(entry));
         }
@@ -187,9 +188,9 @@ impl ReplayMemory {
         }
         table.entries.remove(&key);
         let counter = if entry.expiry > now {
-            &self.shared.evicted
+            &self.inner.evicted
         } else {
-            &self.shared.expired
+            &self.inner.expired
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -198,13 +199,13 @@ impl ReplayMemory {
     /// whose replay would pass. Worth an alert when it grows; raise the capacity, or
     /// shorten the window.
     pub fn evicted(&self) -> u64 {
-        self.shared.evicted.load(Ordering::Relaxed)
+        self.inner.evicted.load(Ordering::Relaxed)
     }
 
     /// Keys forgotten at their time: taken ones at their expiry, held ones when their
     /// lease ended unsettled.
     pub fn expired(&self) -> u64 {
-        self.shared.expired.load(Ordering::Relaxed)
+        self.inner.expired.load(Ordering::Relaxed)
     }
 
     /// Keys held or taken now, some of which may have expired and not yet been dropped.
@@ -219,7 +220,7 @@ impl ReplayMemory {
 
     /// The most keys it holds.
     pub fn capacity(&self) -> usize {
-        self.shared.capacity
+        self.inner.capacity
     }
 }
 
@@ -232,7 +233,7 @@ impl Default for ReplayMemory {
 impl std::fmt::Debug for ReplayMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplayMemory")
-            .field("capacity", &self.shared.capacity)
+            .field("capacity", &self.inner.capacity)
             .field("evicted", &self.evicted())
             .field("expired", &self.expired())
             .finish_non_exhaustive()
@@ -350,7 +351,7 @@ mod tests {
             let now = start + Duration::from_secs(round);
             remember(&memory, key(1), now + Duration::from_millis(500), now);
         }
-        let order = memory.shared.table.lock().unwrap().order.len();
+        let order = memory.inner.table.lock().unwrap().order.len();
         assert!(order <= STALE_FACTOR * memory.capacity(), "{order}");
         assert_eq!(remember(&memory, key(0), far, start), Seen::Repeat);
     }
@@ -367,7 +368,7 @@ mod tests {
         for round in 1..20u64 {
             let now = start + Duration::from_secs(round);
             remember(&memory, key(1), now + Duration::from_millis(500), now);
-            longest = longest.max(memory.shared.table.lock().unwrap().order.len());
+            longest = longest.max(memory.inner.table.lock().unwrap().order.len());
         }
         assert_eq!(longest, STALE_FACTOR * memory.capacity());
     }

@@ -74,7 +74,7 @@ pub enum OnRepeat {
 
 /// Where verified deliveries are remembered: in memory ([`ReplayMemory`]), or a store a
 /// fleet shares (a table with a unique key, a lease and an expiry column; a cache with
-/// `SET NX PX` and a script for the release), so that a replay sent to another instance is
+/// `SET NX PX` and a script for the release), so that a replay sent to another node is
 /// recognised too.
 ///
 /// A key goes through three states: free, held (reserved under a lease, its delivery in

@@ -8,10 +8,10 @@
 mod auth;
 mod catchup;
 mod commits;
-mod failures;
 pub mod home;
 mod instances;
 pub(crate) mod observe;
+mod refusals;
 pub mod rotation;
 
 use axum::extract::DefaultBodyLimit;
@@ -46,7 +46,7 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route(
             "/api/{instance}/inboxes/{inbox}/failures",
-            get(failures::list_failures),
+            get(refusals::list_refusals),
         )
         .route(
             "/api/{instance}/digests/{digest}/commits",

@@ -73,11 +73,11 @@ fn registry(connections: &serve::Connections, pipeline: &Pipeline) -> Registry {
     pipeline.replays_refused.register(&mut registry);
     if let Some(spool) = &pipeline.spool {
         spool.register("webhook_ingest_spool", &mut registry);
-        pipeline.drain_refused.register(&mut registry);
+        pipeline.refusals.register_at_drain(&mut registry);
     }
     if let Some(unverified) = &pipeline.unverified {
         unverified.register("webhook_ingest_spool_unverified", &mut registry);
-        pipeline.unverified_refused.register(&mut registry);
+        pipeline.refusals.register_unverified(&mut registry);
     }
     registry
 }
@@ -97,11 +97,11 @@ pub(crate) async fn health(
         }
         Some(spool) => {
             let mut spool_json = serde_json::to_value(spool.stats()).unwrap_or_default();
-            spool_json["refused"] = state.pipeline.drain_refused.count().into();
+            spool_json["refused"] = state.pipeline.refusals.at_drain().into();
             if let Some(unverified) = &state.pipeline.unverified {
                 let mut unverified_json =
                     serde_json::to_value(unverified.stats()).unwrap_or_default();
-                let (full, too_large) = state.pipeline.unverified_refused.counts();
+                let (full, too_large) = state.pipeline.refusals.unverified();
                 unverified_json["refused_full"] = full.into();
                 unverified_json["refused_too_large"] = too_large.into();
                 spool_json["unverified"] = unverified_json;

@@ -11,8 +11,6 @@ use std::time::{Duration, SystemTime};
 
 use faultline::webhooks::ReplayKey;
 use faultline::Fault;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::registry::Registry;
 
 use super::record::SpooledDelivery;
 use super::refusals::record_refusal;
@@ -26,29 +24,6 @@ use crate::store::{Ingested, RefusedDelivery};
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest wait: a store that is back is found within two seconds.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
-
-/// Deliveries refused at drain time, counted; cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct DrainRefusals {
-    count: Counter,
-}
-
-impl DrainRefusals {
-    /// How many were refused since start.
-    pub fn count(&self) -> u64 {
-        self.count.get()
-    }
-
-    /// Registers the count in `registry`, which `/metrics` encodes.
-    pub fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "webhook_ingest_spool_refused",
-            "Spooled deliveries refused when drained (a signature that failed its check, an \
-             inbox gone); never stored",
-            self.count.clone(),
-        );
-    }
-}
 
 /// What became of one spooled delivery.
 enum Drained {
@@ -152,7 +127,7 @@ fn next_wait(wait: Duration) -> Duration {
 
 /// Every spooled delivery refused at drain time goes through here: it is logged (ids, the
 /// code and status the delivery would have been answered, never its body or a secret),
-/// counted, and kept in its inbox's refused deliveries (`GET …/failures`) as a refusal at
+/// counted in [`Refusals`](super::refusals::Refusals), and kept in its inbox's refused deliveries (`GET …/failures`) as a refusal at
 /// receive time would be; it is never stored.
 pub(crate) async fn refuse_at_drain(
     pipeline: &Pipeline,
@@ -160,7 +135,7 @@ pub(crate) async fn refuse_at_drain(
     code: &'static str,
     status: u16,
 ) {
-    pipeline.drain_refused.count.inc();
+    pipeline.refusals.refused_at_drain();
     match delivery {
         Some(delivery) => {
             tracing::warn!(

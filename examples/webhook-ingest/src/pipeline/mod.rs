@@ -27,7 +27,6 @@ use faultline::webhooks::{Keys, ReplayKey};
 use crate::error::IngestError;
 use crate::payload;
 use crate::provider::{Event, Vcs};
-use crate::spool::unverified::BoundRefusals;
 use crate::spool::Spool;
 use crate::store::{Claim, InboxRow, Ingested, Store, StoreError};
 use crate::verify::keys;
@@ -47,14 +46,13 @@ pub(crate) struct Pipeline {
     pub(crate) secrets: SecretCache,
     pub(crate) refreshes: Refreshes,
     pub(crate) ignored: ignored::IgnoredEvents,
-    pub(crate) refusals: Arc<refusals::RefusalCounts>,
+    /// Every refusal, counted.
+    pub(crate) refusals: Arc<refusals::Refusals>,
     /// Where verified deliveries wait while the store cannot take them.
     pub(crate) spool: Option<Spool>,
     /// Where deliveries to inboxes unknown here wait, verified when drained.
     pub(crate) unverified: Option<Spool>,
     pub(crate) unverified_max_body: usize,
-    pub(crate) unverified_refused: BoundRefusals,
-    pub(crate) drain_refused: drain::DrainRefusals,
     pub(crate) replays_refused: replays::ReplaysRefused,
 }
 
@@ -294,7 +292,7 @@ impl Pipeline {
             return Err(IngestError::UnverifiedBound);
         };
         if body.len() > self.unverified_max_body {
-            self.unverified_refused.too_large();
+            self.refusals.refused_unverified_too_large();
             return Err(IngestError::UnverifiedBound);
         }
         let id = webhook::delivery_id(vcs, headers, body)?;
@@ -314,7 +312,7 @@ impl Pipeline {
         };
         match queue(Some(unverified), record).await {
             Err(IngestError::SpoolFull) => {
-                self.unverified_refused.full();
+                self.refusals.refused_unverified_full();
                 Err(IngestError::UnverifiedBound)
             }
             fate => fate,

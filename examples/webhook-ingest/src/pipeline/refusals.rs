@@ -13,6 +13,11 @@
 //! of the store, fsynced as a delivery is, and made-up signatures sent to a real inbox's URL
 //! must not buy that write each. Past the rate a refusal gets the same answer and is only
 //! counted (`webhook_ingest_refusals_skipped_total`).
+//!
+//! Every refusal is counted here, in one [`Refusals`]: beside what became of keeping each, the
+//! spooled deliveries refused when drained (`webhook_ingest_spool_refused_total`) and the
+//! unverified ones refused at their spool's bounds (`webhook_ingest_unverified_refused_total`).
+//! The spool is storage only: it says it is full, the pipeline counts the refusal.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
@@ -20,6 +25,7 @@ use std::time::Instant;
 use axum::http::{HeaderMap, StatusCode};
 use faultline::Fault;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use super::Pipeline;
@@ -34,16 +40,31 @@ use crate::verify::webhook;
 /// commits in a second.
 pub const DEFAULT_REFUSALS_PER_SECOND: u32 = 100;
 
-/// How many refusals were kept, how many could not be, and how many were past the rate.
+/// The label of each count of unverified deliveries refused at the unverified spool's
+/// bounds: why the delivery was refused.
+type Reason = [(&'static str, &'static str); 1];
+const FULL: Reason = [("reason", "full")];
+const TOO_LARGE: Reason = [("reason", "too_large")];
+
+/// Every refusal the service counts, in one place: the deliveries refused at the unverified
+/// spool's bounds, the spooled ones refused when drained, and what became of keeping each
+/// refusal for its inbox's list (kept, not kept, past the rate). The route and the drainers
+/// count through it, `/metrics` and `/health` read it.
 #[derive(Debug)]
-pub struct RefusalCounts {
+pub struct Refusals {
     recorded: Counter,
     unrecorded: Counter,
     skipped: Counter,
     rate: Rate,
+    /// Spooled deliveries refused when drained.
+    at_drain: Counter,
+    /// The two counts below, labelled by reason.
+    unverified: Family<Reason, Counter>,
+    unverified_full: Counter,
+    unverified_too_large: Counter,
 }
 
-impl Default for RefusalCounts {
+impl Default for Refusals {
     fn default() -> Self {
         Self::new(DEFAULT_REFUSALS_PER_SECOND)
     }
@@ -78,9 +99,11 @@ impl Rate {
     }
 }
 
-impl RefusalCounts {
-    /// Counts that keep at most `per_second` refusals a second (0: none).
+impl Refusals {
+    /// Counts that keep at most `per_second` refusals a second (0: none). Both reasons of
+    /// the unverified spool are counted from zero, so that both are exposed before the first.
     pub fn new(per_second: u32) -> Self {
+        let unverified = Family::default();
         Self {
             recorded: Counter::default(),
             unrecorded: Counter::default(),
@@ -90,6 +113,10 @@ impl RefusalCounts {
                 since: Instant::now(),
                 window: Mutex::new((0, 0)),
             },
+            at_drain: Counter::default(),
+            unverified_full: unverified.get_or_create_owned(&FULL),
+            unverified_too_large: unverified.get_or_create_owned(&TOO_LARGE),
+            unverified,
         }
     }
 
@@ -108,11 +135,37 @@ impl RefusalCounts {
         self.unrecorded.get()
     }
 
-    /// Registers the counts in `registry`, which `/metrics` encodes.
+    /// Counts one spooled delivery refused when drained.
+    pub(crate) fn refused_at_drain(&self) {
+        self.at_drain.inc();
+    }
+
+    /// Spooled deliveries refused when drained, since start.
+    pub fn at_drain(&self) -> u64 {
+        self.at_drain.get()
+    }
+
+    /// Counts one unverified delivery refused because the unverified spool's bound was
+    /// reached.
+    pub(crate) fn refused_unverified_full(&self) {
+        self.unverified_full.inc();
+    }
+
+    /// Counts one unverified delivery refused because its body was past the per-body cap.
+    pub(crate) fn refused_unverified_too_large(&self) {
+        self.unverified_too_large.inc();
+    }
+
+    /// Unverified deliveries refused at the bound, and past the cap, since start.
+    pub fn unverified(&self) -> (u64, u64) {
+        (self.unverified_full.get(), self.unverified_too_large.get())
+    }
+
+    /// Registers the counts of keeping refusals in `registry`, which `/metrics` encodes.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "webhook_ingest_refusals_recorded",
-            "Refused deliveries kept for the inbox's failure list",
+            "Refused deliveries kept for the inbox's refusal list",
             self.recorded.clone(),
         );
         registry.register(
@@ -126,6 +179,28 @@ impl RefusalCounts {
             self.skipped.clone(),
         );
     }
+
+    /// Registers the count of spooled deliveries refused when drained: a service with a
+    /// spool exposes it.
+    pub fn register_at_drain(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_spool_refused",
+            "Spooled deliveries refused when drained (a signature that failed its check, an \
+             inbox gone); never stored",
+            self.at_drain.clone(),
+        );
+    }
+
+    /// Registers the counts of unverified deliveries refused at the unverified spool's
+    /// bounds: a service with that spool exposes them.
+    pub fn register_unverified(&self, registry: &mut Registry) {
+        registry.register(
+            "webhook_ingest_unverified_refused",
+            "Deliveries to inboxes unknown here, refused 503 while the store is down: the \
+             unverified bound was reached, or the body was past its cap",
+            self.unverified.clone(),
+        );
+    }
 }
 
 /// Keeps `refusal` of a delivery to the inbox `inbox` of `instance`, best effort: a store
@@ -133,7 +208,7 @@ impl RefusalCounts {
 /// is kept for an inbox that does not exist.
 pub async fn record_refusal(
     store: &Store,
-    counts: &RefusalCounts,
+    counts: &Refusals,
     instance: &str,
     inbox: &str,
     refusal: RefusedDelivery,

@@ -26,7 +26,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
-/// in the inbox's failure list.
+/// in the inbox's refusal list.
 pub(crate) async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,

@@ -10,10 +10,6 @@
 
 use std::path::Path;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
-
 use super::{Spool, SpoolConfig};
 
 /// The directory inside the main spool's.
@@ -35,58 +31,6 @@ pub fn open(main_dir: &Path, max_bytes: u64) -> std::io::Result<Spool> {
         segment_bytes: UNVERIFIED_SEGMENT_BYTES,
         ..SpoolConfig::new(main_dir.join(UNVERIFIED_DIR))
     })
-}
-
-/// The label of each count of [`BoundRefusals`]: why the delivery was refused.
-type Reason = [(&'static str, &'static str); 1];
-const FULL: Reason = [("reason", "full")];
-const TOO_LARGE: Reason = [("reason", "too_large")];
-
-/// Unverified deliveries refused 503, by reason; cheap to clone.
-#[derive(Debug, Clone)]
-pub struct BoundRefusals {
-    by_reason: Family<Reason, Counter>,
-    full: Counter,
-    too_large: Counter,
-}
-
-impl Default for BoundRefusals {
-    /// Both reasons counted from zero, so that both are exposed before the first refusal.
-    fn default() -> Self {
-        let by_reason = Family::default();
-        Self {
-            full: by_reason.get_or_create_owned(&FULL),
-            too_large: by_reason.get_or_create_owned(&TOO_LARGE),
-            by_reason,
-        }
-    }
-}
-
-impl BoundRefusals {
-    /// One refused because the bound was reached.
-    pub fn full(&self) {
-        self.full.inc();
-    }
-
-    /// One refused because its body was past the per-body cap.
-    pub fn too_large(&self) {
-        self.too_large.inc();
-    }
-
-    /// Refused at the bound, and past the cap, since start.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.full.get(), self.too_large.get())
-    }
-
-    /// Registers the counts in `registry`, which `/metrics` encodes.
-    pub fn register(&self, registry: &mut Registry) {
-        registry.register(
-            "webhook_ingest_unverified_refused",
-            "Deliveries to inboxes unknown here, refused 503 while the store is down: the \
-             unverified bound was reached, or the body was past its cap",
-            self.by_reason.clone(),
-        );
-    }
 }
 
 #[cfg(test)]

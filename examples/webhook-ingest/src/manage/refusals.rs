@@ -1,5 +1,7 @@
 //! The deliveries an inbox refused, listed for the operator who fixed their cause and now
-//! picks the ones to redeliver (see `pipeline::refusals` for what is kept).
+//! picks the ones to redeliver (see `pipeline::refusals` for what is kept). The path and the
+//! JSON field say `failures`, as clients have read them since the list was first served;
+//! everything else says refusals.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Uri};
@@ -21,7 +23,7 @@ pub(crate) struct Listed {
 
 /// `GET /api/{instance}/inboxes/{inbox}/failures`: the inbox's refused deliveries, newest
 /// first, at most `?limit=` (default 100, never more than are kept).
-pub(crate) async fn list_failures(
+pub(crate) async fn list_refusals(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
     Query(listed): Query<Listed>,
@@ -43,7 +45,7 @@ pub(crate) async fn list_failures(
         .unwrap_or(DEFAULT_LISTED)
         .clamp(1, REFUSALS_KEPT_PER_INBOX as u32);
     let rows = state.pipeline.store.refusals(row.id, inbox, limit).await?;
-    let failures: Vec<_> = rows
+    let refusals: Vec<_> = rows
         .into_iter()
         .map(|row| {
             json!({
@@ -54,5 +56,5 @@ pub(crate) async fn list_failures(
             })
         })
         .collect();
-    Ok(Json(json!({ "failures": failures })))
+    Ok(Json(json!({ "failures": refusals })))
 }

@@ -10,7 +10,8 @@ use webhook_ingest::provider::Vcs;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
 
 impl Service {
-    async fn failures(&self, fixture: &Fixture, inbox: &str, key: &str, query: &str) -> Answer {
+    /// The inbox's refusal list, served at `…/failures` (the word the wire keeps).
+    async fn refusals(&self, fixture: &Fixture, inbox: &str, key: &str, query: &str) -> Answer {
         let path = format!("/api/{}/inboxes/{inbox}/failures{query}", fixture.instance);
         self.send(self.client.get(self.url(&path)).bearer_auth(key))
             .await
@@ -109,7 +110,7 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
         .await;
     answer.assert_problem(404, "inbox-not-found");
 
-    let answer = service.failures(&fixture, inbox, &fixture.key, "").await;
+    let answer = service.refusals(&fixture, inbox, &fixture.key, "").await;
     assert_eq!(
         listed(&answer),
         [
@@ -124,7 +125,7 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
         assert!(!answer.text.contains(leaked), "{leaked} in {}", answer.text);
     }
     let limited = service
-        .failures(&fixture, inbox, &fixture.key, "?limit=2")
+        .refusals(&fixture, inbox, &fixture.key, "?limit=2")
         .await;
     assert_eq!(listed(&limited).len(), 2);
     assert_eq!(
@@ -135,7 +136,7 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
     );
     for (vcs, other, _) in &fixture.inboxes {
         if *vcs != Vcs::Github {
-            let answer = service.failures(&fixture, other, &fixture.key, "").await;
+            let answer = service.refusals(&fixture, other, &fixture.key, "").await;
             assert!(listed(&answer).is_empty(), "{vcs}");
         }
     }
@@ -153,16 +154,16 @@ async fn only_the_instances_key_lists_and_only_its_own_inboxes() {
     let other = service.setup().await;
     let (inbox, _) = fixture.inbox(Vcs::Github);
     service
-        .failures(&fixture, inbox, "key_wrong", "")
+        .refusals(&fixture, inbox, "key_wrong", "")
         .await
         .assert_problem(401, "bad-api-key");
     service
-        .failures(&fixture, inbox, &other.key, "")
+        .refusals(&fixture, inbox, &other.key, "")
         .await
         .assert_problem(401, "bad-api-key");
     let (foreign, _) = other.inbox(Vcs::Github);
     service
-        .failures(&fixture, foreign, &fixture.key, "")
+        .refusals(&fixture, foreign, &fixture.key, "")
         .await
         .assert_problem(404, "inbox-not-found");
 }
@@ -214,14 +215,14 @@ async fn send_bad(service: &Arc<Service>, fixture: &Arc<Fixture>, sent: usize) -
 #[tokio::test]
 async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
     let sent = REFUSALS_KEPT_PER_INBOX as usize + 40;
-    let service = Arc::new(start_keeping("failures-bound", u32::MAX).await);
+    let service = Arc::new(start_keeping("refusals-bound", u32::MAX).await);
     let fixture = Arc::new(service.setup().await);
     let statuses = send_bad(&service, &fixture, sent).await;
     assert_eq!(statuses.len(), sent);
     assert!(statuses.iter().all(|&s| s == 401), "{statuses:?}");
     let (inbox, _) = fixture.inbox(Vcs::Github);
     let answer = service
-        .failures(&fixture, inbox, &fixture.key, "?limit=100000")
+        .refusals(&fixture, inbox, &fixture.key, "?limit=100000")
         .await;
     let kept = listed(&answer);
     assert_eq!(kept.len(), REFUSALS_KEPT_PER_INBOX as usize);
@@ -306,7 +307,7 @@ async fn refusals_are_kept_and_listed_on_postgres() {
             .assert_problem(401, "bad-signature");
     }
     let (inbox, _) = fixture.inbox(Vcs::Github);
-    let answer = fleet[1].failures(&fixture, inbox, &fixture.key, "").await;
+    let answer = fleet[1].refusals(&fixture, inbox, &fixture.key, "").await;
     assert_eq!(
         listed(&answer),
         [
@@ -324,7 +325,7 @@ async fn refusals_past_the_rate_are_counted_not_kept() {
     const PER_SECOND: u32 = 20;
     const SENT: usize = 400;
     const REAL: usize = 10;
-    let service = Arc::new(start_keeping("failures-rate", PER_SECOND).await);
+    let service = Arc::new(start_keeping("refusals-rate", PER_SECOND).await);
     let fixture = Arc::new(service.setup().await);
     let started = std::time::Instant::now();
     let real = {
@@ -366,7 +367,7 @@ async fn refusals_past_the_rate_are_counted_not_kept() {
     );
     let (inbox, _) = fixture.inbox(Vcs::Github);
     let answer = service
-        .failures(&fixture, inbox, &fixture.key, "?limit=100000")
+        .refusals(&fixture, inbox, &fixture.key, "?limit=100000")
         .await;
     assert_eq!(listed(&answer).len() as u64, recorded);
     assert_eq!(service.stats(&fixture).await["commits"], REAL as u64);
