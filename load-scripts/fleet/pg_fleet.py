@@ -31,7 +31,7 @@ NODES = 3
 # The service's own tests that need a PostgreSQL: every real provider payload stored exactly,
 # and copies of one delivery at two nodes at once stored once.
 SERVICE_TESTS = ["--test", "provider_fixtures", "--test", "postgres", "--test", "rotation",
-                 "--test", "failures"]
+                 "--test", "refusals"]
 # The group commit's own tests: a failing delivery rolls back alone, a failed commit fails
 # its whole batch, two batches never deadlock, past the queue a delivery is refused at once,
 # a batch that panics fails alone and its writer goes on.
