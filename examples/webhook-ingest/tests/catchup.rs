@@ -58,15 +58,8 @@ async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outag
     // The round the credentials started, to its end: then the node idles, holding no lease
     // when it is lost (a node lost mid-pass holds its lease until it runs out).
     within_bound("the round the credentials started ends", async || {
-        let shown = service
-            .send(
-                service
-                    .client
-                    .get(service.url(&catchup_path(&fixture)))
-                    .bearer_auth(&fixture.key),
-            )
-            .await;
-        shown.body["last_success_ms"].as_i64() > given.body["last_success_ms"].as_i64()
+        let now = shown(&service, &fixture, &catchup_path(&fixture)).await;
+        now.body["last_success_ms"].as_i64() > given.body["last_success_ms"].as_i64()
     })
     .await;
     assert_eq!(

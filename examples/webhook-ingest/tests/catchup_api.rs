@@ -141,25 +141,18 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
     let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
     let fixture = service.setup().await;
     let private = include_str!("fixtures/catchup/app-key.pem");
-    let shown = give(
+    let given = give(
         &service,
         &fixture,
         json!({ "app_id": 42, "private_key": private }),
     )
     .await;
-    assert_eq!(shown.status, 200, "{}", shown.text);
-    assert_eq!(shown.body["hook"], json!({ "app": true }));
-    assert_eq!(shown.body["auth"], "app");
-    let read = service
-        .send(
-            service
-                .client
-                .get(service.url(&catchup_path(&fixture)))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    assert_eq!(given.body["hook"], json!({ "app": true }));
+    assert_eq!(given.body["auth"], "app");
+    let read = shown(&service, &fixture, &catchup_path(&fixture)).await;
     assert_eq!(read.status, 200);
-    for answer in [&shown, &read] {
+    for answer in [&given, &read] {
         assert!(
             !answer.text.contains("PRIVATE KEY") && !answer.text.contains(&private[40..80]),
             "{}",
@@ -213,14 +206,7 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
         )
         .await;
     assert_eq!(deleted.status, 204);
-    let gone = service
-        .send(
-            service
-                .client
-                .get(service.url(&catchup_path(&fixture)))
-                .bearer_auth(&fixture.key),
-        )
-        .await;
+    let gone = shown(&service, &fixture, &catchup_path(&fixture)).await;
     gone.assert_problem(422, "invalid-field");
 }
 
