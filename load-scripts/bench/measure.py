@@ -16,6 +16,8 @@ from lab import (CONNECTIONS, MIXED_CONNECTIONS, THREADS, BenchFailure, Lab, Ser
                  load_average, metrics, quiescent_metrics, run_wrk, sequential)
 from settings import HERE
 
+from harness.procs import sigint_as_default  # noqa: E402 (lab puts the harness on the path)
+
 # Bytes per MiB, for RSS.
 MIB = 1024 * 1024
 # The mixed row's quiet tail: no request is sent in the last second of the run, so none is
@@ -200,7 +202,8 @@ def fail_until(server: Server, target: int, distinct: int) -> None:
     command = ["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", "-d3600s", "--timeout", "10s",
                "-s", str(HERE / "distinct_paths.lua"), f"http://127.0.0.1:{server.port}/",
                "--", str(quota), str(distinct), str(THREADS)]
-    load = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    load = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_as_default)
     deadline = time.monotonic() + 1200
     try:
         while metrics(server)["rejected"] < target:

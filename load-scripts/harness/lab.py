@@ -23,8 +23,8 @@ def start(binary: Path, work: Path, name: str = "lab", mode: str | None = None,
           backtrace: bool = False, valgrind_out: Path | None = None,
           quiet: bool = False, keep_log: bool = True) -> Server:
     """One lab on 127.0.0.1, stopped by SIGTERM to its PID (SIGINT under valgrind, which then
-    writes its profile on the way out; SIGINT alone would be lost on a lab started from a
-    background job, which inherits SIGINT ignored). `mode` picks the layer's setting (the benchmarks' rows);
+    writes its profile on the way out; `Server` gives the child SIGINT's default action back,
+    which a script started as a background job would otherwise pass on ignored). `mode` picks the layer's setting (the benchmarks' rows);
     `backtrace` sets RUST_BACKTRACE=1 on purpose, cleared otherwise; `valgrind_out` runs it
     under callgrind; `quiet` sends its log lines (its stdout) to /dev/null, on a free port
     given to it."""

@@ -17,7 +17,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .procs import Failure, free_port, wait_until
+from .procs import Failure, free_port, sigint_as_default, wait_until
 from .tools import POSTGRESQL_ROOT, postgresql_bins
 
 ROLE = "ingest"
@@ -112,7 +112,8 @@ class PgServer:
             argv += ["-c", f"{name}={value}"]
         with open(self.dir / "server.log", "a") as log:
             self.proc = subprocess.Popen(self._as_owner(argv), stdout=log, stderr=log,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         preexec_fn=sigint_as_default)
 
         def ready():
             return subprocess.run(self._as_owner([self.bin / "pg_isready", "-q", "-h", self.dir,

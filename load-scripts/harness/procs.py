@@ -39,6 +39,14 @@ def exit_on_sigterm(name: str) -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def sigint_as_default() -> None:
+    """Given to `Popen` as `preexec_fn`: the child takes SIGINT's default action back. A script
+    started as a background job (`cmd &` in a shell without job control, `nohup`) runs with
+    SIGINT ignored, and every child inherits that; a child stopped by SIGINT (valgrind writing
+    its profile, wrk, a postmaster's fast shutdown) would then never stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that was free a moment ago, for a server that takes no port 0."""
     with socket.socket() as s:
@@ -94,7 +102,8 @@ class Server:
         self.out = open(os.devnull if quiet else self.out_path, "w+")
         self.log = open(self.log_path, "a")
         self.process = subprocess.Popen([str(a) for a in argv], stdout=self.out,
-                                        stderr=self.log, env=env or server_env())
+                                        stderr=self.log, env=env or server_env(),
+                                        preexec_fn=sigint_as_default)
         self.pid = self.process.pid
         self.returncode = None
         try:

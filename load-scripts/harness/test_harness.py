@@ -4,6 +4,7 @@ from load-scripts/ (ingest/ci.sh runs them first)."""
 
 import io
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -194,6 +195,21 @@ class ScriptTest(unittest.TestCase):
         self.assertIn("--- http's log ends", err)
         self.assertFalse(server.alive())
         self.assertFalse(work.exists())
+
+    def test_a_server_stops_on_sigint_when_its_script_ignores_sigint(self):
+        # A script started as a background job runs with SIGINT ignored; a server stopped by
+        # SIGINT (valgrind's lab, a postmaster) must not inherit that and hang.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            with tempfile.TemporaryDirectory() as work:
+                port = procs.free_port()
+                server = procs.Server("http", [sys.executable, "-m", "http.server", "--bind",
+                                               "127.0.0.1", port], Path(work), port=port,
+                                      stop_signal=signal.SIGINT, stop_timeout_s=10)
+                server.stop()
+                self.assertFalse(server.alive())
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def test_a_run_stopped_by_sigterm_stops_its_server_first(self):
         # A CI timeout ends a script with SIGTERM: its servers must not outlive it.
