@@ -18,7 +18,7 @@
 // it). Each has a plain comment, not a doc comment: rustdoc would resolve the links of a
 // module's own docs in this scope once outer docs are joined to them.
 
-// The providers' words: `Vcs`, `Event`, `Shape`.
+// The providers' words: `Provider`, `Event`, `Shape`.
 pub mod provider;
 
 // Connections: limits, deadlines, HTTP/1 and HTTP/2.

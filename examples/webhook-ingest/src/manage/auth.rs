@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::store::{InstanceRow, Store};
 use crate::verify::webhook;
 use base64::Engine;
@@ -32,12 +32,12 @@ pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     format!("{prefix}{}", webhook::hex_encode(&buffer))
 }
 
-/// A fresh webhook secret for an inbox of `vcs`. A GitLab inbox's is a Standard Webhooks
+/// A fresh webhook secret for an inbox of `provider`. A GitLab inbox's is a Standard Webhooks
 /// signing token (`whsec_` and base64), so that the one secret serves GitLab's secret token
 /// and its signing token alike; the others' is a token of hex.
-pub(crate) fn inbox_secret(vcs: Vcs) -> String {
-    match vcs {
-        Vcs::Gitlab => {
+pub(crate) fn inbox_secret(provider: Provider) -> String {
+    match provider {
+        Provider::Gitlab => {
             let mut buffer = [0; SECRET_BYTES];
             getrandom::fill(&mut buffer).expect("the OS random source works");
             format!(

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::auth::authorize_digest;
 use crate::catchup::credentials::{describe, CatchUpRequest};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::state::AppState;
 
 /// The instance, checked with its key, and the provider of the inbox, which must be a GitHub
@@ -21,14 +21,15 @@ async fn catchup_inbox(
     (instance, digest, inbox): &(String, String, String),
     headers: &HeaderMap,
     uri: &Uri,
-) -> Result<(String, Vcs), IngestError> {
+) -> Result<(String, Provider), IngestError> {
     let store = &state.pipeline.store;
     let row = authorize_digest(store, instance, digest, headers, uri).await?;
     match store.inbox(row.id.clone(), inbox.clone()).await? {
         Some(found)
-            if found.digest_id == *digest && matches!(found.vcs, Vcs::Github | Vcs::Gitlab) =>
+            if found.digest_id == *digest
+                && matches!(found.provider, Provider::Github | Provider::Gitlab) =>
         {
-            Ok((row.id, found.vcs))
+            Ok((row.id, found.provider))
         }
         Some(found) if found.digest_id == *digest => Err(IngestError::InvalidField {
             field: "inbox",
@@ -49,8 +50,8 @@ pub(crate) async fn give(
     uri: Uri,
     Json(body): Json<CatchUpRequest>,
 ) -> Result<Json<Value>, IngestError> {
-    let (instance, vcs) = catchup_inbox(&state, &path, &headers, &uri).await?;
-    let row = body.into_row(instance.clone(), path.2.clone(), vcs)?;
+    let (instance, provider) = catchup_inbox(&state, &path, &headers, &uri).await?;
+    let row = body.into_row(instance.clone(), path.2.clone(), provider)?;
     let store = &state.pipeline.store;
     store.set_catchup(row).await?;
     tracing::info!(inbox = %path.2, "catch-up credentials given");

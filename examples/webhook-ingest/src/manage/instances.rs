@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{authorize, authorize_digest, inbox_secret, token, ID_BYTES, SECRET_BYTES};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::state::AppState;
 use crate::store;
 
@@ -66,8 +66,9 @@ pub(crate) async fn stats(
     Ok(Json(state.pipeline.store.stats(row.id).await?))
 }
 
+/// The body of `POST /api/{instance}/digests`.
 #[derive(serde::Deserialize)]
-pub(crate) struct NewDigest {
+pub(crate) struct DigestRequest {
     description: String,
 }
 
@@ -89,7 +90,7 @@ pub(crate) async fn create_digest(
     Path(instance): Path<String>,
     headers: HeaderMap,
     uri: Uri,
-    Json(body): Json<NewDigest>,
+    Json(body): Json<DigestRequest>,
 ) -> Result<Response, IngestError> {
     let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
     bounded_text("description", &body.description)?;
@@ -106,9 +107,13 @@ pub(crate) async fn create_digest(
         .into_response())
 }
 
+/// The body of `POST /api/{instance}/digests/{digest}/inboxes`; the store's row to create is
+/// [`store::NewInbox`].
 #[derive(serde::Deserialize)]
-pub(crate) struct NewInbox {
-    vcs: String,
+pub(crate) struct InboxRequest {
+    /// The provider's name, as [`Provider::parse`] reads it; `vcs` on the wire.
+    #[serde(rename = "vcs")]
+    provider: String,
     name: String,
 }
 
@@ -119,16 +124,16 @@ pub(crate) async fn create_inbox(
     Path((instance, digest)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
-    Json(body): Json<NewInbox>,
+    Json(body): Json<InboxRequest>,
 ) -> Result<Response, IngestError> {
     let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
-    let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
+    let provider = Provider::parse(&body.provider).ok_or(IngestError::InvalidField {
         field: "vcs",
         problem: "must be `github`, `gitlab`, `bitbucket`, `gitea` or `forgejo`".into(),
     })?;
     bounded_text("name", &body.name)?;
     let id = token("ib_", ID_BYTES);
-    let secret = inbox_secret(vcs);
+    let secret = inbox_secret(provider);
     state
         .pipeline
         .store
@@ -136,7 +141,7 @@ pub(crate) async fn create_inbox(
             instance: row.id.clone(),
             digest: digest.clone(),
             id: id.clone(),
-            vcs,
+            provider,
             name: body.name.clone(),
             secret: secret.clone(),
         })
@@ -146,7 +151,7 @@ pub(crate) async fn create_inbox(
     let known = store::InboxRow {
         id: id.clone(),
         digest_id: digest.clone(),
-        vcs,
+        provider,
         secret: secret.clone(),
         previous: None,
     };
@@ -163,7 +168,7 @@ pub(crate) async fn create_inbox(
         Json(json!({
             "id": id,
             "digest": digest,
-            "vcs": vcs.as_str(),
+            "vcs": provider.as_str(),
             "name": body.name,
             "secret": secret,
             "url": url,

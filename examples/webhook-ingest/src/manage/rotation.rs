@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::auth::{authorize_digest, inbox_secret};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::state::AppState;
 use crate::store::{InboxRow, PreviousSecret};
 
@@ -43,7 +43,11 @@ pub(crate) async fn rotate_secret(
         .store
         .inbox(row.id.clone(), inbox.clone())
         .await?;
-    let secret = inbox_secret(known.as_ref().map_or(Vcs::Github, |known| known.vcs));
+    let secret = inbox_secret(
+        known
+            .as_ref()
+            .map_or(Provider::Github, |known| known.provider),
+    );
     let rotated = state
         .pipeline
         .store

@@ -47,7 +47,7 @@ impl Secrets for Pipeline {
         };
         let found = look_up(self, &instance, &inbox).await?;
         let (Looked::Stored(row) | Looked::Remembered(row)) = &found;
-        let sender = row.vcs.sender(&request.headers);
+        let sender = row.provider.sender(&request.headers);
         let keys = inbox_keys(row, sender, self.secret_grace, SystemTime::now());
         request.extensions.insert(found);
         keys.map_err(LookupError::unavailable)

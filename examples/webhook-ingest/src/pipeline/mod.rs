@@ -26,7 +26,7 @@ use faultline::webhooks::{Keys, ReplayKey};
 
 use crate::error::IngestError;
 use crate::payload;
-use crate::provider::{Event, Vcs};
+use crate::provider::{Event, Provider};
 use crate::spool::Spool;
 use crate::store::{Claim, InboxRow, Ingested, Store, StoreError};
 use crate::verify::keys;
@@ -61,7 +61,7 @@ pub(crate) struct Delivery {
     pub(crate) instance: String,
     pub(crate) inbox: String,
     /// The provider its headers name.
-    pub(crate) vcs: Vcs,
+    pub(crate) provider: Provider,
     /// What its event asks of us.
     pub(crate) event: Event,
     /// The event header's value, as sent (and as the spool keeps it).
@@ -135,23 +135,23 @@ impl Pipeline {
         };
         let Delivery {
             instance,
-            vcs,
+            provider,
             event,
             event_name,
             body,
             ..
         } = delivery;
         let now = SystemTime::now();
-        let key = self.verify(&found, vcs, &body, &arrival, now)?;
+        let key = self.verify(&found, provider, &body, &arrival, now)?;
         let shape = match event {
             Event::Ping => return Ok(Fate::Ping),
             Event::Ignored(event) => {
-                self.ignored.count(vcs, &event);
+                self.ignored.count(provider, &event);
                 return Ok(Fate::Ignored { event });
             }
             Event::Push(shape) => shape,
         };
-        let delivery = arrival.delivery_id(vcs, &body)?;
+        let delivery = arrival.delivery_id(provider, &body)?;
         let commits = payload::parse_push(shape, &body)?;
         let inbox = found.row.id.clone();
         if found.in_store {
@@ -163,7 +163,7 @@ impl Pipeline {
             match stored {
                 Ok(ingested) => {
                     if ingested == Ingested::Replayed {
-                        self.replays_refused.count(vcs);
+                        self.replays_refused.count(provider);
                     }
                     return Ok(Fate::Stored { ingested, delivery });
                 }
@@ -176,7 +176,7 @@ impl Pipeline {
         let record = SpooledDelivery {
             instance,
             inbox,
-            vcs,
+            provider,
             event: event_name,
             delivery,
             proof: None,
@@ -228,15 +228,15 @@ impl Pipeline {
     fn verify(
         &self,
         found: &Found,
-        vcs: Vcs,
+        provider: Provider,
         body: &Bytes,
         arrival: &Arrival<'_>,
         now: SystemTime,
     ) -> Result<Option<ReplayKey>, IngestError> {
-        if found.row.vcs != vcs {
+        if found.row.provider != provider {
             return Err(IngestError::WrongProvider {
-                inbox: found.row.vcs,
-                sent: vcs,
+                inbox: found.row.provider,
+                sent: provider,
             });
         }
         let grace = self.secret_grace;
@@ -246,7 +246,7 @@ impl Pipeline {
             }
             (Arrival::Request(parts), None) => Some(keys::verify(
                 &found.row,
-                vcs,
+                provider,
                 &parts.headers,
                 body,
                 grace,
@@ -259,7 +259,7 @@ impl Pipeline {
                     ..
                 },
                 _,
-            ) => keys::check_spooled(proof, &found.row, vcs, body, grace, *received)?,
+            ) => keys::check_spooled(proof, &found.row, provider, body, grace, *received)?,
             (
                 Arrival::Spooled {
                     proof: None, key, ..
@@ -280,10 +280,10 @@ impl Pipeline {
         delivery: Delivery,
         headers: &HeaderMap,
     ) -> Result<Fate, IngestError> {
-        let (vcs, body) = (delivery.vcs, &delivery.body);
+        let (provider, body) = (delivery.provider, &delivery.body);
         let received = SystemTime::now();
-        keys::check_headers(vcs, headers, received)?;
-        let proof = Proof::read(vcs, headers);
+        keys::check_headers(provider, headers, received)?;
+        let proof = Proof::read(provider, headers);
         if let Event::Ping = delivery.event {
             return Ok(Fate::Ping);
         }
@@ -295,14 +295,14 @@ impl Pipeline {
             self.refusals.refused_unverified_too_large();
             return Err(IngestError::UnverifiedBound);
         }
-        let id = webhook::delivery_id(vcs, headers, body)?;
+        let id = webhook::delivery_id(provider, headers, body)?;
         if let Event::Push(shape) = delivery.event {
             payload::parse_push(shape, body)?;
         }
         let record = SpooledDelivery {
             instance: delivery.instance,
             inbox: delivery.inbox,
-            vcs,
+            provider,
             event: delivery.event_name,
             delivery: id,
             proof: Some(proof),
@@ -323,9 +323,9 @@ impl Pipeline {
 impl Arrival<'_> {
     /// The delivery id: the one the provider sent (or one derived from the body) for a
     /// request, the one kept for a drained record.
-    fn delivery_id(&self, vcs: Vcs, body: &[u8]) -> Result<String, IngestError> {
+    fn delivery_id(&self, provider: Provider, body: &[u8]) -> Result<String, IngestError> {
         match self {
-            Arrival::Request(parts) => Ok(webhook::delivery_id(vcs, &parts.headers, body)?),
+            Arrival::Request(parts) => Ok(webhook::delivery_id(provider, &parts.headers, body)?),
             Arrival::Spooled { delivery, .. } => Ok(delivery.clone()),
         }
     }

@@ -16,7 +16,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::verify::webhook::Proof;
 
 const VERSION: u8 = 3;
@@ -30,7 +30,7 @@ const VERSION_2: u8 = 2;
 pub struct SpooledDelivery {
     pub instance: String,
     pub inbox: String,
-    pub vcs: Vcs,
+    pub provider: Provider,
     /// The event header's value, as sent.
     pub event: String,
     pub delivery: String,
@@ -57,7 +57,7 @@ impl SpooledDelivery {
         let fields: [&[u8]; 8] = [
             self.instance.as_bytes(),
             self.inbox.as_bytes(),
-            self.vcs.as_str().as_bytes(),
+            self.provider.as_str().as_bytes(),
             self.event.as_bytes(),
             self.delivery.as_bytes(),
             &proof,
@@ -90,12 +90,12 @@ impl SpooledDelivery {
         let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).ok();
         let instance = text(field()?)?;
         let inbox = text(field()?)?;
-        let vcs = Vcs::parse(std::str::from_utf8(field()?).ok()?)?;
+        let provider = Provider::parse(std::str::from_utf8(field()?).ok()?)?;
         let event = text(field()?)?;
         let delivery = text(field()?)?;
         let proof = match field()? {
             [] => None,
-            bytes => Some(Proof::from_bytes(vcs, bytes)?),
+            bytes => Some(Proof::from_bytes(provider, bytes)?),
         };
         let received = match version {
             VERSION_1 => None,
@@ -117,7 +117,7 @@ impl SpooledDelivery {
         Some(SpooledDelivery {
             instance,
             inbox,
-            vcs,
+            provider,
             event,
             delivery,
             proof,

@@ -249,8 +249,8 @@ fn is_refusal(error: &IngestError) -> bool {
 /// The delivery id the sender put in its headers, if usable (a body the service did not read
 /// in full gives no derived id).
 fn sent_delivery(headers: &HeaderMap) -> Option<String> {
-    let (vcs, _) = provider::detect(headers).ok()?;
-    webhook::sent_delivery_id(vcs, headers)?.ok()
+    let (provider, _) = provider::detect(headers).ok()?;
+    webhook::sent_delivery_id(provider, headers)?.ok()
 }
 
 /// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
@@ -280,7 +280,7 @@ pub(crate) async fn note_error(
     }
     let delivery = provider::detect(headers)
         .ok()
-        .and_then(|(vcs, _)| webhook::delivery_id(vcs, headers, body).ok());
+        .and_then(|(provider, _)| webhook::delivery_id(provider, headers, body).ok());
     let refusal = RefusedDelivery {
         delivery,
         status: error.status().as_u16(),

@@ -62,13 +62,13 @@ async fn accept(
     if !is_json(&parts.headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (vcs, event) = provider::detect(&parts.headers)?;
+    let (provider, event) = provider::detect(&parts.headers)?;
     let delivery = Delivery {
         instance: instance.to_owned(),
         inbox: inbox.to_owned(),
-        vcs,
+        provider,
         event,
-        event_name: vcs.event_name(&parts.headers),
+        event_name: provider.event_name(&parts.headers),
         body,
     };
     let fate = pipeline.ingest(delivery, Arrival::Request(parts)).await?;

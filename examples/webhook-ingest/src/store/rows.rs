@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::provider::Vcs;
+use crate::provider::Provider;
 
 /// An instance as stored: the API key only as its SHA-256.
 pub struct InstanceRow {
@@ -18,7 +18,7 @@ pub struct InstanceRow {
 pub struct InboxRow {
     pub id: String,
     pub digest_id: String,
-    pub vcs: Vcs,
+    pub provider: Provider,
     pub secret: String,
     /// The secret the last rotation replaced, if the inbox was ever rotated.
     pub previous: Option<PreviousSecret>,
@@ -46,7 +46,7 @@ impl InboxRow {
     pub(super) fn from_columns(
         id: String,
         digest_id: String,
-        vcs: String,
+        provider: String,
         secret: String,
         previous: Option<String>,
         rotated_ms_ago: Option<i64>,
@@ -54,8 +54,8 @@ impl InboxRow {
         Self {
             id,
             digest_id,
-            // Written only from `Vcs::as_str`, so always one of the three.
-            vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
+            // Written only from `Provider::as_str`, so always one of the three.
+            provider: Provider::parse(&provider).unwrap_or(Provider::Github),
             secret,
             previous: previous_secret(previous, rotated_ms_ago),
         }
@@ -151,7 +151,7 @@ pub struct NewInbox {
     pub instance: String,
     pub digest: String,
     pub id: String,
-    pub vcs: Vcs,
+    pub provider: Provider,
     pub name: String,
     pub secret: String,
 }

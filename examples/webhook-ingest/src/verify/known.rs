@@ -10,7 +10,7 @@
 //! ```
 //! use webhook_ingest::store::{InboxRow, KnownInbox};
 //! use webhook_ingest::verify::known;
-//! use webhook_ingest::provider::Vcs;
+//! use webhook_ingest::provider::Provider;
 //!
 //! let dir = std::env::temp_dir().join(format!("known-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -18,7 +18,7 @@
 //! let inbox = InboxRow {
 //!     id: "ib_1".into(),
 //!     digest_id: "dg_1".into(),
-//!     vcs: Vcs::Gitlab,
+//!     provider: Provider::Gitlab,
 //!     secret: "whs_current".into(),
 //!     previous: None,
 //! };
@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::store::{InboxRow, KnownInbox, PreviousSecret};
 
 /// The file's name in the spool's directory.
@@ -128,7 +128,7 @@ fn entry(known: &KnownInbox) -> Entry {
         instance: known.instance.clone(),
         id: inbox.id.clone(),
         digest: inbox.digest_id.clone(),
-        provider: inbox.vcs.as_str().to_owned(),
+        provider: inbox.provider.as_str().to_owned(),
         secret: inbox.secret.clone(),
         previous: inbox.previous.as_ref().map(|previous| Previous {
             secret: previous.secret.clone(),
@@ -138,7 +138,7 @@ fn entry(known: &KnownInbox) -> Entry {
 }
 
 fn known(entry: Entry, since: Duration) -> io::Result<KnownInbox> {
-    let vcs = Vcs::parse(&entry.provider).ok_or_else(|| {
+    let provider = Provider::parse(&entry.provider).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("inbox `{}` has no known provider", entry.id),
@@ -153,7 +153,7 @@ fn known(entry: Entry, since: Duration) -> io::Result<KnownInbox> {
         inbox: InboxRow {
             id: entry.id,
             digest_id: entry.digest,
-            vcs,
+            provider,
             secret: entry.secret,
             previous,
         },

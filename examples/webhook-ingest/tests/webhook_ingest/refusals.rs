@@ -1,7 +1,7 @@
 //! Deliveries refused, one test per failure family: each case is a correctly signed delivery
 //! with one thing changed, and none of them stores anything or leaks a secret.
 
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::verify::webhook;
 
 use crate::common::*;
@@ -13,7 +13,7 @@ fn wrong_signature(body: &[u8]) -> String {
 
 #[tokio::test]
 async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
-    use Vcs::Github;
+    use Provider::Github;
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -61,7 +61,7 @@ async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
 
 #[tokio::test]
 async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
-    use Vcs::{Bitbucket, Gitlab};
+    use Provider::{Bitbucket, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -86,7 +86,7 @@ async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
 
 #[tokio::test]
 async fn malformed_pushes_are_refused_naming_the_missing_field() {
-    use Vcs::{Bitbucket, Github, Gitlab};
+    use Provider::{Bitbucket, Github, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let no_commit_id = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},
@@ -125,9 +125,9 @@ async fn malformed_pushes_are_refused_naming_the_missing_field() {
             "not valid JSON",
         ),
     ]
-    .map(|(name, vcs, event, body, detail_has)| {
+    .map(|(name, provider, event, body, detail_has)| {
         service
-            .signed(&fixture, vcs, event, body)
+            .signed(&fixture, provider, event, body)
             .refused(name, 400, malformed, detail_has)
     });
     let after = assert_refused(&service, &fixture, cases.into(), 0).await;
@@ -136,7 +136,7 @@ async fn malformed_pushes_are_refused_naming_the_missing_field() {
 
 #[tokio::test]
 async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
-    use Vcs::{Github, Gitlab};
+    use Provider::{Github, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -174,7 +174,7 @@ async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
 
 #[tokio::test]
 async fn deliveries_over_the_size_limit_or_not_json_are_refused() {
-    use Vcs::Github;
+    use Provider::Github;
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);

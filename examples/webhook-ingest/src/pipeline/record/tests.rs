@@ -5,7 +5,7 @@ fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
     let delivery = SpooledDelivery {
         instance: "in_1".into(),
         inbox: "ib_2".into(),
-        vcs: Vcs::Gitlab,
+        provider: Provider::Gitlab,
         event: "Push Hook".into(),
         delivery: "d-3".into(),
         proof: Some(Proof::Token { digest: [9; 32] }),
@@ -41,7 +41,7 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
     let delivery = SpooledDelivery {
         instance: "in_1".into(),
         inbox: "ib_2".into(),
-        vcs: Vcs::Gitlab,
+        provider: Provider::Gitlab,
         event: "Push Hook".into(),
         delivery: "d-3".into(),
         proof: Some(Proof::Headers(headers)),
@@ -104,7 +104,7 @@ fn a_record_is_encoded_into_a_buffer_of_its_exact_size() {
     let delivery = SpooledDelivery {
         instance: "in_1".into(),
         inbox: "ib_2".into(),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         event: "push".into(),
         delivery: "d-6".into(),
         proof: None,

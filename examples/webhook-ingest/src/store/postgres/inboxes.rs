@@ -41,7 +41,7 @@ impl Inboxes for PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .await?;
-        let vcs = inbox.vcs.as_str();
+        let provider = inbox.provider.as_str();
         client
             .execute(
                 &insert,
@@ -49,7 +49,7 @@ impl Inboxes for PgStore {
                     &inbox.id,
                     &inbox.instance,
                     &inbox.digest,
-                    &vcs,
+                    &provider,
                     &inbox.name,
                     &inbox.secret,
                 ],

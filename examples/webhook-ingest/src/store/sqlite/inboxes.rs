@@ -61,7 +61,7 @@ impl Inboxes for SqliteStore {
                     inbox.id,
                     inbox.instance,
                     inbox.digest,
-                    inbox.vcs.as_str(),
+                    inbox.provider.as_str(),
                     inbox.name,
                     inbox.secret
                 ],

@@ -3,7 +3,7 @@
 use super::instances::STATS;
 use super::schema::SCHEMA_V1;
 use super::*;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::store::{Commit, Deliveries, InboxRow, Inboxes, Ingested, Instances, NewInbox, Stats};
 
 /// A database made before migrations were versioned keeps its rows, and takes commits
@@ -36,7 +36,7 @@ async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
     let inbox = || InboxRow {
         id: "ib".into(),
         digest_id: "dg".into(),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         secret: "s".into(),
         previous: None,
     };
@@ -173,7 +173,7 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
                 instance,
                 digest,
                 id: format!("ib-{n}"),
-                vcs: Vcs::Github,
+                provider: Provider::Github,
                 name: "n".into(),
                 secret: "s".into(),
             })
@@ -183,7 +183,7 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     let inbox = |n: &str| InboxRow {
         id: format!("ib-{n}"),
         digest_id: format!("dg-{n}"),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         secret: "s".into(),
         previous: None,
     };

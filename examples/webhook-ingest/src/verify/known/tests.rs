@@ -12,7 +12,7 @@ fn rotated(age: Duration) -> KnownInbox {
         inbox: InboxRow {
             id: "ib_a".into(),
             digest_id: "dg_a".into(),
-            vcs: Vcs::Bitbucket,
+            provider: Provider::Bitbucket,
             secret: "whs_new".into(),
             previous: Some(PreviousSecret {
                 secret: "whs_old".into(),
@@ -43,7 +43,7 @@ fn the_file_is_private_and_a_previous_secret_keeps_ageing() {
         "{:?}",
         previous.age
     );
-    assert_eq!(loaded[0].inbox.vcs, Vcs::Bitbucket);
+    assert_eq!(loaded[0].inbox.provider, Provider::Bitbucket);
     fs::remove_dir_all(&dir).unwrap();
 }
 

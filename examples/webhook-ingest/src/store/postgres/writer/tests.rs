@@ -9,7 +9,7 @@ use deadpool_postgres::Pool;
 use futures::future::BoxFuture;
 
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::store::postgres::PgStore;
 use crate::store::Commit;
 use crate::store::{InboxRow, Inboxes, Ingested, Instances, NewInbox, StoreError};
@@ -72,7 +72,7 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
         instance: instance.clone(),
         digest,
         id: inbox.clone(),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         name: "widgets".to_owned(),
         secret: "s".to_owned(),
     };

@@ -1,11 +1,11 @@
 use super::*;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 
 fn row(secret: &str) -> InboxRow {
     InboxRow {
         id: "ib".into(),
         digest_id: "dg".into(),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         secret: secret.into(),
         previous: None,
     }
