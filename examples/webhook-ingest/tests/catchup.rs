@@ -13,6 +13,7 @@ use common::catchup::*;
 use common::*;
 use reqwest::Method;
 use webhook_ingest::catchup::{CatchUp, Plant};
+use webhook_ingest::ids::InboxId;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::store::catchup::PassEnd;
 use webhook_ingest::store::{Front, Operations, Store, StoreError};
@@ -258,7 +259,7 @@ async fn a_postgres_fleet_of_two_asks_for_each_failed_push_once() {
 /// a fleet's second node can fall.
 struct Overtaken {
     inner: Store,
-    inbox: String,
+    inbox: InboxId,
     /// The failed pushes the other node asked for, and the newest delivery id it listed.
     asked: Vec<String>,
     newest: i64,
@@ -310,7 +311,7 @@ async fn a_pass_starts_from_the_cursor_its_lease_found_not_the_one_its_round_rea
         .unwrap()
         .wrapped(|inner| Overtaken {
             inner,
-            inbox: scene.fixture.inbox(Provider::Github).0.to_owned(),
+            inbox: InboxId::parse(scene.fixture.inbox(Provider::Github).0).unwrap(),
             asked: scene.failed.clone(),
             newest: records.iter().map(|r| r.id).max().unwrap(),
             leases_taken: leases_taken.clone(),

@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use webhook_ingest::ids::DigestId;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::store::StoredCommit;
 
@@ -57,7 +58,7 @@ fn as_json(stored: &StoredCommit) -> Value {
 async fn stored_after(service: &Service, fixture: &Fixture, seq: i64) -> Vec<StoredCommit> {
     let mut newer: Vec<StoredCommit> = service
         .store
-        .commits(fixture.digest.clone(), None, PAGE)
+        .commits(DigestId::parse(&fixture.digest).unwrap(), None, PAGE)
         .await
         .unwrap()
         .into_iter()

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
+use webhook_ingest::ids::{InboxId, InstanceId};
 use webhook_ingest::pipeline::record::SpooledDelivery;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::spool::RECORD_HEADER_BYTES;
@@ -238,8 +239,8 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
     // Room for three of these deliveries, not four: ids are of fixed length (a prefix and 16
     // hex digits), and so is each record.
     let record = SpooledDelivery {
-        instance: format!("in_{:016}", 0),
-        inbox: format!("ib_{:016}", 0),
+        instance: InstanceId::parse(&format!("in_{:016}", 0)).unwrap(),
+        inbox: InboxId::parse(&format!("ib_{:016}", 0)).unwrap(),
         provider: Provider::Github,
         event: "push".into(),
         delivery: "bound-0".into(),

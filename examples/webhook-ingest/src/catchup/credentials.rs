@@ -8,6 +8,7 @@ use jsonwebtoken::EncodingKey;
 use serde_json::{json, Value};
 
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::store::catchup::CatchUpRow;
 
@@ -247,8 +248,8 @@ impl CatchUpRequest {
     /// would refuse is refused now.
     pub fn into_row(
         self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         provider: Provider,
     ) -> Result<CatchUpRow, IngestError> {
         let hook = match provider {

@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::ids::InboxId;
 use crate::store::Store;
 use metrics::CatchUpMetrics;
 use providers::Providers;
@@ -126,7 +127,7 @@ pub(crate) struct Runner {
     plant: Option<Plant>,
     wake: Arc<Notify>,
     /// Inboxes waiting for a rate limit, and until when.
-    wait_until: HashMap<String, tokio::time::Instant>,
+    wait_until: HashMap<InboxId, tokio::time::Instant>,
 }
 
 impl Runner {

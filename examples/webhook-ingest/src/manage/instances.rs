@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{authorize, authorize_digest, inbox_secret, token, ID_BYTES, SECRET_BYTES};
 use crate::error::IngestError;
+use crate::ids::{DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::state::AppState;
 use crate::store;
@@ -22,7 +23,7 @@ const MAX_TEXT_BYTES: usize = 500;
 pub(crate) async fn create_instance(
     State(state): State<AppState>,
 ) -> Result<Response, IngestError> {
-    let id = token("in_", ID_BYTES);
+    let id = InstanceId::stored(token("in_", ID_BYTES));
     let key = token("key_", SECRET_BYTES);
     let key_hash = Sha256::digest(key.as_bytes()).to_vec();
     state
@@ -94,7 +95,7 @@ pub(crate) async fn create_digest(
 ) -> Result<Response, IngestError> {
     let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
     bounded_text("description", &body.description)?;
-    let id = token("dg_", ID_BYTES);
+    let id = DigestId::stored(token("dg_", ID_BYTES));
     state
         .pipeline
         .store
@@ -126,13 +127,14 @@ pub(crate) async fn create_inbox(
     uri: Uri,
     Json(body): Json<InboxRequest>,
 ) -> Result<Response, IngestError> {
-    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
+    let (row, digest) =
+        authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     let provider = Provider::parse(&body.provider).ok_or(IngestError::InvalidField {
         field: "vcs",
         problem: "must be `github`, `gitlab`, `bitbucket`, `gitea` or `forgejo`".into(),
     })?;
     bounded_text("name", &body.name)?;
-    let id = token("ib_", ID_BYTES);
+    let id = InboxId::stored(token("ib_", ID_BYTES));
     let secret = inbox_secret(provider);
     state
         .pipeline

@@ -16,6 +16,7 @@ use faultline::webhooks::{Keys, LookupError, Secrets};
 
 use super::Pipeline;
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::store::{InboxRow, StoreError};
 use crate::verify::keys::inbox_keys;
 
@@ -45,6 +46,10 @@ impl Secrets for Pipeline {
         else {
             return Err(LookupError::UnknownInbox);
         };
+        let (Some(instance), Some(inbox)) = (InstanceId::parse(&instance), InboxId::parse(&inbox))
+        else {
+            return Err(LookupError::UnknownInbox);
+        };
         let found = look_up(self, &instance, &inbox).await?;
         let (Looked::Stored(row) | Looked::Remembered(row)) = &found;
         let sender = row.provider.sender(&request.headers);
@@ -58,19 +63,19 @@ impl Secrets for Pipeline {
 /// since the last refresh) is written to the file of known inboxes now rather than at the
 /// next period. Only inboxes that exist get here, so no sender can make refreshes by the
 /// request.
-pub(super) fn remember(pipeline: &Pipeline, instance: &str, row: &InboxRow) {
+pub(super) fn remember(pipeline: &Pipeline, instance: &InstanceId, row: &InboxRow) {
     if pipeline.secrets.remember(instance, row) {
         pipeline.refreshes.want();
     }
 }
 
 /// The inbox from the store, else, when there is a spool to fall back on, as remembered.
-async fn look_up(state: &Pipeline, instance: &str, inbox: &str) -> Result<Looked, LookupError> {
-    match state
-        .store
-        .inbox(instance.to_owned(), inbox.to_owned())
-        .await
-    {
+async fn look_up(
+    state: &Pipeline,
+    instance: &InstanceId,
+    inbox: &InboxId,
+) -> Result<Looked, LookupError> {
+    match state.store.inbox(instance.clone(), inbox.clone()).await {
         Ok(Some(row)) => {
             remember(state, instance, &row);
             Ok(Looked::Stored(row))
@@ -92,7 +97,7 @@ async fn look_up(state: &Pipeline, instance: &str, inbox: &str) -> Result<Looked
 pub(super) fn unavailable(
     pipeline: &Pipeline,
     error: LookupError,
-    inbox: &str,
+    inbox: &InboxId,
 ) -> Result<(), IngestError> {
     match error {
         LookupError::Unavailable(error) if pipeline.spool.is_some() => {
@@ -105,6 +110,6 @@ pub(super) fn unavailable(
                 .map_or(StoreError::Connecting, |e| *e);
             Err(error.into())
         }
-        _ => Err(IngestError::InboxNotFound(inbox.to_owned())),
+        _ => Err(IngestError::InboxNotFound(inbox.to_string())),
     }
 }

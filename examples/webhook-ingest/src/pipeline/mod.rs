@@ -25,6 +25,7 @@ use axum::http::HeaderMap;
 use faultline::webhooks::{Keys, ReplayKey};
 
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::payload;
 use crate::provider::{Event, Provider};
 use crate::spool::Spool;
@@ -58,8 +59,8 @@ pub(crate) struct Pipeline {
 
 /// A delivery as it reaches the pipeline: whose it is, what its headers say it is, its body.
 pub(crate) struct Delivery {
-    pub(crate) instance: String,
-    pub(crate) inbox: String,
+    pub(crate) instance: InstanceId,
+    pub(crate) inbox: InboxId,
     /// The provider its headers name.
     pub(crate) provider: Provider,
     /// What its event asks of us.
@@ -197,7 +198,7 @@ impl Pipeline {
         let Arrival::Request(parts) = arrival else {
             let (instance, inbox) = (delivery.instance.clone(), delivery.inbox.clone());
             let row = self.store.inbox(instance, inbox).await?;
-            let row = row.ok_or_else(|| IngestError::InboxNotFound(delivery.inbox.clone()))?;
+            let row = row.ok_or_else(|| IngestError::InboxNotFound(delivery.inbox.to_string()))?;
             inboxes::remember(self, &delivery.instance, &row);
             let (in_store, keys) = (true, None);
             return Ok(Some(Found {
@@ -219,7 +220,7 @@ impl Pipeline {
                 }))
             }
             (Err(error), _) => inboxes::unavailable(self, error, &delivery.inbox).map(|()| None),
-            (Ok(_), None) => Err(IngestError::InboxNotFound(delivery.inbox.clone())),
+            (Ok(_), None) => Err(IngestError::InboxNotFound(delivery.inbox.to_string())),
         }
     }
 

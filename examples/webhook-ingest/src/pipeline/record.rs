@@ -16,6 +16,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::ids::{InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::verify::webhook::Proof;
 
@@ -28,8 +29,8 @@ const VERSION_2: u8 = 2;
 /// One spooled delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpooledDelivery {
-    pub instance: String,
-    pub inbox: String,
+    pub instance: InstanceId,
+    pub inbox: InboxId,
     pub provider: Provider,
     /// The event header's value, as sent.
     pub event: String,
@@ -55,8 +56,8 @@ impl SpooledDelivery {
             .unwrap_or_default();
         let key = self.key.as_ref().map_or(&[][..], |key| &key[..]);
         let fields: [&[u8]; 8] = [
-            self.instance.as_bytes(),
-            self.inbox.as_bytes(),
+            self.instance.as_str().as_bytes(),
+            self.inbox.as_str().as_bytes(),
             self.provider.as_str().as_bytes(),
             self.event.as_bytes(),
             self.delivery.as_bytes(),
@@ -88,8 +89,9 @@ impl SpooledDelivery {
             Some(value)
         };
         let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).ok();
-        let instance = text(field()?)?;
-        let inbox = text(field()?)?;
+        // Ids the service wrote; one a store does not hold is refused when drained.
+        let instance = InstanceId::stored(text(field()?)?);
+        let inbox = InboxId::stored(text(field()?)?);
         let provider = Provider::parse(std::str::from_utf8(field()?).ok()?)?;
         let event = text(field()?)?;
         let delivery = text(field()?)?;

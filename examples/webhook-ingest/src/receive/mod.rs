@@ -11,6 +11,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::pipeline::{refusals, Arrival, Delivery, Fate, Pipeline};
 use crate::provider;
 use crate::state::AppState;
@@ -26,7 +27,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
-/// in the inbox's refusal list.
+/// in the inbox's refusal list. Path segments not of an id's shape name no inbox: nothing is
+/// kept for them, and `accept` answers them as an inbox that does not exist.
 pub(crate) async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
@@ -35,27 +37,31 @@ pub(crate) async fn receive(
 ) -> Result<Response, IngestError> {
     let pipeline = &state.pipeline;
     let headers = &parts.headers;
+    let ids = InstanceId::parse(&instance).zip(InboxId::parse(&inbox));
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
-            let status = rejection.status();
-            refusals::note_body_refused(pipeline, &instance, &inbox, headers, status).await;
+            if let Some((instance, inbox)) = &ids {
+                let status = rejection.status();
+                refusals::note_body_refused(pipeline, instance, inbox, headers, status).await;
+            }
             return Ok(rejection.into_response());
         }
     };
-    let answer = accept(pipeline, &instance, &inbox, &mut parts, body.clone()).await;
-    if let Err(error) = &answer {
-        refusals::note_error(pipeline, &instance, &inbox, &parts.headers, &body, error).await;
+    let to = ids.as_ref().ok_or(inbox.as_str());
+    let answer = accept(pipeline, to, &mut parts, body.clone()).await;
+    if let (Err(error), Some((instance, inbox))) = (&answer, &ids) {
+        refusals::note_error(pipeline, instance, inbox, &parts.headers, &body, error).await;
     }
     answer
 }
 
-/// A request's delivery through the pipeline: JSON, from a provider we know, then
-/// [`Pipeline::ingest`] judged now.
+/// A request's delivery through the pipeline: JSON, from a provider we know, to an inbox
+/// named by ids (`to`, or the path's text that names none), then [`Pipeline::ingest`] judged
+/// now.
 async fn accept(
     pipeline: &Pipeline,
-    instance: &str,
-    inbox: &str,
+    to: Result<&(InstanceId, InboxId), &str>,
     parts: &mut Parts,
     body: Bytes,
 ) -> Result<Response, IngestError> {
@@ -63,9 +69,10 @@ async fn accept(
         return Err(IngestError::UnsupportedMediaType);
     }
     let (provider, event) = provider::detect(&parts.headers)?;
+    let (instance, inbox) = to.map_err(|text| IngestError::InboxNotFound(text.to_owned()))?;
     let delivery = Delivery {
-        instance: instance.to_owned(),
-        inbox: inbox.to_owned(),
+        instance: instance.clone(),
+        inbox: inbox.clone(),
         provider,
         event,
         event_name: provider.event_name(&parts.headers),
@@ -76,13 +83,13 @@ async fn accept(
 }
 
 /// What the sender is answered for what became of its delivery.
-fn answer(fate: Fate, inbox: &str) -> Response {
+fn answer(fate: Fate, inbox: &InboxId) -> Response {
     match fate {
         Fate::Stored {
             ingested: Ingested::Stored(stored),
             delivery,
         } => {
-            tracing::debug!(inbox, delivery = %delivery, stored, "push stored");
+            tracing::debug!(%inbox, delivery = %delivery, stored, "push stored");
             (
                 StatusCode::CREATED,
                 Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),

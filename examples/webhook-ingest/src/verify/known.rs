@@ -8,6 +8,7 @@
 //! flushed, so a crash leaves the old file or the new one, never half of either.
 //!
 //! ```
+//! use webhook_ingest::ids::{DigestId, InboxId, InstanceId};
 //! use webhook_ingest::store::{InboxRow, KnownInbox};
 //! use webhook_ingest::verify::known;
 //! use webhook_ingest::provider::Provider;
@@ -16,13 +17,14 @@
 //! std::fs::create_dir_all(&dir).unwrap();
 //! let path = dir.join(known::KNOWN_INBOXES_FILE);
 //! let inbox = InboxRow {
-//!     id: "ib_1".into(),
-//!     digest_id: "dg_1".into(),
+//!     id: InboxId::parse("ib_1").unwrap(),
+//!     digest_id: DigestId::parse("dg_1").unwrap(),
 //!     provider: Provider::Gitlab,
 //!     secret: "whs_current".into(),
 //!     previous: None,
 //! };
-//! known::save(&path, &[KnownInbox { instance: "in_1".into(), inbox }]).unwrap();
+//! let instance = InstanceId::parse("in_1").unwrap();
+//! known::save(&path, &[KnownInbox { instance, inbox }]).unwrap();
 //! let loaded = known::load(&path).unwrap();
 //! assert_eq!((loaded[0].instance.as_str(), loaded[0].inbox.secret.as_str()), ("in_1", "whs_current"));
 //! # std::fs::remove_dir_all(&dir).unwrap();
@@ -35,6 +37,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::store::{InboxRow, KnownInbox, PreviousSecret};
 
@@ -125,9 +128,9 @@ pub fn load(path: &Path) -> io::Result<Vec<KnownInbox>> {
 fn entry(known: &KnownInbox) -> Entry {
     let inbox = &known.inbox;
     Entry {
-        instance: known.instance.clone(),
-        id: inbox.id.clone(),
-        digest: inbox.digest_id.clone(),
+        instance: known.instance.to_string(),
+        id: inbox.id.to_string(),
+        digest: inbox.digest_id.to_string(),
         provider: inbox.provider.as_str().to_owned(),
         secret: inbox.secret.clone(),
         previous: inbox.previous.as_ref().map(|previous| Previous {
@@ -148,11 +151,12 @@ fn known(entry: Entry, since: Duration) -> io::Result<KnownInbox> {
         secret: previous.secret,
         age: Duration::from_millis(previous.age_ms).saturating_add(since),
     });
+    // Ids this node wrote, as the store gave them.
     Ok(KnownInbox {
-        instance: entry.instance,
+        instance: InstanceId::stored(entry.instance),
         inbox: InboxRow {
-            id: entry.id,
-            digest_id: entry.digest,
+            id: InboxId::stored(entry.id),
+            digest_id: DigestId::stored(entry.digest),
             provider,
             secret: entry.secret,
             previous,

@@ -20,8 +20,8 @@ fn githubs_published_signature_test_vector() {
         format!("sha256={expected}").parse().unwrap(),
     );
     let inbox = webhook_ingest::store::InboxRow {
-        id: "ib_1".into(),
-        digest_id: "dg_1".into(),
+        id: webhook_ingest::ids::InboxId::parse("ib_1").unwrap(),
+        digest_id: webhook_ingest::ids::DigestId::parse("dg_1").unwrap(),
         provider: provider::Provider::Github,
         secret: secret.into(),
         previous: None,

@@ -1,10 +1,11 @@
 use super::*;
+use crate::ids::{InboxId, InstanceId};
 
 #[test]
 fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Gitlab,
         event: "Push Hook".into(),
         delivery: "d-3".into(),
@@ -39,8 +40,8 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
         ),
     ];
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Gitlab,
         event: "Push Hook".into(),
         delivery: "d-3".into(),
@@ -102,8 +103,8 @@ fn a_version_2_record_is_read_without_a_key() {
 #[test]
 fn a_record_is_encoded_into_a_buffer_of_its_exact_size() {
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Github,
         event: "push".into(),
         delivery: "d-6".into(),

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
+use crate::ids::InstanceId;
 use crate::store::replays::{Claim, KEPT_WITH_THE_DELIVERY};
 use crate::store::Commit;
 use crate::store::{InboxRow, Ingested, StoreError};
@@ -75,7 +76,7 @@ SELECT redeliveries FROM claim";
 
 /// One delivery to store, and where its answer goes.
 pub(super) struct Job {
-    pub(super) instance: String,
+    pub(super) instance: InstanceId,
     pub(super) inbox: InboxRow,
     pub(super) claim: Claim,
     pub(super) commits: Vec<Commit>,
@@ -267,9 +268,9 @@ async fn claim(
     let count = job.commits.len() as i32;
     let key = job.claim.key.as_ref().map(|key| &key[..]);
     let params: [&(dyn ToSql + Sync); 13] = [
-        &job.instance,
-        &job.inbox.digest_id,
-        &job.inbox.id,
+        &job.instance.as_str(),
+        &job.inbox.digest_id.as_str(),
+        &job.inbox.id.as_str(),
         &job.claim.delivery_id,
         &shas,
         &messages,

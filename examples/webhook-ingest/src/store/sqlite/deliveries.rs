@@ -5,13 +5,14 @@ use async_trait::async_trait;
 use rusqlite::params;
 
 use super::{replays, SqliteStore};
+use crate::ids::{DigestId, InstanceId};
 use crate::store::{Claim, Commit, Deliveries, InboxRow, Ingested, StoreError, StoredCommit};
 
 #[async_trait]
 impl Deliveries for SqliteStore {
     async fn ingest(
         &self,
-        instance: String,
+        instance: InstanceId,
         inbox: InboxRow,
         claim: Claim,
         commits: Vec<Commit>,
@@ -69,7 +70,7 @@ impl Deliveries for SqliteStore {
 
     async fn commits(
         &self,
-        digest: String,
+        digest: DigestId,
         before: Option<i64>,
         limit: u32,
     ) -> Result<Vec<StoredCommit>, StoreError> {

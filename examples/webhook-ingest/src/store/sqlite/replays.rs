@@ -7,6 +7,7 @@ use faultline::webhooks::{ReplayKey, Seen};
 use rusqlite::{params, Connection};
 
 use super::SqliteStore;
+use crate::ids::InboxId;
 use crate::store::replays::{unix_ms, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER};
 use crate::store::Replays;
 use crate::store::StoreError;
@@ -88,7 +89,7 @@ impl Replays for SqliteStore {
 pub(super) fn take_for_delivery(
     tx: &Connection,
     key: &[u8; 32],
-    inbox: &str,
+    inbox: &InboxId,
     delivery_id: &str,
 ) -> rusqlite::Result<bool> {
     let (owner_inbox, owner_delivery): (String, String) = tx
@@ -104,5 +105,5 @@ pub(super) fn take_for_delivery(
             params![&key[..], KEPT_WITH_THE_DELIVERY, inbox, delivery_id],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
-    Ok(owner_inbox == inbox && owner_delivery == delivery_id)
+    Ok(owner_inbox == inbox.as_str() && owner_delivery == delivery_id)
 }

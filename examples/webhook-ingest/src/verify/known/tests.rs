@@ -1,4 +1,5 @@
 use super::*;
+use crate::ids::{DigestId, InboxId, InstanceId};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("known-{name}-{}", std::process::id()));
@@ -8,10 +9,10 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 
 fn rotated(age: Duration) -> KnownInbox {
     KnownInbox {
-        instance: "in_a".into(),
+        instance: InstanceId::stored("in_a".into()),
         inbox: InboxRow {
-            id: "ib_a".into(),
-            digest_id: "dg_a".into(),
+            id: InboxId::stored("ib_a".into()),
+            digest_id: DigestId::stored("dg_a".into()),
             provider: Provider::Bitbucket,
             secret: "whs_new".into(),
             previous: Some(PreviousSecret {

@@ -9,6 +9,7 @@ use deadpool_postgres::Pool;
 use futures::future::BoxFuture;
 
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
+use crate::ids::{DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::store::postgres::PgStore;
 use crate::store::Commit;
@@ -38,7 +39,7 @@ fn panicking<'a>(
 
 /// A store on the test database and an inbox of an instance of its own, or `None` (said
 /// on stderr) when no database was given.
-async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
+async fn store_with_inbox(test: &str) -> Option<(PgStore, InstanceId, InboxRow)> {
     let Some(url) = std::env::var("WEBHOOK_INGEST_TEST_POSTGRES")
         .ok()
         .filter(|u| !u.is_empty())
@@ -59,7 +60,11 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
         .unwrap()
         .as_nanos();
     let id = |kind: &str| format!("{kind}_{test}_{}_{nanos}", std::process::id());
-    let (instance, digest, inbox) = (id("in"), id("dg"), id("ib"));
+    let (instance, digest, inbox) = (
+        InstanceId::stored(id("in")),
+        DigestId::stored(id("dg")),
+        InboxId::stored(id("ib")),
+    );
     store
         .create_instance(instance.clone(), vec![0; 32])
         .await
@@ -81,9 +86,9 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
     Some((store, instance, row))
 }
 
-fn job(instance: &str, inbox: &InboxRow, delivery: &str, commits: usize) -> Job {
+fn job(instance: &InstanceId, inbox: &InboxRow, delivery: &str, commits: usize) -> Job {
     Job {
-        instance: instance.to_owned(),
+        instance: instance.clone(),
         inbox: inbox.clone(),
         claim: crate::store::Claim::new(delivery.to_owned(), None, &inbox.id),
         commits: (0..commits)
@@ -102,7 +107,7 @@ fn job(instance: &str, inbox: &InboxRow, delivery: &str, commits: usize) -> Job 
 /// An inbox that does not exist: its delivery breaks the foreign key of `deliveries`.
 fn missing_inbox(inbox: &InboxRow) -> InboxRow {
     InboxRow {
-        id: format!("{}-gone", inbox.id),
+        id: InboxId::stored(format!("{}-gone", inbox.id)),
         ..inbox.clone()
     }
 }
