@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::ids::{InboxId, InstanceId};
+use webhook_ingest::ids::{DeliveryId, InboxId, InstanceId};
 use webhook_ingest::pipeline::record::SpooledDelivery;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::spool::RECORD_HEADER_BYTES;
@@ -243,7 +243,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
         inbox: InboxId::parse(&format!("ib_{:016}", 0)).unwrap(),
         provider: Provider::Github,
         event: "push".into(),
-        delivery: "bound-0".into(),
+        delivery: DeliveryId::parse("bound-0").unwrap(),
         proof: None,
         // As the service writes it: the arrival time is 8 bytes whatever it is.
         received: Some(std::time::SystemTime::now()),

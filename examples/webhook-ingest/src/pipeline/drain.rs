@@ -147,7 +147,7 @@ pub(crate) async fn refuse_at_drain(
             "a spooled delivery is refused at drain time and dropped"
             );
             let refusal = RefusedDelivery {
-                delivery: Some(delivery.delivery.clone()),
+                delivery: Some(delivery.delivery.to_string()),
                 status,
                 code: code.to_owned(),
             };

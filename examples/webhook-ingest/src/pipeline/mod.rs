@@ -25,7 +25,7 @@ use axum::http::HeaderMap;
 use faultline::webhooks::{Keys, ReplayKey};
 
 use crate::error::IngestError;
-use crate::ids::{InboxId, InstanceId};
+use crate::ids::{DeliveryId, InboxId, InstanceId};
 use crate::payload;
 use crate::provider::{Event, Provider};
 use crate::spool::Spool;
@@ -80,7 +80,7 @@ pub(crate) enum Arrival<'a> {
     /// the proof kept (`None` when it was verified before it was spooled); its inbox from the
     /// store; store trouble is returned, for the drainer to wait out.
     Spooled {
-        delivery: String,
+        delivery: DeliveryId,
         proof: Option<Proof>,
         received: SystemTime,
         /// The replay key kept with a delivery verified before it was spooled.
@@ -93,11 +93,11 @@ pub(crate) enum Fate {
     /// Stored, or a duplicate of one stored before.
     Stored {
         ingested: Ingested,
-        delivery: String,
+        delivery: DeliveryId,
     },
     /// On disk in a spool, to be stored when the store answers.
     Queued {
-        delivery: String,
+        delivery: DeliveryId,
     },
     /// An event the service does not store, counted.
     Ignored {
@@ -324,7 +324,7 @@ impl Pipeline {
 impl Arrival<'_> {
     /// The delivery id: the one the provider sent (or one derived from the body) for a
     /// request, the one kept for a drained record.
-    fn delivery_id(&self, provider: Provider, body: &[u8]) -> Result<String, IngestError> {
+    fn delivery_id(&self, provider: Provider, body: &[u8]) -> Result<DeliveryId, IngestError> {
         match self {
             Arrival::Request(parts) => Ok(webhook::delivery_id(provider, &parts.headers, body)?),
             Arrival::Spooled { delivery, .. } => Ok(delivery.clone()),

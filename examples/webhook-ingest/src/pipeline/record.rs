@@ -16,7 +16,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::ids::{InboxId, InstanceId};
+use crate::ids::{DeliveryId, InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::verify::webhook::Proof;
 
@@ -34,7 +34,7 @@ pub struct SpooledDelivery {
     pub provider: Provider,
     /// The event header's value, as sent.
     pub event: String,
-    pub delivery: String,
+    pub delivery: DeliveryId,
     /// `None` when the signature was checked before spooling.
     pub proof: Option<Proof>,
     /// When it arrived; `None` in a version 1 record.
@@ -60,7 +60,7 @@ impl SpooledDelivery {
             self.inbox.as_str().as_bytes(),
             self.provider.as_str().as_bytes(),
             self.event.as_bytes(),
-            self.delivery.as_bytes(),
+            self.delivery.as_str().as_bytes(),
             &proof,
             &received,
             key,
@@ -94,7 +94,7 @@ impl SpooledDelivery {
         let inbox = InboxId::stored(text(field()?)?);
         let provider = Provider::parse(std::str::from_utf8(field()?).ok()?)?;
         let event = text(field()?)?;
-        let delivery = text(field()?)?;
+        let delivery = DeliveryId::parse(std::str::from_utf8(field()?).ok()?).ok()?;
         let proof = match field()? {
             [] => None,
             bytes => Some(Proof::from_bytes(provider, bytes)?),

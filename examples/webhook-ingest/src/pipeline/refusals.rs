@@ -251,7 +251,9 @@ fn is_refusal(error: &IngestError) -> bool {
 /// in full gives no derived id).
 fn sent_delivery(headers: &HeaderMap) -> Option<String> {
     let (provider, _) = provider::detect(headers).ok()?;
-    webhook::sent_delivery_id(provider, headers)?.ok()
+    webhook::sent_delivery_id(provider, headers)?
+        .ok()
+        .map(|id| id.to_string())
 }
 
 /// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
@@ -278,7 +280,8 @@ pub(crate) async fn note_error(
     }
     let delivery = provider::detect(headers)
         .ok()
-        .and_then(|(provider, _)| webhook::delivery_id(provider, headers, body).ok());
+        .and_then(|(provider, _)| webhook::delivery_id(provider, headers, body).ok())
+        .map(|id| id.to_string());
     let refusal = RefusedDelivery {
         delivery,
         status: error.status().as_u16(),

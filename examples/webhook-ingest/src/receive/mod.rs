@@ -92,7 +92,9 @@ fn answer(fate: Fate, inbox: &InboxId) -> Response {
             tracing::debug!(%inbox, delivery = %delivery, stored, "push stored");
             (
                 StatusCode::CREATED,
-                Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
+                Json(
+                    json!({ "status": "stored", "stored": stored, "delivery": delivery.as_str() }),
+                ),
             )
                 .into_response()
         }
@@ -101,7 +103,7 @@ fn answer(fate: Fate, inbox: &InboxId) -> Response {
             delivery,
         } => (
             StatusCode::OK,
-            Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
+            Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Stored {
@@ -109,12 +111,12 @@ fn answer(fate: Fate, inbox: &InboxId) -> Response {
             delivery,
         } => (
             StatusCode::OK,
-            Json(json!({ "status": "replayed", "stored": 0, "delivery": delivery })),
+            Json(json!({ "status": "replayed", "stored": 0, "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Queued { delivery } => (
             StatusCode::ACCEPTED,
-            Json(json!({ "status": "queued", "delivery": delivery })),
+            Json(json!({ "status": "queued", "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Ignored { event } => (

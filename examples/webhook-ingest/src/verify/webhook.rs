@@ -130,9 +130,11 @@ pub fn delivery_id(
     provider: Provider,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<String, VerifyError> {
-    sent_delivery_id(provider, headers)
-        .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
+) -> Result<DeliveryId, VerifyError> {
+    sent_delivery_id(provider, headers).unwrap_or_else(|| {
+        let derived = format!("sha256:{}", hex_encode(&Sha256::digest(body)));
+        Ok(DeliveryId::parse(&derived).expect("a digest in hex is a delivery id"))
+    })
 }
 
 /// The delivery id in the provider's header, if one was sent; an error if it is not a usable
@@ -140,20 +142,16 @@ pub fn delivery_id(
 pub fn sent_delivery_id(
     provider: Provider,
     headers: &HeaderMap,
-) -> Option<Result<String, VerifyError>> {
+) -> Option<Result<DeliveryId, VerifyError>> {
     let header = provider
         .delivery_headers()
         .iter()
         .find(|&&header| headers.contains_key(header))?;
     let checked = DeliveryId::from_header(&headers[*header]);
-    Some(
-        checked
-            .map(|id| id.as_str().to_owned())
-            .map_err(|error| VerifyError::BadDeliveryId {
-                header: display_name(header),
-                problem: error.problem(),
-            }),
-    )
+    Some(checked.map_err(|error| VerifyError::BadDeliveryId {
+        header: display_name(header),
+        problem: error.problem(),
+    }))
 }
 
 /// A header as its sender spells it, for the message a sender's operator reads.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::ids::{InboxId, InstanceId};
+use crate::ids::{DeliveryId, InboxId, InstanceId};
 
 #[test]
 fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
@@ -8,7 +8,7 @@ fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
         inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Gitlab,
         event: "Push Hook".into(),
-        delivery: "d-3".into(),
+        delivery: DeliveryId::parse("d-3").unwrap(),
         proof: Some(Proof::Token { digest: [9; 32] }),
         received: Some(UNIX_EPOCH + Duration::from_millis(1_764_000_000_123)),
         key: None,
@@ -44,7 +44,7 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
         inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Gitlab,
         event: "Push Hook".into(),
-        delivery: "d-3".into(),
+        delivery: DeliveryId::parse("d-3").unwrap(),
         proof: Some(Proof::Headers(headers)),
         received: Some(UNIX_EPOCH + Duration::from_millis(7)),
         key: None,
@@ -107,7 +107,7 @@ fn a_record_is_encoded_into_a_buffer_of_its_exact_size() {
         inbox: InboxId::stored("ib_2".into()),
         provider: Provider::Github,
         event: "push".into(),
-        delivery: "d-6".into(),
+        delivery: DeliveryId::parse("d-6").unwrap(),
         proof: None,
         received: Some(UNIX_EPOCH + Duration::from_millis(7)),
         key: Some([3; 32]),

@@ -156,7 +156,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
     // that hold copies of the same deliveries then wait for each other in turn, never in a
     // cycle, which PostgreSQL would break only after its deadlock timeout by failing one.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&n| (&jobs[n].inbox.id, &jobs[n].claim.delivery_id));
+    order.sort_by_key(|&n| (&jobs[n].inbox.id, jobs[n].claim.delivery_id.as_str()));
     let sorted: Vec<&Job> = order.iter().map(|&n| &jobs[n]).collect();
     match try_commit_batch(pool, &sorted).await {
         Ok(results) => {
@@ -271,7 +271,7 @@ async fn claim(
         &job.instance.as_str(),
         &job.inbox.digest_id.as_str(),
         &job.inbox.id.as_str(),
-        &job.claim.delivery_id,
+        &job.claim.delivery_id.as_str(),
         &shas,
         &messages,
         &authors,

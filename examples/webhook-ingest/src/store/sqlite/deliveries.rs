@@ -36,7 +36,12 @@ impl Deliveries for SqliteStore {
                      RETURNING redeliveries",
                 )?
                 .query_row(
-                    params![inbox.id, delivery_id, instance, commits.len() as i64],
+                    params![
+                        inbox.id,
+                        delivery_id.as_str(),
+                        instance,
+                        commits.len() as i64
+                    ],
                     |row| row.get(0),
                 )?;
             if redeliveries > 0 {
@@ -53,7 +58,7 @@ impl Deliveries for SqliteStore {
                         instance,
                         inbox.digest_id,
                         inbox.id,
-                        delivery_id,
+                        delivery_id.as_str(),
                         commit.sha,
                         commit.message,
                         commit.author,

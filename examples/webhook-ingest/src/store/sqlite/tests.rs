@@ -341,5 +341,6 @@ async fn after_a_group_commit_an_idle_store_takes_the_next_write_on_the_writer_t
 
 /// The claim of a delivery recognised by its id alone.
 fn unkeyed(delivery: &str) -> crate::store::Claim {
-    crate::store::Claim::new(delivery.into(), None, &InboxId::stored(String::new()))
+    let delivery = crate::ids::DeliveryId::parse(delivery).unwrap();
+    crate::store::Claim::new(delivery, None, &InboxId::stored(String::new()))
 }

@@ -9,7 +9,7 @@ use deadpool_postgres::Pool;
 use futures::future::BoxFuture;
 
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
-use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::ids::{DeliveryId, DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
 use crate::store::postgres::PgStore;
 use crate::store::Commit;
@@ -27,7 +27,7 @@ fn panicking<'a>(
     Box::pin(async move {
         if jobs
             .iter()
-            .any(|job| job.claim.delivery_id.starts_with(PANICS))
+            .any(|job| job.claim.delivery_id.as_str().starts_with(PANICS))
         {
             let mut client = pool.get().await.unwrap();
             let _open = client.transaction().await.unwrap();
@@ -90,7 +90,7 @@ fn job(instance: &InstanceId, inbox: &InboxRow, delivery: &str, commits: usize) 
     Job {
         instance: instance.clone(),
         inbox: inbox.clone(),
-        claim: crate::store::Claim::new(delivery.to_owned(), None, &inbox.id),
+        claim: crate::store::Claim::new(DeliveryId::parse(delivery).unwrap(), None, &inbox.id),
         commits: (0..commits)
             .map(|n| Commit {
                 sha: format!("{delivery}-{n}"),
