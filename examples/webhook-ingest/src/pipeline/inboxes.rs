@@ -2,15 +2,15 @@
 //! first, and while it cannot answer, the inboxes as last seen, when a spool can keep what
 //! they verify.
 //!
-//! A lookup answers the keys to verify with, and leaves the inbox it found in the request's
-//! extensions ([`Looked`]) for the pipeline, which stores the delivery in it. The library's
+//! A lookup reads the inbox the pipeline names in the request's extensions ([`Addressed`],
+//! the ids parsed once from the path), answers the keys to verify with, and leaves the inbox
+//! it found there too ([`Looked`]) for the pipeline, which stores the delivery in it. The library's
 //! two refusals mean here: `UnknownInbox`, the store knows no such inbox (404); and
 //! `Unavailable`, the store did not answer and the inbox was not seen here, which the
 //! pipeline answers by queueing the delivery unverified when it can.
 
 use std::time::SystemTime;
 
-use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use faultline::webhooks::{Keys, LookupError, Secrets};
 
@@ -19,6 +19,14 @@ use crate::error::IngestError;
 use crate::ids::{InboxId, InstanceId};
 use crate::store::{InboxRow, StoreError};
 use crate::verify::keys::inbox_keys;
+
+/// The inbox a request's delivery goes to, by the ids its path named: what the library's
+/// lookup, which is handed only the request, reads.
+#[derive(Clone)]
+pub(super) struct Addressed {
+    pub(super) instance: InstanceId,
+    pub(super) inbox: InboxId,
+}
 
 /// The inbox a lookup found, and where from.
 #[derive(Clone)]
@@ -41,12 +49,7 @@ impl Looked {
 
 impl Secrets for Pipeline {
     async fn keys(&self, request: &mut Parts) -> Result<Keys, LookupError> {
-        let Ok(Path((instance, inbox))) =
-            Path::<(String, String)>::from_request_parts(request, &()).await
-        else {
-            return Err(LookupError::UnknownInbox);
-        };
-        let (Some(instance), Some(inbox)) = (InstanceId::parse(&instance), InboxId::parse(&inbox))
+        let Some(Addressed { instance, inbox }) = request.extensions.get::<Addressed>().cloned()
         else {
             return Err(LookupError::UnknownInbox);
         };

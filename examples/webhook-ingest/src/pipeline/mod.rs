@@ -207,6 +207,10 @@ impl Pipeline {
                 keys,
             }));
         };
+        parts.extensions.insert(inboxes::Addressed {
+            instance: delivery.instance.clone(),
+            inbox: delivery.inbox.clone(),
+        });
         let looked_up = faultline::webhooks::Secrets::keys(self, parts).await;
         let found = parts.extensions.get::<inboxes::Looked>().cloned();
         match (looked_up, found) {
