@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use faultline::Fault;
 
 use crate::payload::Malformed;
-use crate::provider::{UnknownProvider, Vcs};
+use crate::provider::{Provider, UnknownProvider};
 use crate::spool::SpoolError;
 use crate::store::StoreError;
 use crate::verify::VerifyError;
@@ -57,7 +57,7 @@ pub enum IngestError {
     UnknownProvider(#[from] UnknownProvider),
     #[error("this inbox receives {inbox} webhooks, not {sent}")]
     #[fault(code = "wrong-provider")]
-    WrongProvider { inbox: Vcs, sent: Vcs },
+    WrongProvider { inbox: Provider, sent: Provider },
     /// A signature or a delivery id refused: `bad-signature` (401) or `bad-delivery-id`.
     #[error(transparent)]
     #[fault(transparent)]

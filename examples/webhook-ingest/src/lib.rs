@@ -6,19 +6,23 @@
 //! commits.
 //!
 //! The modules are floors, declared here ground first, and each uses only those declared
-//! before it (`tests/module_order.rs` holds it): the providers' words ([`provider`]), the
-//! connections ([`serve`]), the durable queue ([`spool`]), the rows and their databases
-//! ([`store`]), a push's commits ([`payload`]), the signature checks and the inboxes as last
-//! seen ([`verify`]), the errors ([`error`]), then the one path of a delivery
-//! ([`pipeline`]), which the webhook route ([`receive`]) and the drainers run; [`manage`] is
-//! the API that creates instances and inboxes, and [`app`](mod@app) assembles the router.
+//! before it (`tests/module_order.rs` holds it): the ids records are named by ([`ids`]), the
+//! providers' words ([`provider`]), the connections ([`serve`]), the durable queue
+//! ([`spool`]), the rows and their databases ([`store`]), a push's commits ([`payload`]),
+//! the signature checks and the inboxes as last seen ([`verify`]), the errors ([`error`]),
+//! then the one path of a delivery ([`pipeline`]), which the webhook route ([`receive`]) and
+//! the drainers run; [`manage`] is the API that creates instances and inboxes, and
+//! [`app`](mod@app) assembles the router.
 
 // The floors, ground first, each a blank line apart so that the order stays as written: a
 // module uses only those declared above it (tests/module_order.rs reads the uses and checks
 // it). Each has a plain comment, not a doc comment: rustdoc would resolve the links of a
 // module's own docs in this scope once outer docs are joined to them.
 
-// The providers' words: `Vcs`, `Event`, `Shape`.
+// The ids records are named by: `InstanceId`, `DigestId`, `InboxId`, `DeliveryId`.
+pub mod ids;
+
+// The providers' words: `Provider`, `Event`, `Shape`.
 pub mod provider;
 
 // Connections: limits, deadlines, HTTP/1 and HTTP/2.

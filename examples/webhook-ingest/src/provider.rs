@@ -1,5 +1,5 @@
 //! The service's words for what the providers send: which provider a delivery comes from
-//! ([`Vcs`], also the kind of an inbox), what its event asks of us ([`Event`]), and the shape
+//! ([`Provider`], also the kind of an inbox), what its event asks of us ([`Event`]), and the shape
 //! of a push payload ([`Shape`]). Every other module may use them.
 
 use std::fmt;
@@ -10,17 +10,17 @@ use faultline::Fault;
 
 /// The order providers are recognized in: Forgejo also sends Gitea's and GitHub's event
 /// headers, and Gitea GitHub's, so each is looked for before those it imitates.
-const DETECTION_ORDER: [Vcs; 5] = [
-    Vcs::Forgejo,
-    Vcs::Gitea,
-    Vcs::Github,
-    Vcs::Gitlab,
-    Vcs::Bitbucket,
+const DETECTION_ORDER: [Provider; 5] = [
+    Provider::Forgejo,
+    Provider::Gitea,
+    Provider::Github,
+    Provider::Gitlab,
+    Provider::Bitbucket,
 ];
 
 /// A version control provider, and the kind of an inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Vcs {
+pub enum Provider {
     Github,
     Gitlab,
     Bitbucket,
@@ -30,38 +30,40 @@ pub enum Vcs {
     Forgejo,
 }
 
-impl Vcs {
-    pub const ALL: [Vcs; 5] = [
-        Vcs::Github,
-        Vcs::Gitlab,
-        Vcs::Bitbucket,
-        Vcs::Gitea,
-        Vcs::Forgejo,
+impl Provider {
+    pub const ALL: [Provider; 5] = [
+        Provider::Github,
+        Provider::Gitlab,
+        Provider::Bitbucket,
+        Provider::Gitea,
+        Provider::Forgejo,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Vcs::Github => "github",
-            Vcs::Gitlab => "gitlab",
-            Vcs::Bitbucket => "bitbucket",
-            Vcs::Gitea => "gitea",
-            Vcs::Forgejo => "forgejo",
+            Provider::Github => "github",
+            Provider::Gitlab => "gitlab",
+            Provider::Bitbucket => "bitbucket",
+            Provider::Gitea => "gitea",
+            Provider::Forgejo => "forgejo",
         }
     }
 
-    pub fn parse(name: &str) -> Option<Vcs> {
-        Vcs::ALL.into_iter().find(|vcs| vcs.as_str() == name)
+    pub fn parse(name: &str) -> Option<Provider> {
+        Provider::ALL
+            .into_iter()
+            .find(|provider| provider.as_str() == name)
     }
 
     /// The sender whose headers this provider's deliveries carry: its token's for GitLab,
     /// whose Standard Webhooks deliveries name their event and id in the same headers.
     fn headers_sender(self) -> Sender {
         match self {
-            Vcs::Github => Sender::GitHub,
-            Vcs::Gitlab => Sender::GitLab,
-            Vcs::Bitbucket => Sender::Bitbucket,
-            Vcs::Gitea => Sender::Gitea,
-            Vcs::Forgejo => Sender::Forgejo,
+            Provider::Github => Sender::GitHub,
+            Provider::Gitlab => Sender::GitLab,
+            Provider::Bitbucket => Sender::Bitbucket,
+            Provider::Gitea => Sender::Gitea,
+            Provider::Forgejo => Sender::Forgejo,
         }
     }
 
@@ -87,10 +89,10 @@ impl Vcs {
     pub fn sender(self, headers: &HeaderMap) -> Sender {
         match self {
             // The signature header's presence makes it a delivery signed with Standard Webhooks.
-            Vcs::Gitlab if headers.contains_key(Sender::GitLabSigned.signature_header()) => {
+            Provider::Gitlab if headers.contains_key(Sender::GitLabSigned.signature_header()) => {
                 Sender::GitLabSigned
             }
-            vcs => vcs.headers_sender(),
+            provider => provider.headers_sender(),
         }
     }
 
@@ -100,7 +102,7 @@ impl Vcs {
     }
 }
 
-impl fmt::Display for Vcs {
+impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -117,11 +119,11 @@ pub enum Event {
 }
 
 /// The provider whose event header is present, and the event it names.
-pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), UnknownProvider> {
-    for vcs in DETECTION_ORDER {
-        if let Some(value) = headers.get(vcs.event_header()) {
+pub fn detect(headers: &HeaderMap) -> Result<(Provider, Event), UnknownProvider> {
+    for provider in DETECTION_ORDER {
+        if let Some(value) = headers.get(provider.event_header()) {
             let name = value.to_str().unwrap_or("(not text)");
-            return Ok((vcs, classify(vcs, name)));
+            return Ok((provider, classify(provider, name)));
         }
     }
     Err(UnknownProvider)
@@ -135,17 +137,19 @@ pub fn detect(headers: &HeaderMap) -> Result<(Vcs, Event), UnknownProvider> {
 #[fault(status = 400, code = "unknown-provider")]
 pub struct UnknownProvider;
 
-/// What the event named `name` of `vcs` asks of us.
-pub fn classify(vcs: Vcs, name: &str) -> Event {
-    match (vcs, name) {
+/// What the event named `name` of `provider` asks of us.
+pub fn classify(provider: Provider, name: &str) -> Event {
+    match (provider, name) {
         // Gitea's and Forgejo's push payload is GitHub's, fields and names.
-        (Vcs::Github | Vcs::Gitea | Vcs::Forgejo, "push") => Event::Push(Shape::Github),
-        (Vcs::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
-        (Vcs::Bitbucket, "repo:push") => Event::Push(Shape::BitbucketCloud),
+        (Provider::Github | Provider::Gitea | Provider::Forgejo, "push") => {
+            Event::Push(Shape::Github)
+        }
+        (Provider::Gitlab, "Push Hook" | "Tag Push Hook") => Event::Push(Shape::Gitlab),
+        (Provider::Bitbucket, "repo:push") => Event::Push(Shape::BitbucketCloud),
         // Bitbucket Data Center's push; its inboxes are Bitbucket inboxes too.
-        (Vcs::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
+        (Provider::Bitbucket, "repo:refs_changed") => Event::Push(Shape::BitbucketServer),
         // GitHub's hook-created event and Bitbucket Server's "test connection".
-        (Vcs::Github, "ping") | (Vcs::Bitbucket, "diagnostics:ping") => Event::Ping,
+        (Provider::Github, "ping") | (Provider::Bitbucket, "diagnostics:ping") => Event::Ping,
         _ => Event::Ignored(name.to_owned()),
     }
 }

@@ -13,7 +13,8 @@ use common::catchup::*;
 use common::*;
 use reqwest::Method;
 use webhook_ingest::catchup::{CatchUp, Plant};
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::ids::InboxId;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::catchup::PassEnd;
 use webhook_ingest::store::{Front, Operations, Store, StoreError};
 
@@ -43,8 +44,8 @@ async fn outage(db: String, failed: usize, timed_out_but_stored: usize) -> Outag
     };
     let service = Service::serve_with(store, None, config).await;
     let fixture = service.setup().await;
-    let (_, secret) = fixture.inbox(Vcs::Github);
-    let target = service.url(&fixture.hook_path(Vcs::Github));
+    let (_, secret) = fixture.inbox(Provider::Github);
+    let target = service.url(&fixture.hook_path(Provider::Github));
     let credential = Credential::Token(TOKEN.into());
     let hook = github.add_hook(
         HookKind::Repository("octo/hello".into(), HOOK),
@@ -101,8 +102,10 @@ impl Outage {
         self.github.set_rate(0, now_unix() + 1);
         let store = Store::open(&self.db).await.unwrap();
         let service = service_on(store, None, &self.github, plant).await;
-        self.github
-            .set_target(self.hook, service.url(&self.fixture.hook_path(Vcs::Github)));
+        self.github.set_target(
+            self.hook,
+            service.url(&self.fixture.hook_path(Provider::Github)),
+        );
         within_bound("the first round meets the limit", async || {
             self.github.calls(Method::GET, "/") > limited
         })
@@ -123,7 +126,7 @@ impl Outage {
         }
         self.github.set_target(
             self.hook,
-            nodes[0].url(&self.fixture.hook_path(Vcs::Github)),
+            nodes[0].url(&self.fixture.hook_path(Provider::Github)),
         );
         // Stored by the nodes, but recorded failed: GitHub gave up waiting first.
         push_many(&self.github, self.hook, "late-again", 3, Some(0)).await;
@@ -256,7 +259,7 @@ async fn a_postgres_fleet_of_two_asks_for_each_failed_push_once() {
 /// a fleet's second node can fall.
 struct Overtaken {
     inner: Store,
-    inbox: String,
+    inbox: InboxId,
     /// The failed pushes the other node asked for, and the newest delivery id it listed.
     asked: Vec<String>,
     newest: i64,
@@ -308,7 +311,7 @@ async fn a_pass_starts_from_the_cursor_its_lease_found_not_the_one_its_round_rea
         .unwrap()
         .wrapped(|inner| Overtaken {
             inner,
-            inbox: scene.fixture.inbox(Vcs::Github).0.to_owned(),
+            inbox: InboxId::parse(scene.fixture.inbox(Provider::Github).0).unwrap(),
             asked: scene.failed.clone(),
             newest: records.iter().map(|r| r.id).max().unwrap(),
             leases_taken: leases_taken.clone(),

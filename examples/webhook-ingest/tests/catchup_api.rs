@@ -11,7 +11,7 @@ use common::catchup::*;
 use common::*;
 use reqwest::Method;
 use serde_json::json;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -19,8 +19,8 @@ async fn organization_and_app_hooks_are_caught_up_across_pages_through_limits_an
     let github = std::sync::Arc::new(GitHubStandIn::start().await);
     let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
     let fixture = service.setup().await;
-    let (_, secret) = fixture.inbox(Vcs::Github);
-    let target = service.url(&fixture.hook_path(Vcs::Github));
+    let (_, secret) = fixture.inbox(Provider::Github);
+    let target = service.url(&fixture.hook_path(Provider::Github));
     let public = include_str!("fixtures/catchup/app-key.pub.pem");
     let private = include_str!("fixtures/catchup/app-key.pem");
     let cases = [
@@ -82,7 +82,7 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
     let github = std::sync::Arc::new(GitHubStandIn::start().await);
     let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
     let fixture = service.setup().await;
-    let (_, secret) = fixture.inbox(Vcs::Github);
+    let (_, secret) = fixture.inbox(Provider::Github);
     let hook = github.add_hook(
         HookKind::Repository("octo/hello".into(), HOOK),
         Credential::Token(TOKEN.into()),
@@ -124,7 +124,7 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
     );
     // New credentials: the refusal is forgotten and the pushes come back.
     give_repository_hook(&service, &fixture, TOKEN).await;
-    github.set_target(hook, service.url(&fixture.hook_path(Vcs::Github)));
+    github.set_target(hook, service.url(&fixture.hook_path(Provider::Github)));
     within_bound("both pushes stored", async || {
         deliveries(&service, &fixture).await == 2
     })
@@ -174,7 +174,7 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
             .await
             .assert_problem(422, "invalid-field");
     }
-    let (gitlab, _) = fixture.inbox(Vcs::Gitlab);
+    let (gitlab, _) = fixture.inbox(Provider::Gitlab);
     let path = format!(
         "/api/{}/digests/{}/inboxes/{gitlab}/catchup",
         fixture.instance, fixture.digest

@@ -15,7 +15,7 @@ use common::*;
 use reqwest::Method;
 use serde_json::{json, Value};
 use webhook_ingest::catchup::CatchUp;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
 const PROJECT: i64 = 42;
@@ -45,7 +45,7 @@ async fn service_on_db(db: &str) -> Service {
 }
 
 fn gitlab_path(fixture: &Fixture) -> String {
-    let (inbox, _) = fixture.inbox(Vcs::Gitlab);
+    let (inbox, _) = fixture.inbox(Provider::Gitlab);
     format!(
         "/api/{}/digests/{}/inboxes/{inbox}/catchup",
         fixture.instance, fixture.digest
@@ -68,8 +68,8 @@ fn settings(gitlab: &GitLabStandIn, token: &str) -> Value {
 /// The stand-in GitLab with the GitLab inbox's hook, sending to the service.
 async fn gitlab_hook(service: &Service, fixture: &Fixture) -> (Arc<GitLabStandIn>, usize) {
     let gitlab = Arc::new(GitLabStandIn::start().await);
-    let (_, secret) = fixture.inbox(Vcs::Gitlab);
-    let target = service.url(&fixture.hook_path(Vcs::Gitlab));
+    let (_, secret) = fixture.inbox(Provider::Gitlab);
+    let target = service.url(&fixture.hook_path(Provider::Gitlab));
     let hook = gitlab.add_hook(PROJECT, HOOK, GITLAB_TOKEN, target, secret);
     (gitlab, hook)
 }
@@ -137,7 +137,7 @@ async fn down_then_resent(service: Service) {
     }
     gitlab.set_target(hook, closed_port().await);
     let failed = push_many(&gitlab, hook, "down", FAILED_PUSHES).await;
-    gitlab.set_target(hook, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    gitlab.set_target(hook, service.url(&fixture.hook_path(Provider::Gitlab)));
     assert_eq!(deliveries(&service, &fixture).await, late.len() as u64);
 
     let given = give_gitlab(&service, &fixture, settings(&gitlab, GITLAB_TOKEN)).await;
@@ -209,7 +209,7 @@ async fn gitlab_failures_are_counted_and_retried_later_and_nothing_is_lost() {
             .push(hook, &key, named(&gitlab_push(), &key), None)
             .await;
     }
-    gitlab.set_target(hook, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    gitlab.set_target(hook, service.url(&fixture.hook_path(Provider::Gitlab)));
     // Three 502s: the first list's every try, so that pass stops; then a limit of two resends
     // a second, which the later passes meet and wait out.
     let bad_gateway = Scripted {
@@ -289,7 +289,7 @@ async fn gitlab_failures_are_counted_and_retried_later_and_nothing_is_lost() {
         "{}",
         logs.text()
     );
-    gitlab.set_target(hook, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    gitlab.set_target(hook, service.url(&fixture.hook_path(Provider::Gitlab)));
     give_gitlab(&service, &fixture, settings(&gitlab, GITLAB_TOKEN)).await;
     within_bound(
         "the push made while the token was refused kept",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::verify::webhook;
 
 /// A service on a SQLite file with a spool, and the spool's directory, removed when done;
@@ -40,11 +40,11 @@ async fn spooled(name: &str, secret_grace: Duration) -> Spooled {
     }
 }
 
-async fn failures(service: &Service, fixture: &Fixture, vcs: Vcs) -> Value {
+async fn failures(service: &Service, fixture: &Fixture, provider: Provider) -> Value {
     let path = format!(
         "/api/{}/inboxes/{}/failures",
         fixture.instance,
-        fixture.inbox(vcs).0
+        fixture.inbox(provider).0
     );
     let answer = service
         .send(
@@ -58,13 +58,13 @@ async fn failures(service: &Service, fixture: &Fixture, vcs: Vcs) -> Value {
     answer.body["failures"].clone()
 }
 
-/// Rotates `vcs`'s inbox secret and answers the fixture still signing with the old one.
-async fn rotate(service: &Service, fixture: &Fixture, vcs: Vcs) -> String {
+/// Rotates `provider`'s inbox secret and answers the fixture still signing with the old one.
+async fn rotate(service: &Service, fixture: &Fixture, provider: Provider) -> String {
     let path = format!(
         "/api/{}/digests/{}/inboxes/{}/secret",
         fixture.instance,
         fixture.digest,
-        fixture.inbox(vcs).0
+        fixture.inbox(provider).0
     );
     let answer = service
         .send(
@@ -86,9 +86,9 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
     // Made on the peer and never seen here, so the delivery cannot be checked now.
     service.outage.begin();
     let body = gitlab_push();
-    let forged = provider_headers(&fixture, Vcs::Gitlab, "Push Hook", "gl-forged", &body)
+    let forged = provider_headers(&fixture, Provider::Gitlab, "Push Hook", "gl-forged", &body)
         .set("x-gitlab-token", "not-the-secret");
-    let forged = post_to(service, &fixture.hook_path(Vcs::Gitlab), forged, &body);
+    let forged = post_to(service, &fixture.hook_path(Provider::Gitlab), forged, &body);
     let answer = service.send(forged).await;
     assert_eq!(
         (answer.status, answer.str("status")),
@@ -98,7 +98,7 @@ async fn a_forged_delivery_spooled_during_an_outage_is_listed_when_drained_never
     service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
-    let listed = failures(service, &fixture, Vcs::Gitlab).await;
+    let listed = failures(service, &fixture, Provider::Gitlab).await;
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["delivery"], "gl-forged");
     assert_eq!(listed[0]["status"], 401);
@@ -114,11 +114,11 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
     let spooled = spooled("drain-rotated", Duration::from_secs(3600)).await;
     let service = &spooled.service;
     let old = spooled.peer.setup().await;
-    rotate(&spooled.peer, &old, Vcs::Github).await;
+    rotate(&spooled.peer, &old, Provider::Github).await;
     // Unseen inbox: spooled unverified, checked when drained.
     service.outage.begin();
     let body = github_push(&["unseen"]);
-    let unseen = delivery(service, &old, Vcs::Github, "push", "old-unseen", &body);
+    let unseen = delivery(service, &old, Provider::Github, "push", "old-unseen", &body);
     assert_eq!(service.send(unseen).await.str("status"), "queued");
     service.outage.end();
     let health = drained(service).await;
@@ -126,7 +126,7 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
     // Seen inbox: checked at once against the remembered secrets, previous one included.
     service.outage.begin();
     let body = github_push(&["seen"]);
-    let seen = delivery(service, &old, Vcs::Github, "push", "old-seen", &body);
+    let seen = delivery(service, &old, Provider::Github, "push", "old-seen", &body);
     assert_eq!(service.send(seen).await.str("status"), "queued");
     service.outage.end();
     drained(service).await;
@@ -134,7 +134,7 @@ async fn a_spooled_delivery_signed_with_the_previous_secret_is_stored_within_the
         service.stats(&old).await,
         json!({ "digests": 1, "inboxes": 5, "deliveries": 2, "redeliveries": 0, "commits": 2 })
     );
-    assert_eq!(failures(service, &old, Vcs::Github).await, json!([]));
+    assert_eq!(failures(service, &old, Provider::Github).await, json!([]));
 }
 
 #[tokio::test]
@@ -142,16 +142,16 @@ async fn past_the_grace_a_spooled_delivery_signed_with_the_previous_secret_is_re
     let spooled = spooled("drain-expired", Duration::from_millis(200)).await;
     let service = &spooled.service;
     let old = spooled.peer.setup().await;
-    rotate(&spooled.peer, &old, Vcs::Github).await;
+    rotate(&spooled.peer, &old, Provider::Github).await;
     service.outage.begin();
     let body = github_push(&["late"]);
-    let late = delivery(service, &old, Vcs::Github, "push", "old-late", &body);
+    let late = delivery(service, &old, Provider::Github, "push", "old-late", &body);
     assert_eq!(service.send(late).await.str("status"), "queued");
     tokio::time::sleep(Duration::from_millis(400)).await;
     service.outage.end();
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
-    let listed = failures(service, &old, Vcs::Github).await;
+    let listed = failures(service, &old, Provider::Github).await;
     assert_eq!(listed[0]["delivery"], "old-late", "{listed}");
     assert_eq!(listed[0]["code"], "bad-signature");
     assert_eq!(service.stats(&old).await["deliveries"], 0);
@@ -166,33 +166,48 @@ const ARRIVAL_TO_DRAIN: Duration = Duration::from_secs(4);
 
 #[tokio::test]
 async fn spooled_gitea_and_signed_gitlab_deliveries_are_verified_when_drained_as_they_arrived() {
-    let spooled = spooled("drain-forges", Duration::from_secs(3600)).await;
+    let spooled = spooled("drain-providers", Duration::from_secs(3600)).await;
     let service = &spooled.service;
     let fixture = spooled.peer.setup().await;
     service.outage.begin();
     let body = github_push(&["gitea-signed"]);
-    let signed = delivery(service, &fixture, Vcs::Gitea, "push", "gt-signed", &body);
+    let signed = delivery(
+        service,
+        &fixture,
+        Provider::Gitea,
+        "push",
+        "gt-signed",
+        &body,
+    );
     assert_eq!(service.send(signed).await.str("status"), "queued");
     let body = github_push(&["gitea-forged"]);
-    let forged = provider_headers(&fixture, Vcs::Gitea, "push", "gt-forged", &body)
+    let forged = provider_headers(&fixture, Provider::Gitea, "push", "gt-forged", &body)
         .set("x-gitea-signature", webhook::sign(b"not the secret", &body));
-    let forged = post_to(service, &fixture.hook_path(Vcs::Gitea), forged, &body);
+    let forged = post_to(service, &fixture.hook_path(Provider::Gitea), forged, &body);
     assert_eq!(service.send(forged).await.str("status"), "queued");
     let body = gitlab_push();
     let nearly_stale = unix_now(-NEARLY_STALE_SECS);
     let headers = gitlab_signed_headers(&fixture, "gl-signed", nearly_stale, &body);
-    let signed = post_to(service, &fixture.hook_path(Vcs::Gitlab), headers, &body);
+    let signed = post_to(
+        service,
+        &fixture.hook_path(Provider::Gitlab),
+        headers,
+        &body,
+    );
     assert_eq!(service.send(signed).await.str("status"), "queued");
     tokio::time::sleep(ARRIVAL_TO_DRAIN).await;
     service.outage.end();
 
     let health = drained(service).await;
     assert_eq!(health["spool"]["refused"], 1, "{health}");
-    let listed = failures(service, &fixture, Vcs::Gitea).await;
+    let listed = failures(service, &fixture, Provider::Gitea).await;
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
     assert_eq!(listed[0]["delivery"], "gt-forged");
     assert_eq!(listed[0]["code"], "bad-signature");
-    assert_eq!(failures(service, &fixture, Vcs::Gitlab).await, json!([]));
+    assert_eq!(
+        failures(service, &fixture, Provider::Gitlab).await,
+        json!([])
+    );
     assert_eq!(
         service.stats(&fixture).await,
         json!({ "digests": 1, "inboxes": 5, "deliveries": 2, "redeliveries": 0, "commits": 2 })
@@ -220,7 +235,14 @@ async fn the_drainer_says_once_that_the_store_is_down_and_once_that_it_is_back()
     let fixture = service.setup().await;
     service.outage.begin();
     let body = github_push(&["down"]);
-    let queued = delivery(&service, &fixture, Vcs::Github, "push", "down-1", &body);
+    let queued = delivery(
+        &service,
+        &fixture,
+        Provider::Github,
+        "push",
+        "down-1",
+        &body,
+    );
     assert_eq!(service.send(queued).await.str("status"), "queued");
     tokio::time::sleep(OUTAGE).await;
     service.outage.end();

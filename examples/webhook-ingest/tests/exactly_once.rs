@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
 /// The `/metrics` series of replays refused for GitHub.
@@ -19,7 +19,14 @@ const GITHUB_REPLAYS: &str = "webhook_ingest_replays_refused_total{provider=\"gi
 /// `status` (or its problem's code).
 async fn push(service: &Service, fixture: &Fixture, id: &str, body: &[u8]) -> (u16, String) {
     let answer = service
-        .send(delivery(service, fixture, Vcs::Github, "push", id, body))
+        .send(delivery(
+            service,
+            fixture,
+            Provider::Github,
+            "push",
+            id,
+            body,
+        ))
         .await;
     let said = answer.body["status"]
         .as_str()
@@ -83,7 +90,7 @@ async fn copies_at_once_are_stored_once(fleet: &[Service]) {
         .map(|i| {
             let service = &fleet[i % fleet.len()];
             let id = format!("copy-{i}");
-            let request = delivery(service, &fixture, Vcs::Github, "push", &id, &body);
+            let request = delivery(service, &fixture, Provider::Github, "push", &id, &body);
             tokio::spawn(request.send())
         })
         .collect();
@@ -166,7 +173,7 @@ async fn a_push_spooled_twice_in_an_outage_under_fresh_ids_is_drained_once() {
         Service::serve_spooled(store, Some(db), TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
     let fixture = service.setup().await;
     until(&service, "every inbox known", |health| {
-        health["spool"]["known_inboxes"] == Vcs::ALL.len()
+        health["spool"]["known_inboxes"] == Provider::ALL.len()
     })
     .await;
     let body = github_push(&["s1", "s2"]);

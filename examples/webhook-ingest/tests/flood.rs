@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::spool::{unverified, Spool, SpoolConfig, RECORD_HEADER_BYTES};
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::known;
@@ -101,7 +101,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
     // Known here at once; in the file once the refresh that the making asked for is done.
     let file = dir.0.join(known::KNOWN_INBOXES_FILE);
     let start = Instant::now();
-    while known::load(&file).map_or(0, |inboxes| inboxes.len()) != Vcs::ALL.len() {
+    while known::load(&file).map_or(0, |inboxes| inboxes.len()) != Provider::ALL.len() {
         assert!(
             start.elapsed() < HEALTH_WAIT,
             "the file never held every inbox"
@@ -161,7 +161,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
     assert_eq!(restarted["store"], "down", "{restarted}");
     assert_eq!(
         restarted["spool"]["known_inboxes"],
-        Vcs::ALL.len(),
+        Provider::ALL.len(),
         "{restarted}"
     );
     let after = flood(&second, 100, FLOOD_AFTER_RESTART, SMALL_FLOOD_BODY).await;
@@ -170,15 +170,19 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
     let mut tasks = Vec::new();
     for n in 0..REAL_PER_PROVIDER {
         let sent = [
-            (Vcs::Github, "push", github_push(&[&format!("real{n}")])),
-            (Vcs::Gitlab, "Push Hook", gitlab_push()),
-            (Vcs::Bitbucket, "repo:push", bitbucket_push()),
+            (
+                Provider::Github,
+                "push",
+                github_push(&[&format!("real{n}")]),
+            ),
+            (Provider::Gitlab, "Push Hook", gitlab_push()),
+            (Provider::Bitbucket, "repo:push", bitbucket_push()),
         ];
-        for (vcs, event, body) in sent {
-            let id = format!("real-{vcs}-{n}");
+        for (provider, event, body) in sent {
+            let id = format!("real-{provider}-{n}");
             let body = named(&body, &id);
             tasks.push(tokio::spawn(
-                delivery(&second, &fixture, vcs, event, &id, &body).send(),
+                delivery(&second, &fixture, provider, event, &id, &body).send(),
             ));
         }
     }
@@ -188,7 +192,7 @@ async fn a_flood_during_an_outage_fills_only_its_bound_and_real_senders_are_ackn
         assert_eq!(response.status(), 202, "a real delivery after the flood");
     }
     second
-        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab_push())
+        .signed(&fixture, Provider::Gitlab, "Push Hook", &gitlab_push())
         .set("x-gitlab-token", "not-the-secret")
         .assert_problem(401, "bad-signature")
         .await;
@@ -224,7 +228,7 @@ async fn an_inbox_made_on_another_node_is_verified_here_after_the_next_refresh()
     // Made through the peer: this node learns of it only from a periodic refresh.
     let fixture = peer.setup().await;
     until(&service, "refreshed again", |h| {
-        h["spool"]["known_inboxes"] == Vcs::ALL.len()
+        h["spool"]["known_inboxes"] == Provider::ALL.len()
     })
     .await;
 
@@ -233,14 +237,14 @@ async fn an_inbox_made_on_another_node_is_verified_here_after_the_next_refresh()
     let real = delivery(
         &service,
         &fixture,
-        Vcs::Bitbucket,
+        Provider::Bitbucket,
         "repo:push",
         "bb-1",
         &body,
     );
     assert_eq!(service.send(real).await.str("status"), "queued");
     service
-        .signed(&fixture, Vcs::Bitbucket, "repo:push", &body)
+        .signed(&fixture, Provider::Bitbucket, "repo:push", &body)
         .set("x-hub-signature", format!("sha256={}", "cd".repeat(32)))
         .assert_problem(401, "bad-signature")
         .await;
@@ -270,14 +274,14 @@ async fn an_inbox_first_seen_in_a_delivery_is_written_to_the_file_at_once() {
     assert_eq!(webhook_ingest::verify::known::load(&file).unwrap().len(), 0);
 
     let body = github_push(&["first"]);
-    let push = delivery(&service, &fixture, Vcs::Github, "push", "first", &body);
+    let push = delivery(&service, &fixture, Provider::Github, "push", "first", &body);
     assert_eq!(service.send(push).await.status, 201);
     // Long before the next period (a minute): the look-up asked for a refresh.
     until(&service, "refreshed after the look-up", |h| {
         h["spool"]["inbox_refreshes"] == 2
     })
     .await;
-    assert_eq!(known::load(&file).unwrap().len(), Vcs::ALL.len());
+    assert_eq!(known::load(&file).unwrap().len(), Provider::ALL.len());
 }
 
 /// `store`, its inboxes never listed, so that no refresh ever succeeds.
@@ -300,11 +304,18 @@ async fn an_inbox_made_here_is_verified_at_once_whatever_the_refresh() {
     service.outage.begin();
     let body = gitlab_push();
     service
-        .signed(&fixture, Vcs::Gitlab, "Push Hook", &body)
+        .signed(&fixture, Provider::Gitlab, "Push Hook", &body)
         .set("x-gitlab-token", "not-the-secret")
         .assert_problem(401, "bad-signature")
         .await;
-    let real = delivery(&service, &fixture, Vcs::Gitlab, "Push Hook", "gl-1", &body);
+    let real = delivery(
+        &service,
+        &fixture,
+        Provider::Gitlab,
+        "Push Hook",
+        "gl-1",
+        &body,
+    );
     assert_eq!(service.send(real).await.str("status"), "queued");
     let down = health(&service).await;
     assert_eq!(down["spool"]["inbox_refreshes"], 0, "{down}");
@@ -330,7 +341,7 @@ async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_
         "/api/{}/digests/{}/inboxes/{}/secret",
         fixture.instance,
         fixture.digest,
-        fixture.inbox(Vcs::Bitbucket).0
+        fixture.inbox(Provider::Bitbucket).0
     );
     let rotated = first
         .send(
@@ -350,11 +361,11 @@ async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_
     let second = Service::serve_spooled(store, db, TEST_BODY_LIMIT, Some(dir.open(1 << 30))).await;
 
     let body = github_push(&["after-restart"]);
-    let made = delivery(&second, &fixture, Vcs::Github, "push", "gh-1", &body);
+    let made = delivery(&second, &fixture, Provider::Github, "push", "gh-1", &body);
     assert_eq!(second.send(made).await.str("status"), "queued");
     let mut signed_anew = fixture.inboxes.clone();
-    for (vcs, _, secret) in &mut signed_anew {
-        if *vcs == Vcs::Bitbucket {
+    for (provider, _, secret) in &mut signed_anew {
+        if *provider == Provider::Bitbucket {
             *secret = rotated.str("secret");
         }
     }
@@ -366,14 +377,14 @@ async fn an_inbox_made_or_rotated_here_is_known_after_a_restart_right_after_its_
     let push = delivery(
         &second,
         &signed_anew,
-        Vcs::Bitbucket,
+        Provider::Bitbucket,
         "repo:push",
         "bb-1",
         &body,
     );
     assert_eq!(second.send(push).await.str("status"), "queued");
     second
-        .signed(&signed_anew, Vcs::Github, "push", &body)
+        .signed(&signed_anew, Provider::Github, "push", &body)
         .set("x-hub-signature-256", format!("sha256={}", "ab".repeat(32)))
         .assert_problem(401, "bad-signature")
         .await;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::serve::default_max_connections;
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::webhook;
@@ -17,10 +17,10 @@ use webhook_ingest::verify::webhook;
 const STORED: u64 = 4;
 /// Deliveries of events the service does not store, per (provider, event) label; the last
 /// name needs escaping in a label value.
-const IGNORED: [(Vcs, &str, u64); 3] = [
-    (Vcs::Gitlab, "Merge Request Hook", 3),
-    (Vcs::Github, "issues", 2),
-    (Vcs::Github, "we\"ird\\name", 1),
+const IGNORED: [(Provider, &str, u64); 3] = [
+    (Provider::Gitlab, "Merge Request Hook", 3),
+    (Provider::Github, "issues", 2),
+    (Provider::Github, "we\"ird\\name", 1),
 ];
 /// Pushes with a wrong signature: each refused 401 and kept for the inbox's refusal list.
 const BAD_SIGNATURES: u64 = 3;
@@ -121,7 +121,7 @@ async fn service(dir: &SpoolDir) -> Service {
 /// secret.
 fn made_up(service: &Service, fixture: &Fixture, id: &str, body: &[u8]) -> reqwest::RequestBuilder {
     let signature = format!("sha256={}", webhook::sign(b"made-up", body));
-    let headers = provider_headers(fixture, Vcs::Github, "push", id, body)
+    let headers = provider_headers(fixture, Provider::Github, "push", id, body)
         .set("x-hub-signature-256", signature);
     let path = format!("/api/{}/inboxes/nosuchinbox/commits", fixture.instance);
     post_to(service, &path, headers, body)
@@ -133,13 +133,13 @@ async fn send_known_traffic(service: &Service, fixture: &Fixture) {
     for n in 0..STORED {
         let body = github_push(&[&format!("stored-{n}")]);
         let id = format!("stored-{n}");
-        let sent = delivery(service, fixture, Vcs::Github, "push", &id, &body);
+        let sent = delivery(service, fixture, Provider::Github, "push", &id, &body);
         assert_eq!(service.send(sent).await.status, 201);
     }
-    for (vcs, event, times) in IGNORED {
+    for (provider, event, times) in IGNORED {
         for n in 0..times {
-            let id = format!("ignored-{vcs}-{n}-{}", event.len());
-            let sent = delivery(service, fixture, vcs, event, &id, b"{}");
+            let id = format!("ignored-{provider}-{n}-{}", event.len());
+            let sent = delivery(service, fixture, provider, event, &id, b"{}");
             let answer = service.send(sent).await;
             assert_eq!(answer.body["status"], "ignored", "{}", answer.text);
         }
@@ -147,7 +147,7 @@ async fn send_known_traffic(service: &Service, fixture: &Fixture) {
     for n in 0..BAD_SIGNATURES {
         let body = github_push(&[&format!("bad-{n}")]);
         service
-            .signed(fixture, Vcs::Github, "push", &body)
+            .signed(fixture, Provider::Github, "push", &body)
             .set("x-hub-signature-256", "sha256=00")
             .assert_problem(401, "bad-signature")
             .await;
@@ -158,7 +158,7 @@ async fn send_known_traffic(service: &Service, fixture: &Fixture) {
         let sent = delivery(
             service,
             fixture,
-            Vcs::Github,
+            Provider::Github,
             "push",
             &format!("q-{n}"),
             &body,
@@ -209,7 +209,7 @@ async fn after_known_traffic_every_count_is_exact_and_promtool_accepts_the_text(
     let service = service(&dir).await;
     let fixture = service.setup().await;
     until(&service, "every inbox known", |health| {
-        health["spool"]["known_inboxes"] == Vcs::ALL.len()
+        health["spool"]["known_inboxes"] == Provider::ALL.len()
     })
     .await;
     send_known_traffic(&service, &fixture).await;
@@ -240,9 +240,9 @@ async fn after_known_traffic_every_count_is_exact_and_promtool_accepts_the_text(
 fn assert_the_counts_after_the_drain(up: &Scrape) {
     let ignored: Vec<(String, u64)> = IGNORED
         .iter()
-        .map(|(vcs, event, n)| {
+        .map(|(provider, event, n)| {
             let series = format!(
-                "webhook_ingest_ignored_events_total{{provider=\"{vcs}\",event=\"{}\"}}",
+                "webhook_ingest_ignored_events_total{{provider=\"{provider}\",event=\"{}\"}}",
                 escaped(event)
             );
             (series, *n)

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 
 #[tokio::test]
 async fn copies_of_one_delivery_at_two_nodes_at_once_store_it_once() {
@@ -28,7 +28,7 @@ async fn copies_of_one_delivery_at_two_nodes_at_once_store_it_once() {
             let request = delivery(
                 service,
                 &fixture,
-                Vcs::Github,
+                Provider::Github,
                 "push",
                 "one-delivery",
                 &body,
@@ -119,7 +119,7 @@ async fn send_in_parallel(
                     let id = format!("{run}-{client}-{n}");
                     let body = github_push_named(&id, &shas);
                     (
-                        delivery(service, fixture, Vcs::Github, "push", &id, &body),
+                        delivery(service, fixture, Provider::Github, "push", &id, &body),
                         commits as u64,
                     )
                 })

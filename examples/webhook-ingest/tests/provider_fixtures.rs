@@ -7,7 +7,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::ids::DigestId;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::StoredCommit;
 
 /// Past the most commits any fixture holds, so one page shows everything new.
@@ -16,7 +17,7 @@ const PAGE: u32 = 200;
 /// One fixture and what the service must make of it, from `fixtures/expected.json`.
 struct Case {
     file: String,
-    vcs: Vcs,
+    provider: Provider,
     event: String,
     status: u16,
     code: Option<String>,
@@ -31,7 +32,7 @@ fn cases() -> Vec<Case> {
         .into_iter()
         .map(|case| Case {
             file: format!("{dir}/{}", case["file"].as_str().unwrap()),
-            vcs: Vcs::parse(case["vcs"].as_str().unwrap()).unwrap(),
+            provider: Provider::parse(case["vcs"].as_str().unwrap()).unwrap(),
             event: case["event"].as_str().unwrap().to_owned(),
             status: case["status"].as_u64().unwrap() as u16,
             code: case["code"].as_str().map(str::to_owned),
@@ -57,7 +58,7 @@ fn as_json(stored: &StoredCommit) -> Value {
 async fn stored_after(service: &Service, fixture: &Fixture, seq: i64) -> Vec<StoredCommit> {
     let mut newer: Vec<StoredCommit> = service
         .store
-        .commits(fixture.digest.clone(), None, PAGE)
+        .commits(DigestId::parse(&fixture.digest).unwrap(), None, PAGE)
         .await
         .unwrap()
         .into_iter()
@@ -76,11 +77,11 @@ fn send(
     id: &str,
     body: &[u8],
 ) -> reqwest::RequestBuilder {
-    let mut headers = provider_headers(fixture, case.vcs, &case.event, id, body);
+    let mut headers = provider_headers(fixture, case.provider, &case.event, id, body);
     if case.event == "repo:refs_changed" {
         headers = headers.without("x-request-uuid").set("x-request-id", id);
     }
-    post_to(service, &fixture.hook_path(case.vcs), headers, body)
+    post_to(service, &fixture.hook_path(case.provider), headers, body)
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::REFUSALS_KEPT_PER_INBOX;
 
 impl Service {
@@ -50,10 +50,11 @@ fn listed(answer: &Answer) -> Vec<(String, u64, String)> {
 async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secret() {
     let service = Service::start().await;
     let fixture = service.setup().await;
-    let (inbox, secret) = fixture.inbox(Vcs::Github);
-    let path = fixture.hook_path(Vcs::Github);
+    let (inbox, secret) = fixture.inbox(Provider::Github);
+    let path = fixture.hook_path(Provider::Github);
     let push = github_push(&["ok1"]);
-    let headers = |id: &str, body: &[u8]| provider_headers(&fixture, Vcs::Github, "push", id, body);
+    let headers =
+        |id: &str, body: &[u8]| provider_headers(&fixture, Provider::Github, "push", id, body);
     let cases = [
         (
             "d-bad-signature",
@@ -72,7 +73,7 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
             "d-wrong-provider",
             provider_headers(
                 &fixture,
-                Vcs::Gitlab,
+                Provider::Gitlab,
                 "Push Hook",
                 "d-wrong-provider",
                 &push,
@@ -134,10 +135,10 @@ async fn refusals_of_a_known_inbox_are_listed_newest_first_without_body_or_secre
             .await,
         5
     );
-    for (vcs, other, _) in &fixture.inboxes {
-        if *vcs != Vcs::Github {
+    for (provider, other, _) in &fixture.inboxes {
+        if *provider != Provider::Github {
             let answer = service.refusals(&fixture, other, &fixture.key, "").await;
-            assert!(listed(&answer).is_empty(), "{vcs}");
+            assert!(listed(&answer).is_empty(), "{provider}");
         }
     }
     let snapshot = service.quiescent().await;
@@ -152,7 +153,7 @@ async fn only_the_instances_key_lists_and_only_its_own_inboxes() {
     let service = Service::start().await;
     let fixture = service.setup().await;
     let other = service.setup().await;
-    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let (inbox, _) = fixture.inbox(Provider::Github);
     service
         .refusals(&fixture, inbox, "key_wrong", "")
         .await
@@ -161,7 +162,7 @@ async fn only_the_instances_key_lists_and_only_its_own_inboxes() {
         .refusals(&fixture, inbox, &other.key, "")
         .await
         .assert_problem(401, "bad-api-key");
-    let (foreign, _) = other.inbox(Vcs::Github);
+    let (foreign, _) = other.inbox(Provider::Github);
     service
         .refusals(&fixture, foreign, &fixture.key, "")
         .await
@@ -193,10 +194,14 @@ async fn send_bad(service: &Arc<Service>, fixture: &Arc<Fixture>, sent: usize) -
                 for n in (sender..sent).step_by(SENDERS) {
                     let body = github_push(&["x"]);
                     let id = format!("bad-{n}");
-                    let headers = provider_headers(&fixture, Vcs::Github, "push", &id, &body)
+                    let headers = provider_headers(&fixture, Provider::Github, "push", &id, &body)
                         .set("x-hub-signature-256", format!("sha256={}", "1".repeat(64)));
-                    let request =
-                        post_to(&service, &fixture.hook_path(Vcs::Github), headers, &body);
+                    let request = post_to(
+                        &service,
+                        &fixture.hook_path(Provider::Github),
+                        headers,
+                        &body,
+                    );
                     statuses.push(service.send(request).await.status);
                 }
                 statuses
@@ -220,7 +225,7 @@ async fn the_list_is_bounded_per_inbox_under_parallel_senders() {
     let statuses = send_bad(&service, &fixture, sent).await;
     assert_eq!(statuses.len(), sent);
     assert!(statuses.iter().all(|&s| s == 401), "{statuses:?}");
-    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let (inbox, _) = fixture.inbox(Provider::Github);
     let answer = service
         .refusals(&fixture, inbox, &fixture.key, "?limit=100000")
         .await;
@@ -258,12 +263,12 @@ async fn a_refusal_that_cannot_be_kept_changes_no_answer() {
     let fixture = service.setup().await;
     service.outage.begin();
     let body = github_push(&["x"]);
-    let headers = provider_headers(&fixture, Vcs::Github, "push", "d1", &body)
+    let headers = provider_headers(&fixture, Provider::Github, "push", "d1", &body)
         .set("content-type", "text/plain");
     let answer = service
         .send(post_to(
             &service,
-            &fixture.hook_path(Vcs::Github),
+            &fixture.hook_path(Provider::Github),
             headers,
             &body,
         ))
@@ -298,15 +303,20 @@ async fn refusals_are_kept_and_listed_on_postgres() {
     for (n, service) in fleet.iter().enumerate() {
         let body = github_push(&["x"]);
         let id = format!("pg-bad-{n}");
-        let headers = provider_headers(&fixture, Vcs::Github, "push", &id, &body)
+        let headers = provider_headers(&fixture, Provider::Github, "push", &id, &body)
             .set("x-hub-signature-256", format!("sha256={}", "2".repeat(64)));
-        let request = post_to(service, &fixture.hook_path(Vcs::Github), headers, &body);
+        let request = post_to(
+            service,
+            &fixture.hook_path(Provider::Github),
+            headers,
+            &body,
+        );
         service
             .send(request)
             .await
             .assert_problem(401, "bad-signature");
     }
-    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let (inbox, _) = fixture.inbox(Provider::Github);
     let answer = fleet[1].refusals(&fixture, inbox, &fixture.key, "").await;
     assert_eq!(
         listed(&answer),
@@ -335,7 +345,7 @@ async fn refusals_past_the_rate_are_counted_not_kept() {
             for n in 0..REAL {
                 let body = github_push(&[&format!("real{n}")]);
                 let id = format!("real-{n}");
-                let request = delivery(&service, &fixture, Vcs::Github, "push", &id, &body);
+                let request = delivery(&service, &fixture, Provider::Github, "push", &id, &body);
                 statuses.push(service.send(request).await.status);
             }
             statuses
@@ -365,7 +375,7 @@ async fn refusals_past_the_rate_are_counted_not_kept() {
         recorded <= u64::from(PER_SECOND) * seconds,
         "{recorded} kept over at most {seconds} windows of a second"
     );
-    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let (inbox, _) = fixture.inbox(Provider::Github);
     let answer = service
         .refusals(&fixture, inbox, &fixture.key, "?limit=100000")
         .await;

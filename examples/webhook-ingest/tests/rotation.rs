@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::json;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
 /// Short enough to wait out in a test, long enough that the checks made within it finish
@@ -16,20 +16,20 @@ use webhook_ingest::store::Store;
 const GRACE: Duration = Duration::from_secs(2);
 
 impl Service {
-    async fn rotate(&self, fixture: &Fixture, vcs: Vcs, key: &str) -> Answer {
+    async fn rotate(&self, fixture: &Fixture, provider: Provider, key: &str) -> Answer {
         let path = format!(
             "/api/{}/digests/{}/inboxes/{}/secret",
             fixture.instance,
             fixture.digest,
-            fixture.inbox(vcs).0
+            fixture.inbox(provider).0
         );
         self.send(self.client.post(self.url(&path)).bearer_auth(key))
             .await
     }
 }
 
-/// The fixture with `vcs`'s inbox secret replaced, so deliveries are signed with `secret`.
-fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
+/// The fixture with `provider`'s inbox secret replaced, so deliveries are signed with `secret`.
+fn signing_with(fixture: &Fixture, provider: Provider, secret: &str) -> Fixture {
     let inboxes = fixture
         .inboxes
         .iter()
@@ -37,7 +37,7 @@ fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
             (
                 *v,
                 id.clone(),
-                if *v == vcs { secret } else { s }.to_owned(),
+                if *v == provider { secret } else { s }.to_owned(),
             )
         })
         .collect();
@@ -49,15 +49,15 @@ fn signing_with(fixture: &Fixture, vcs: Vcs, secret: &str) -> Fixture {
     }
 }
 
-async fn push(service: &Service, fixture: &Fixture, vcs: Vcs, id: &str) -> Answer {
-    let (event, body) = match vcs {
-        Vcs::Github | Vcs::Gitea | Vcs::Forgejo => ("push", github_push(&[id])),
+async fn push(service: &Service, fixture: &Fixture, provider: Provider, id: &str) -> Answer {
+    let (event, body) = match provider {
+        Provider::Github | Provider::Gitea | Provider::Forgejo => ("push", github_push(&[id])),
         // Each push a delivery of its own, not a replay of the one before.
-        Vcs::Gitlab => ("Push Hook", named(&gitlab_push(), id)),
-        Vcs::Bitbucket => ("repo:push", named(&bitbucket_push(), id)),
+        Provider::Gitlab => ("Push Hook", named(&gitlab_push(), id)),
+        Provider::Bitbucket => ("repo:push", named(&bitbucket_push(), id)),
     };
     service
-        .send(delivery(service, fixture, vcs, event, id, &body))
+        .send(delivery(service, fixture, provider, event, id, &body))
         .await
 }
 
@@ -71,37 +71,41 @@ async fn the_previous_secret_passes_for_the_grace_period_and_not_after() {
     let service = Service::serve_with(store, None, config).await;
     let old = service.setup().await;
     let mut rotated = Vec::new();
-    for vcs in Vcs::ALL {
-        let answer = service.rotate(&old, vcs, &old.key).await;
+    for provider in Provider::ALL {
+        let answer = service.rotate(&old, provider, &old.key).await;
         assert_eq!(answer.status, 200, "{}", answer.text);
-        assert_eq!(answer.body["id"], old.inbox(vcs).0);
+        assert_eq!(answer.body["id"], old.inbox(provider).0);
         assert_eq!(answer.body["previous_secret_valid_for_secs"], 2);
         let secret = answer.str("secret");
         // A GitLab inbox's secret is a Standard Webhooks signing token too.
-        let form = if vcs == Vcs::Gitlab { "whsec_" } else { "whs_" };
+        let form = if provider == Provider::Gitlab {
+            "whsec_"
+        } else {
+            "whs_"
+        };
         assert!(
-            secret.starts_with(form) && secret != old.inbox(vcs).1,
+            secret.starts_with(form) && secret != old.inbox(provider).1,
             "{secret}"
         );
-        rotated.push((vcs, secret));
+        rotated.push((provider, secret));
     }
-    for (vcs, secret) in &rotated {
-        let new = signing_with(&old, *vcs, secret);
-        let within = push(&service, &old, *vcs, &format!("{vcs}-old-within")).await;
-        assert_eq!(within.status, 201, "{vcs}: {}", within.text);
-        let fresh = push(&service, &new, *vcs, &format!("{vcs}-new-within")).await;
-        assert_eq!(fresh.status, 201, "{vcs}: {}", fresh.text);
+    for (provider, secret) in &rotated {
+        let new = signing_with(&old, *provider, secret);
+        let within = push(&service, &old, *provider, &format!("{provider}-old-within")).await;
+        assert_eq!(within.status, 201, "{provider}: {}", within.text);
+        let fresh = push(&service, &new, *provider, &format!("{provider}-new-within")).await;
+        assert_eq!(fresh.status, 201, "{provider}: {}", fresh.text);
     }
     tokio::time::sleep(GRACE + Duration::from_millis(200)).await;
-    for (vcs, secret) in &rotated {
-        let new = signing_with(&old, *vcs, secret);
-        let after = push(&service, &old, *vcs, &format!("{vcs}-old-after")).await;
+    for (provider, secret) in &rotated {
+        let new = signing_with(&old, *provider, secret);
+        let after = push(&service, &old, *provider, &format!("{provider}-old-after")).await;
         after.assert_problem(401, "bad-signature");
-        let fresh = push(&service, &new, *vcs, &format!("{vcs}-new-after")).await;
-        assert_eq!(fresh.status, 201, "{vcs}: {}", fresh.text);
+        let fresh = push(&service, &new, *provider, &format!("{provider}-new-after")).await;
+        assert_eq!(fresh.status, 201, "{provider}: {}", fresh.text);
     }
     let stats = service.stats(&old).await;
-    let providers = Vcs::ALL.len() as u64;
+    let providers = Provider::ALL.len() as u64;
     assert_eq!(stats["deliveries"], 3 * providers, "{stats}");
     let snapshot = service.quiescent().await;
     // Setup, a rotation and four pushes per provider, and the stats (1); the refusals, one
@@ -136,16 +140,16 @@ async fn a_rotation_at_one_node_of_a_fleet_holds_at_another() {
         Service::serve_with(Store::open(&url).await.unwrap(), None, config()).await,
     ];
     let old = fleet[0].setup().await;
-    let answer = fleet[0].rotate(&old, Vcs::Github, &old.key).await;
+    let answer = fleet[0].rotate(&old, Provider::Github, &old.key).await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    let new = signing_with(&old, Vcs::Github, &answer.str("secret"));
-    let within = push(&fleet[1], &old, Vcs::Github, "fleet-old-within").await;
+    let new = signing_with(&old, Provider::Github, &answer.str("secret"));
+    let within = push(&fleet[1], &old, Provider::Github, "fleet-old-within").await;
     assert_eq!(within.status, 201, "{}", within.text);
     tokio::time::sleep(GRACE + Duration::from_millis(200)).await;
-    push(&fleet[1], &old, Vcs::Github, "fleet-old-after")
+    push(&fleet[1], &old, Provider::Github, "fleet-old-after")
         .await
         .assert_problem(401, "bad-signature");
-    let fresh = push(&fleet[1], &new, Vcs::Github, "fleet-new-after").await;
+    let fresh = push(&fleet[1], &new, Provider::Github, "fleet-new-after").await;
     assert_eq!(fresh.status, 201, "{}", fresh.text);
     // The first: setup and the rotation (1). The second: two pushes stored and one
     // refused, a handled 401.
@@ -167,31 +171,31 @@ async fn only_the_instances_key_rotates_and_only_its_own_inboxes() {
     let fixture = service.setup().await;
     let other = service.setup().await;
     service
-        .rotate(&fixture, Vcs::Github, "key_wrong")
+        .rotate(&fixture, Provider::Github, "key_wrong")
         .await
         .assert_problem(401, "bad-api-key");
     service
-        .rotate(&fixture, Vcs::Github, &other.key)
+        .rotate(&fixture, Provider::Github, &other.key)
         .await
         .assert_problem(401, "bad-api-key");
     let foreign_inbox = Fixture {
         inboxes: other.inboxes.clone(),
-        ..signing_with(&fixture, Vcs::Github, "unused")
+        ..signing_with(&fixture, Provider::Github, "unused")
     };
     service
-        .rotate(&foreign_inbox, Vcs::Github, &fixture.key)
+        .rotate(&foreign_inbox, Provider::Github, &fixture.key)
         .await
         .assert_problem(404, "inbox-not-found");
     let foreign_digest = Fixture {
         digest: other.digest.clone(),
-        ..signing_with(&fixture, Vcs::Github, "unused")
+        ..signing_with(&fixture, Provider::Github, "unused")
     };
     service
-        .rotate(&foreign_digest, Vcs::Github, &fixture.key)
+        .rotate(&foreign_digest, Provider::Github, &fixture.key)
         .await
         .assert_problem(404, "digest-not-found");
     // Nothing was rotated: the original secret still passes with no grace involved.
-    let answer = push(&service, &fixture, Vcs::Github, "after-refusals").await;
+    let answer = push(&service, &fixture, Provider::Github, "after-refusals").await;
     assert_eq!(answer.status, 201, "{}", answer.text);
 }
 

@@ -5,8 +5,9 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
+use webhook_ingest::ids::{DeliveryId, InboxId, InstanceId};
 use webhook_ingest::pipeline::record::SpooledDelivery;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::spool::RECORD_HEADER_BYTES;
 use webhook_ingest::store::Store;
 use webhook_ingest::verify::webhook;
@@ -21,7 +22,7 @@ async fn spooled_service(name: &str, dir: &SpoolDir, max_bytes: u64) -> Service 
 /// that each is verified here during an outage.
 async fn known_all(service: &Service) {
     until(service, "every inbox known", |health| {
-        health["spool"]["known_inboxes"] == Vcs::ALL.len()
+        health["spool"]["known_inboxes"] == Provider::ALL.len()
     })
     .await;
 }
@@ -34,7 +35,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     let fixture = service.setup().await;
     known_all(&service).await;
     let first = github_push(&["seen"]);
-    let seen = delivery(&service, &fixture, Vcs::Github, "push", "seen", &first);
+    let seen = delivery(&service, &fixture, Provider::Github, "push", "seen", &first);
     assert_eq!(service.send(seen).await.status, 201);
 
     service.outage.begin();
@@ -46,7 +47,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
         let body = github_push(&[&format!("q{n}a"), &format!("q{n}b")]);
         let id = format!("queued-{n}");
         tasks.push(tokio::spawn(
-            delivery(&service, &fixture, Vcs::Github, "push", &id, &body).send(),
+            delivery(&service, &fixture, Provider::Github, "push", &id, &body).send(),
         ));
     }
     for task in tasks {
@@ -56,27 +57,34 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
         assert_eq!(body["status"], "queued", "{body}");
     }
     let again = github_push(&["q0a", "q0b"]);
-    let twice = delivery(&service, &fixture, Vcs::Github, "push", "queued-0", &again);
+    let twice = delivery(
+        &service,
+        &fixture,
+        Provider::Github,
+        "push",
+        "queued-0",
+        &again,
+    );
     assert_eq!(service.send(twice).await.status, 202);
     let gitlab = gitlab_push();
     let unseen = delivery(
         &service,
         &fixture,
-        Vcs::Gitlab,
+        Provider::Gitlab,
         "Push Hook",
         "gl-1",
         &gitlab,
     );
     assert_eq!(service.send(unseen).await.body["status"], "queued");
     service
-        .signed(&fixture, Vcs::Gitlab, "Push Hook", &gitlab)
+        .signed(&fixture, Provider::Gitlab, "Push Hook", &gitlab)
         .set("x-gitlab-token", "not-the-secret")
         .assert_problem(401, "bad-signature")
         .await;
     let wrong = github_push(&["w"]);
     let wrong_signature = format!("sha256={}", webhook::sign(b"nope", &wrong));
     service
-        .signed(&fixture, Vcs::Github, "push", &wrong)
+        .signed(&fixture, Provider::Github, "push", &wrong)
         .set("x-hub-signature-256", wrong_signature)
         .assert_problem(401, "bad-signature")
         .await;
@@ -109,7 +117,7 @@ async fn a_failing_store_queues_deliveries_and_the_drain_stores_each_once() {
     for n in 0..PUSHES {
         let body = github_push(&[&format!("q{n}a"), &format!("q{n}b")]);
         let id = format!("queued-{n}");
-        let resent = delivery(&service, &fixture, Vcs::Github, "push", &id, &body);
+        let resent = delivery(&service, &fixture, Provider::Github, "push", &id, &body);
         assert_eq!(service.send(resent).await.body["status"], "duplicate");
     }
 }
@@ -125,7 +133,14 @@ async fn a_restart_cuts_a_torn_tail_and_drains_what_was_acknowledged() {
         let body = github_push(&[&format!("r{n}")]);
         let id = format!("restart-{n}");
         let answer = first
-            .send(delivery(&first, &fixture, Vcs::Github, "push", &id, &body))
+            .send(delivery(
+                &first,
+                &fixture,
+                Provider::Github,
+                "push",
+                &id,
+                &body,
+            ))
             .await;
         assert_eq!(answer.status, 202, "{}", answer.text);
     }
@@ -224,11 +239,11 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
     // Room for three of these deliveries, not four: ids are of fixed length (a prefix and 16
     // hex digits), and so is each record.
     let record = SpooledDelivery {
-        instance: format!("in_{:016}", 0),
-        inbox: format!("ib_{:016}", 0),
-        vcs: Vcs::Github,
+        instance: InstanceId::parse(&format!("in_{:016}", 0)).unwrap(),
+        inbox: InboxId::parse(&format!("ib_{:016}", 0)).unwrap(),
+        provider: Provider::Github,
         event: "push".into(),
-        delivery: "bound-0".into(),
+        delivery: DeliveryId::parse("bound-0").unwrap(),
         proof: None,
         // As the service writes it: the arrival time is 8 bytes whatever it is.
         received: Some(std::time::SystemTime::now()),
@@ -245,7 +260,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
             .send(delivery(
                 &service,
                 &fixture,
-                Vcs::Github,
+                Provider::Github,
                 "push",
                 "b",
                 &seen
@@ -263,7 +278,7 @@ async fn past_the_spool_bound_a_delivery_gets_503_with_retry_after_and_is_counte
             .send(delivery(
                 &service,
                 &fixture,
-                Vcs::Github,
+                Provider::Github,
                 "push",
                 &id,
                 &body,

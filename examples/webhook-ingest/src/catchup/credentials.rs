@@ -8,7 +8,8 @@ use jsonwebtoken::EncodingKey;
 use serde_json::{json, Value};
 
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::ids::{InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::store::catchup::CatchUpRow;
 
 /// The longest token or private key accepted, in bytes: GitHub's tokens are under 300 bytes
@@ -73,7 +74,7 @@ impl Hook {
         }
     }
 
-    /// The provider as a metric's label names it, as `Vcs` does.
+    /// The provider as a metric's label names it, as `Provider` does.
     pub fn provider_label(&self) -> &'static str {
         match self {
             Hook::GitLab { .. } => "gitlab",
@@ -243,16 +244,16 @@ fn secret(field: &'static str, value: String) -> Result<String, IngestError> {
 
 impl CatchUpRequest {
     /// The row this request keeps for the inbox `inbox` of `instance`, whose provider is
-    /// `vcs`, or the field it gets wrong. The private key is parsed here, so that a key GitHub
+    /// `provider`, or the field it gets wrong. The private key is parsed here, so that a key GitHub
     /// would refuse is refused now.
     pub fn into_row(
         self,
-        instance: String,
-        inbox: String,
-        vcs: Vcs,
+        instance: InstanceId,
+        inbox: InboxId,
+        provider: Provider,
     ) -> Result<CatchUpRow, IngestError> {
-        let hook = match vcs {
-            Vcs::Gitlab => self.gitlab_hook()?,
+        let hook = match provider {
+            Provider::Gitlab => self.gitlab_hook()?,
             _ => self.hook()?,
         };
         let (hook_kind, hook_owner, hook_id) = hook.stored();

@@ -29,8 +29,8 @@ pub struct InboxLabels {
 impl InboxLabels {
     pub fn of(row: &CatchUpRow) -> InboxLabels {
         InboxLabels {
-            instance_id: row.instance.clone(),
-            inbox: row.inbox.clone(),
+            instance_id: row.instance.to_string(),
+            inbox: row.inbox.to_string(),
         }
     }
 }

@@ -6,7 +6,7 @@
 //! given catch-up credentials (its hook, and a token or a GitHub App's key: [`credentials`])
 //! is looked after by a loop that runs at start and every `--catchup-every`: it lists the
 //! hook's deliveries newer than the inbox's cursor ([`github`], [`gitlab`], one
-//! [`forge`](mod@forge) in front of both), and for each that failed and whose delivery id
+//! [`providers`](mod@providers) in front of both), and for each that failed and whose delivery id
 //! (`X-GitHub-Delivery`, GitLab's `Idempotency-Key`) the store does not hold, asks the
 //! provider to send it again ([`pass`](mod@pass)). The redelivery arrives through the
 //! ordinary verified path and is stored once.
@@ -21,13 +21,13 @@
 
 pub mod client;
 pub mod credentials;
-pub mod forge;
 pub mod github;
 pub mod gitlab;
 pub mod jwt;
 pub mod limits;
 pub mod metrics;
 pub mod pass;
+pub mod providers;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,9 +35,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::ids::InboxId;
 use crate::store::Store;
-use forge::Forges;
 use metrics::CatchUpMetrics;
+use providers::Providers;
 
 /// How often the loop looks unless `--catchup-every` says otherwise: a push lost in an outage
 /// is back within five minutes of the service, at one or two requests per inbox each time
@@ -118,7 +119,7 @@ impl Handle {
 /// The loop of one node.
 pub(crate) struct Runner {
     store: Store,
-    forges: Forges,
+    providers: Providers,
     metrics: CatchUpMetrics,
     /// This node's name in the leases: random, new at each start.
     node: String,
@@ -126,7 +127,7 @@ pub(crate) struct Runner {
     plant: Option<Plant>,
     wake: Arc<Notify>,
     /// Inboxes waiting for a rate limit, and until when.
-    wait_until: HashMap<String, tokio::time::Instant>,
+    wait_until: HashMap<InboxId, tokio::time::Instant>,
 }
 
 impl Runner {
@@ -135,7 +136,7 @@ impl Runner {
         let node = config.node.clone().unwrap_or_else(node_name);
         Runner {
             store,
-            forges: Forges::new(&config.api, config.backoff),
+            providers: Providers::new(&config.api, config.backoff),
             metrics: handle.metrics.clone(),
             node,
             every: config.every,

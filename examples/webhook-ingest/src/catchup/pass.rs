@@ -1,6 +1,6 @@
 //! One pass over one inbox: take its lease, list the hook's deliveries newer than its cursor,
 //! and for each that failed and is not stored, oldest first, ask its provider (GitHub or
-//! GitLab, through [`Forges`](super::forge::Forges)) to redeliver it and
+//! GitLab, through [`Providers`](super::providers::Providers)) to redeliver it and
 //! move the cursor past it. The cursor moves only after the ask, so a node lost between the
 //! two asks again after its lease runs out (a redelivery the store keeps once), and never
 //! skips one.
@@ -144,7 +144,7 @@ impl Runner {
                 .await?;
             let stored = state.stored && !self.planted(Plant::StoredCheckSkipped);
             if !stored && state.asks < MAX_ASKS_PER_DELIVERY {
-                let pause = self.forges.redeliver(hook, auth, delivery.id).await?;
+                let pause = self.providers.redeliver(hook, auth, delivery.id).await?;
                 self.store
                     .record_ask(row.inbox.clone(), delivery.guid.clone())
                     .await?;
@@ -173,7 +173,7 @@ impl Runner {
         let (mut failed, mut newest, mut page_cursor) = (Vec::new(), row.cursor, None::<String>);
         loop {
             let (page, pause) = self
-                .forges
+                .providers
                 .deliveries(hook, auth, page_cursor.as_deref())
                 .await?;
             let reached = page.deliveries.iter().any(|d| d.id <= row.cursor);

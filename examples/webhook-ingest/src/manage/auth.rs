@@ -6,7 +6,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::store::{InstanceRow, Store};
 use crate::verify::webhook;
 use base64::Engine;
@@ -32,12 +33,12 @@ pub(crate) fn token(prefix: &str, bytes: usize) -> String {
     format!("{prefix}{}", webhook::hex_encode(&buffer))
 }
 
-/// A fresh webhook secret for an inbox of `vcs`. A GitLab inbox's is a Standard Webhooks
+/// A fresh webhook secret for an inbox of `provider`. A GitLab inbox's is a Standard Webhooks
 /// signing token (`whsec_` and base64), so that the one secret serves GitLab's secret token
 /// and its signing token alike; the others' is a token of hex.
-pub(crate) fn inbox_secret(vcs: Vcs) -> String {
-    match vcs {
-        Vcs::Gitlab => {
+pub(crate) fn inbox_secret(provider: Provider) -> String {
+    match provider {
+        Provider::Gitlab => {
             let mut buffer = [0; SECRET_BYTES];
             getrandom::fill(&mut buffer).expect("the OS random source works");
             format!(
@@ -61,17 +62,17 @@ fn api_key<'a>(headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a [u8]> {
         .map(str::as_bytes)
 }
 
-/// The instance, if it exists and the request carries its key.
+/// The instance named by the path's text `instance`, if it exists and the request carries
+/// its key. Text not of an id's shape names no instance.
 pub(crate) async fn authorize(
     store: &Store,
     instance: &str,
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<InstanceRow, IngestError> {
-    let row = store
-        .instance(instance.to_owned())
-        .await?
-        .ok_or_else(|| IngestError::InstanceNotFound(instance.to_owned()))?;
+    let not_found = || IngestError::InstanceNotFound(instance.to_owned());
+    let id = InstanceId::parse(instance).ok_or_else(not_found)?;
+    let row = store.instance(id).await?.ok_or_else(not_found)?;
     let sent = Sha256::digest(api_key(headers, uri).unwrap_or_default());
     if bool::from(sent.as_slice().ct_eq(&row.key_hash)) {
         Ok(row)
@@ -80,21 +81,26 @@ pub(crate) async fn authorize(
     }
 }
 
-/// [`authorize`], then the digest `digest` must be one of the instance's.
+/// [`authorize`], then the path's text `digest` must name one of the instance's digests.
 pub(crate) async fn authorize_digest(
     store: &Store,
     instance: &str,
     digest: &str,
     headers: &HeaderMap,
     uri: &Uri,
-) -> Result<InstanceRow, IngestError> {
+) -> Result<(InstanceRow, DigestId), IngestError> {
     let row = authorize(store, instance, headers, uri).await?;
-    if store
-        .digest_exists(row.id.clone(), digest.to_owned())
-        .await?
-    {
-        Ok(row)
+    let not_found = || IngestError::DigestNotFound(digest.to_owned());
+    let id = DigestId::parse(digest).ok_or_else(not_found)?;
+    if store.digest_exists(row.id.clone(), id.clone()).await? {
+        Ok((row, id))
     } else {
-        Err(IngestError::DigestNotFound(digest.to_owned()))
+        Err(not_found())
     }
+}
+
+/// The inbox the path's text `inbox` names, read after the instance is authorized: text not
+/// of an id's shape names no inbox.
+pub(crate) fn inbox_id(inbox: &str) -> Result<InboxId, IngestError> {
+    InboxId::parse(inbox).ok_or_else(|| IngestError::InboxNotFound(inbox.to_owned()))
 }

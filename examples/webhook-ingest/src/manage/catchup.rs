@@ -8,10 +8,11 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::Json;
 use serde_json::Value;
 
-use super::auth::authorize_digest;
+use super::auth::{authorize_digest, inbox_id};
 use crate::catchup::credentials::{describe, CatchUpRequest};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::ids::{InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::state::AppState;
 
 /// The instance, checked with its key, and the provider of the inbox, which must be a GitHub
@@ -21,22 +22,24 @@ async fn catchup_inbox(
     (instance, digest, inbox): &(String, String, String),
     headers: &HeaderMap,
     uri: &Uri,
-) -> Result<(String, Vcs), IngestError> {
+) -> Result<(InstanceId, InboxId, Provider), IngestError> {
     let store = &state.pipeline.store;
-    let row = authorize_digest(store, instance, digest, headers, uri).await?;
+    let (row, digest) = authorize_digest(store, instance, digest, headers, uri).await?;
+    let inbox = inbox_id(inbox)?;
     match store.inbox(row.id.clone(), inbox.clone()).await? {
         Some(found)
-            if found.digest_id == *digest && matches!(found.vcs, Vcs::Github | Vcs::Gitlab) =>
+            if found.digest_id == digest
+                && matches!(found.provider, Provider::Github | Provider::Gitlab) =>
         {
-            Ok((row.id, found.vcs))
+            Ok((row.id, inbox, found.provider))
         }
-        Some(found) if found.digest_id == *digest => Err(IngestError::InvalidField {
+        Some(found) if found.digest_id == digest => Err(IngestError::InvalidField {
             field: "inbox",
             problem: "has no catch-up: only GitHub and GitLab list and resend a hook's failed \
                       deliveries"
                 .into(),
         }),
-        _ => Err(IngestError::InboxNotFound(inbox.clone())),
+        _ => Err(IngestError::InboxNotFound(inbox.to_string())),
     }
 }
 
@@ -49,14 +52,14 @@ pub(crate) async fn give(
     uri: Uri,
     Json(body): Json<CatchUpRequest>,
 ) -> Result<Json<Value>, IngestError> {
-    let (instance, vcs) = catchup_inbox(&state, &path, &headers, &uri).await?;
-    let row = body.into_row(instance.clone(), path.2.clone(), vcs)?;
+    let (instance, inbox, provider) = catchup_inbox(&state, &path, &headers, &uri).await?;
+    let row = body.into_row(instance.clone(), inbox.clone(), provider)?;
     let store = &state.pipeline.store;
     store.set_catchup(row).await?;
-    tracing::info!(inbox = %path.2, "catch-up credentials given");
+    tracing::info!(%inbox, "catch-up credentials given");
     state.catchup.wake();
-    let kept = store.catchup(instance, path.2.clone()).await?;
-    let kept = kept.ok_or_else(|| IngestError::InboxNotFound(path.2))?;
+    let kept = store.catchup(instance, inbox.clone()).await?;
+    let kept = kept.ok_or_else(|| IngestError::InboxNotFound(inbox.to_string()))?;
     Ok(Json(describe(&kept)))
 }
 
@@ -67,12 +70,8 @@ pub(crate) async fn show(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<Value>, IngestError> {
-    let (instance, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
-    let kept = state
-        .pipeline
-        .store
-        .catchup(instance, path.2.clone())
-        .await?;
+    let (instance, inbox, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
+    let kept = state.pipeline.store.catchup(instance, inbox).await?;
     let kept = kept.ok_or_else(|| IngestError::InvalidField {
         field: "inbox",
         problem: "has no catch-up credentials".into(),
@@ -87,12 +86,12 @@ pub(crate) async fn take_away(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<StatusCode, IngestError> {
-    let (instance, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
+    let (instance, inbox, _) = catchup_inbox(&state, &path, &headers, &uri).await?;
     state
         .pipeline
         .store
-        .delete_catchup(instance, path.2.clone())
+        .delete_catchup(instance, inbox.clone())
         .await?;
-    tracing::info!(inbox = %path.2, "catch-up credentials taken away");
+    tracing::info!(%inbox, "catch-up credentials taken away");
     Ok(StatusCode::NO_CONTENT)
 }

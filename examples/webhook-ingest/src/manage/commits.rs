@@ -30,7 +30,8 @@ pub(crate) async fn list_commits(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
+    let (_, digest) =
+        authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     let size = page
         .page_size
         .unwrap_or(DEFAULT_PAGE_SIZE)

@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{authorize, authorize_digest, inbox_secret, token, ID_BYTES, SECRET_BYTES};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::state::AppState;
 use crate::store;
 
@@ -22,7 +23,7 @@ const MAX_TEXT_BYTES: usize = 500;
 pub(crate) async fn create_instance(
     State(state): State<AppState>,
 ) -> Result<Response, IngestError> {
-    let id = token("in_", ID_BYTES);
+    let id = InstanceId::stored(token("in_", ID_BYTES));
     let key = token("key_", SECRET_BYTES);
     let key_hash = Sha256::digest(key.as_bytes()).to_vec();
     state
@@ -66,8 +67,9 @@ pub(crate) async fn stats(
     Ok(Json(state.pipeline.store.stats(row.id).await?))
 }
 
+/// The body of `POST /api/{instance}/digests`.
 #[derive(serde::Deserialize)]
-pub(crate) struct NewDigest {
+pub(crate) struct DigestRequest {
     description: String,
 }
 
@@ -89,11 +91,11 @@ pub(crate) async fn create_digest(
     Path(instance): Path<String>,
     headers: HeaderMap,
     uri: Uri,
-    Json(body): Json<NewDigest>,
+    Json(body): Json<DigestRequest>,
 ) -> Result<Response, IngestError> {
     let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
     bounded_text("description", &body.description)?;
-    let id = token("dg_", ID_BYTES);
+    let id = DigestId::stored(token("dg_", ID_BYTES));
     state
         .pipeline
         .store
@@ -106,9 +108,13 @@ pub(crate) async fn create_digest(
         .into_response())
 }
 
+/// The body of `POST /api/{instance}/digests/{digest}/inboxes`; the store's row to create is
+/// [`store::NewInbox`].
 #[derive(serde::Deserialize)]
-pub(crate) struct NewInbox {
-    vcs: String,
+pub(crate) struct InboxRequest {
+    /// The provider's name, as [`Provider::parse`] reads it; `vcs` on the wire.
+    #[serde(rename = "vcs")]
+    provider: String,
     name: String,
 }
 
@@ -119,16 +125,17 @@ pub(crate) async fn create_inbox(
     Path((instance, digest)): Path<(String, String)>,
     headers: HeaderMap,
     uri: Uri,
-    Json(body): Json<NewInbox>,
+    Json(body): Json<InboxRequest>,
 ) -> Result<Response, IngestError> {
-    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
-    let vcs = Vcs::parse(&body.vcs).ok_or(IngestError::InvalidField {
+    let (row, digest) =
+        authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
+    let provider = Provider::parse(&body.provider).ok_or(IngestError::InvalidField {
         field: "vcs",
         problem: "must be `github`, `gitlab`, `bitbucket`, `gitea` or `forgejo`".into(),
     })?;
     bounded_text("name", &body.name)?;
-    let id = token("ib_", ID_BYTES);
-    let secret = inbox_secret(vcs);
+    let id = InboxId::stored(token("ib_", ID_BYTES));
+    let secret = inbox_secret(provider);
     state
         .pipeline
         .store
@@ -136,7 +143,7 @@ pub(crate) async fn create_inbox(
             instance: row.id.clone(),
             digest: digest.clone(),
             id: id.clone(),
-            vcs,
+            provider,
             name: body.name.clone(),
             secret: secret.clone(),
         })
@@ -146,7 +153,7 @@ pub(crate) async fn create_inbox(
     let known = store::InboxRow {
         id: id.clone(),
         digest_id: digest.clone(),
-        vcs,
+        provider,
         secret: secret.clone(),
         previous: None,
     };
@@ -163,7 +170,7 @@ pub(crate) async fn create_inbox(
         Json(json!({
             "id": id,
             "digest": digest,
-            "vcs": vcs.as_str(),
+            "vcs": provider.as_str(),
             "name": body.name,
             "secret": secret,
             "url": url,

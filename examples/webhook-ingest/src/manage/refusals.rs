@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::json;
 
-use super::auth::authorize;
+use super::auth::{authorize, inbox_id};
 use crate::error::IngestError;
 use crate::state::AppState;
 use crate::store::REFUSALS_KEPT_PER_INBOX;
@@ -31,6 +31,7 @@ pub(crate) async fn list_refusals(
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
     let row = authorize(&state.pipeline.store, &instance, &headers, &uri).await?;
+    let inbox = inbox_id(&inbox)?;
     if state
         .pipeline
         .store
@@ -38,7 +39,7 @@ pub(crate) async fn list_refusals(
         .await?
         .is_none()
     {
-        return Err(IngestError::InboxNotFound(inbox));
+        return Err(IngestError::InboxNotFound(inbox.to_string()));
     }
     let limit = listed
         .limit

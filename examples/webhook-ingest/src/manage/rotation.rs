@@ -17,9 +17,10 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde_json::json;
 
-use super::auth::{authorize_digest, inbox_secret};
+use super::auth::{authorize_digest, inbox_id, inbox_secret};
 use crate::error::IngestError;
-use crate::provider::Vcs;
+use crate::ids::InstanceId;
+use crate::provider::Provider;
 use crate::state::AppState;
 use crate::store::{InboxRow, PreviousSecret};
 
@@ -35,7 +36,9 @@ pub(crate) async fn rotate_secret(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Json<serde_json::Value>, IngestError> {
-    let row = authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
+    let (row, digest) =
+        authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
+    let inbox = inbox_id(&inbox)?;
     // The inbox's provider says the secret's form; an inbox not found is the rotation's
     // own 404 below.
     let known = state
@@ -43,14 +46,18 @@ pub(crate) async fn rotate_secret(
         .store
         .inbox(row.id.clone(), inbox.clone())
         .await?;
-    let secret = inbox_secret(known.as_ref().map_or(Vcs::Github, |known| known.vcs));
+    let secret = inbox_secret(
+        known
+            .as_ref()
+            .map_or(Provider::Github, |known| known.provider),
+    );
     let rotated = state
         .pipeline
         .store
         .rotate_secret(row.id.clone(), digest, inbox.clone(), secret.clone())
         .await?;
     let (true, Some(known)) = (rotated, known) else {
-        return Err(IngestError::InboxNotFound(inbox));
+        return Err(IngestError::InboxNotFound(inbox.to_string()));
     };
     remember_rotated(&state, &row.id, known, &secret).await?;
     // The inbox, never either secret: logs are read by more people than the secret is for.
@@ -67,7 +74,7 @@ pub(crate) async fn rotate_secret(
 /// the store keeps them.
 async fn remember_rotated(
     state: &AppState,
-    instance: &str,
+    instance: &InstanceId,
     before: InboxRow,
     secret: &str,
 ) -> Result<(), IngestError> {

@@ -96,8 +96,8 @@ impl Drainer {
         let delivery = Delivery {
             instance: record.instance.clone(),
             inbox: record.inbox.clone(),
-            vcs: record.vcs,
-            event: provider::classify(record.vcs, &record.event),
+            provider: record.provider,
+            event: provider::classify(record.provider, &record.event),
             event_name: record.event.clone(),
             body: std::mem::take(&mut record.body).into(),
         };
@@ -147,7 +147,7 @@ pub(crate) async fn refuse_at_drain(
             "a spooled delivery is refused at drain time and dropped"
             );
             let refusal = RefusedDelivery {
-                delivery: Some(delivery.delivery.clone()),
+                delivery: Some(delivery.delivery.to_string()),
                 status,
                 code: code.to_owned(),
             };

@@ -11,14 +11,14 @@
 //!
 //! ```
 //! use webhook_ingest::pipeline::ignored::IgnoredEvents;
-//! use webhook_ingest::provider::Vcs;
+//! use webhook_ingest::provider::Provider;
 //!
 //! use prometheus_client::encoding::prometheus_text;
 //! use prometheus_client::registry::Registry;
 //!
 //! let ignored = IgnoredEvents::default();
-//! ignored.count(Vcs::Gitlab, "Merge Request Hook");
-//! ignored.count(Vcs::Gitlab, "Merge Request Hook");
+//! ignored.count(Provider::Gitlab, "Merge Request Hook");
+//! ignored.count(Provider::Gitlab, "Merge Request Hook");
 //! let mut registry = Registry::default();
 //! ignored.register(&mut registry);
 //! let mut exposition = String::new();
@@ -35,7 +35,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::provider::Vcs;
+use crate::provider::Provider;
 
 /// Distinct (provider, event) labels kept: GitHub has about 70 event kinds, GitLab and
 /// Bitbucket a dozen or two each, so every real name fits and a forger's inventions do not.
@@ -53,9 +53,9 @@ struct EventLabels {
 }
 
 impl EventLabels {
-    fn new(vcs: Vcs, event: &str) -> Self {
+    fn new(provider: Provider, event: &str) -> Self {
         Self {
-            provider: vcs.as_str(),
+            provider: provider.as_str(),
             event: event.to_owned(),
         }
     }
@@ -72,9 +72,9 @@ pub struct IgnoredEvents {
 }
 
 impl IgnoredEvents {
-    /// Counts one ignored `event` of `vcs`.
-    pub fn count(&self, vcs: Vcs, event: &str) {
-        let labels = EventLabels::new(vcs, event);
+    /// Counts one ignored `event` of `provider`.
+    pub fn count(&self, provider: Provider, event: &str) {
+        let labels = EventLabels::new(provider, event);
         if let Some(counter) = self.counts.get(&labels) {
             counter.inc();
             return;
@@ -85,7 +85,7 @@ impl IgnoredEvents {
         let labels = if own_label {
             labels
         } else {
-            EventLabels::new(vcs, OTHER_EVENT)
+            EventLabels::new(provider, OTHER_EVENT)
         };
         if self.counts.get(&labels).is_none() {
             *made += 1;
@@ -93,9 +93,9 @@ impl IgnoredEvents {
         self.counts.get_or_create(&labels).inc();
     }
 
-    /// The count of `event` of `vcs` (of [`OTHER_EVENT`] for the names folded into it).
-    pub fn get(&self, vcs: Vcs, event: &str) -> u64 {
-        let labels = EventLabels::new(vcs, event);
+    /// The count of `event` of `provider` (of [`OTHER_EVENT`] for the names folded into it).
+    pub fn get(&self, provider: Provider, event: &str) -> u64 {
+        let labels = EventLabels::new(provider, event);
         self.counts.get(&labels).map_or(0, |counter| counter.get())
     }
 

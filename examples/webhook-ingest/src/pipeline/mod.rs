@@ -25,8 +25,9 @@ use axum::http::HeaderMap;
 use faultline::webhooks::{Keys, ReplayKey};
 
 use crate::error::IngestError;
+use crate::ids::{DeliveryId, InboxId, InstanceId};
 use crate::payload;
-use crate::provider::{Event, Vcs};
+use crate::provider::{Event, Provider};
 use crate::spool::Spool;
 use crate::store::{Claim, InboxRow, Ingested, Store, StoreError};
 use crate::verify::keys;
@@ -58,10 +59,10 @@ pub(crate) struct Pipeline {
 
 /// A delivery as it reaches the pipeline: whose it is, what its headers say it is, its body.
 pub(crate) struct Delivery {
-    pub(crate) instance: String,
-    pub(crate) inbox: String,
+    pub(crate) instance: InstanceId,
+    pub(crate) inbox: InboxId,
     /// The provider its headers name.
-    pub(crate) vcs: Vcs,
+    pub(crate) provider: Provider,
     /// What its event asks of us.
     pub(crate) event: Event,
     /// The event header's value, as sent (and as the spool keeps it).
@@ -79,7 +80,7 @@ pub(crate) enum Arrival<'a> {
     /// the proof kept (`None` when it was verified before it was spooled); its inbox from the
     /// store; store trouble is returned, for the drainer to wait out.
     Spooled {
-        delivery: String,
+        delivery: DeliveryId,
         proof: Option<Proof>,
         received: SystemTime,
         /// The replay key kept with a delivery verified before it was spooled.
@@ -92,11 +93,11 @@ pub(crate) enum Fate {
     /// Stored, or a duplicate of one stored before.
     Stored {
         ingested: Ingested,
-        delivery: String,
+        delivery: DeliveryId,
     },
     /// On disk in a spool, to be stored when the store answers.
     Queued {
-        delivery: String,
+        delivery: DeliveryId,
     },
     /// An event the service does not store, counted.
     Ignored {
@@ -135,23 +136,23 @@ impl Pipeline {
         };
         let Delivery {
             instance,
-            vcs,
+            provider,
             event,
             event_name,
             body,
             ..
         } = delivery;
         let now = SystemTime::now();
-        let key = self.verify(&found, vcs, &body, &arrival, now)?;
+        let key = self.verify(&found, provider, &body, &arrival, now)?;
         let shape = match event {
             Event::Ping => return Ok(Fate::Ping),
             Event::Ignored(event) => {
-                self.ignored.count(vcs, &event);
+                self.ignored.count(provider, &event);
                 return Ok(Fate::Ignored { event });
             }
             Event::Push(shape) => shape,
         };
-        let delivery = arrival.delivery_id(vcs, &body)?;
+        let delivery = arrival.delivery_id(provider, &body)?;
         let commits = payload::parse_push(shape, &body)?;
         let inbox = found.row.id.clone();
         if found.in_store {
@@ -163,7 +164,7 @@ impl Pipeline {
             match stored {
                 Ok(ingested) => {
                     if ingested == Ingested::Replayed {
-                        self.replays_refused.count(vcs);
+                        self.replays_refused.count(provider);
                     }
                     return Ok(Fate::Stored { ingested, delivery });
                 }
@@ -176,7 +177,7 @@ impl Pipeline {
         let record = SpooledDelivery {
             instance,
             inbox,
-            vcs,
+            provider,
             event: event_name,
             delivery,
             proof: None,
@@ -197,7 +198,7 @@ impl Pipeline {
         let Arrival::Request(parts) = arrival else {
             let (instance, inbox) = (delivery.instance.clone(), delivery.inbox.clone());
             let row = self.store.inbox(instance, inbox).await?;
-            let row = row.ok_or_else(|| IngestError::InboxNotFound(delivery.inbox.clone()))?;
+            let row = row.ok_or_else(|| IngestError::InboxNotFound(delivery.inbox.to_string()))?;
             inboxes::remember(self, &delivery.instance, &row);
             let (in_store, keys) = (true, None);
             return Ok(Some(Found {
@@ -206,6 +207,10 @@ impl Pipeline {
                 keys,
             }));
         };
+        parts.extensions.insert(inboxes::Addressed {
+            instance: delivery.instance.clone(),
+            inbox: delivery.inbox.clone(),
+        });
         let looked_up = faultline::webhooks::Secrets::keys(self, parts).await;
         let found = parts.extensions.get::<inboxes::Looked>().cloned();
         match (looked_up, found) {
@@ -219,7 +224,7 @@ impl Pipeline {
                 }))
             }
             (Err(error), _) => inboxes::unavailable(self, error, &delivery.inbox).map(|()| None),
-            (Ok(_), None) => Err(IngestError::InboxNotFound(delivery.inbox.clone())),
+            (Ok(_), None) => Err(IngestError::InboxNotFound(delivery.inbox.to_string())),
         }
     }
 
@@ -228,15 +233,15 @@ impl Pipeline {
     fn verify(
         &self,
         found: &Found,
-        vcs: Vcs,
+        provider: Provider,
         body: &Bytes,
         arrival: &Arrival<'_>,
         now: SystemTime,
     ) -> Result<Option<ReplayKey>, IngestError> {
-        if found.row.vcs != vcs {
+        if found.row.provider != provider {
             return Err(IngestError::WrongProvider {
-                inbox: found.row.vcs,
-                sent: vcs,
+                inbox: found.row.provider,
+                sent: provider,
             });
         }
         let grace = self.secret_grace;
@@ -246,7 +251,7 @@ impl Pipeline {
             }
             (Arrival::Request(parts), None) => Some(keys::verify(
                 &found.row,
-                vcs,
+                provider,
                 &parts.headers,
                 body,
                 grace,
@@ -259,7 +264,7 @@ impl Pipeline {
                     ..
                 },
                 _,
-            ) => keys::check_spooled(proof, &found.row, vcs, body, grace, *received)?,
+            ) => keys::check_spooled(proof, &found.row, provider, body, grace, *received)?,
             (
                 Arrival::Spooled {
                     proof: None, key, ..
@@ -280,10 +285,10 @@ impl Pipeline {
         delivery: Delivery,
         headers: &HeaderMap,
     ) -> Result<Fate, IngestError> {
-        let (vcs, body) = (delivery.vcs, &delivery.body);
+        let (provider, body) = (delivery.provider, &delivery.body);
         let received = SystemTime::now();
-        keys::check_headers(vcs, headers, received)?;
-        let proof = Proof::read(vcs, headers);
+        keys::check_headers(provider, headers, received)?;
+        let proof = Proof::read(provider, headers);
         if let Event::Ping = delivery.event {
             return Ok(Fate::Ping);
         }
@@ -295,14 +300,14 @@ impl Pipeline {
             self.refusals.refused_unverified_too_large();
             return Err(IngestError::UnverifiedBound);
         }
-        let id = webhook::delivery_id(vcs, headers, body)?;
+        let id = webhook::delivery_id(provider, headers, body)?;
         if let Event::Push(shape) = delivery.event {
             payload::parse_push(shape, body)?;
         }
         let record = SpooledDelivery {
             instance: delivery.instance,
             inbox: delivery.inbox,
-            vcs,
+            provider,
             event: delivery.event_name,
             delivery: id,
             proof: Some(proof),
@@ -323,9 +328,9 @@ impl Pipeline {
 impl Arrival<'_> {
     /// The delivery id: the one the provider sent (or one derived from the body) for a
     /// request, the one kept for a drained record.
-    fn delivery_id(&self, vcs: Vcs, body: &[u8]) -> Result<String, IngestError> {
+    fn delivery_id(&self, provider: Provider, body: &[u8]) -> Result<DeliveryId, IngestError> {
         match self {
-            Arrival::Request(parts) => Ok(webhook::delivery_id(vcs, &parts.headers, body)?),
+            Arrival::Request(parts) => Ok(webhook::delivery_id(provider, &parts.headers, body)?),
             Arrival::Spooled { delivery, .. } => Ok(delivery.clone()),
         }
     }

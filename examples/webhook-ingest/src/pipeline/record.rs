@@ -16,7 +16,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::provider::Vcs;
+use crate::ids::{DeliveryId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::verify::webhook::Proof;
 
 const VERSION: u8 = 3;
@@ -28,12 +29,12 @@ const VERSION_2: u8 = 2;
 /// One spooled delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpooledDelivery {
-    pub instance: String,
-    pub inbox: String,
-    pub vcs: Vcs,
+    pub instance: InstanceId,
+    pub inbox: InboxId,
+    pub provider: Provider,
     /// The event header's value, as sent.
     pub event: String,
-    pub delivery: String,
+    pub delivery: DeliveryId,
     /// `None` when the signature was checked before spooling.
     pub proof: Option<Proof>,
     /// When it arrived; `None` in a version 1 record.
@@ -55,11 +56,11 @@ impl SpooledDelivery {
             .unwrap_or_default();
         let key = self.key.as_ref().map_or(&[][..], |key| &key[..]);
         let fields: [&[u8]; 8] = [
-            self.instance.as_bytes(),
-            self.inbox.as_bytes(),
-            self.vcs.as_str().as_bytes(),
+            self.instance.as_str().as_bytes(),
+            self.inbox.as_str().as_bytes(),
+            self.provider.as_str().as_bytes(),
             self.event.as_bytes(),
-            self.delivery.as_bytes(),
+            self.delivery.as_str().as_bytes(),
             &proof,
             &received,
             key,
@@ -88,14 +89,15 @@ impl SpooledDelivery {
             Some(value)
         };
         let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).ok();
-        let instance = text(field()?)?;
-        let inbox = text(field()?)?;
-        let vcs = Vcs::parse(std::str::from_utf8(field()?).ok()?)?;
+        // Ids the service wrote; one a store does not hold is refused when drained.
+        let instance = InstanceId::stored(text(field()?)?);
+        let inbox = InboxId::stored(text(field()?)?);
+        let provider = Provider::parse(std::str::from_utf8(field()?).ok()?)?;
         let event = text(field()?)?;
-        let delivery = text(field()?)?;
+        let delivery = DeliveryId::parse(std::str::from_utf8(field()?).ok()?).ok()?;
         let proof = match field()? {
             [] => None,
-            bytes => Some(Proof::from_bytes(vcs, bytes)?),
+            bytes => Some(Proof::from_bytes(provider, bytes)?),
         };
         let received = match version {
             VERSION_1 => None,
@@ -117,7 +119,7 @@ impl SpooledDelivery {
         Some(SpooledDelivery {
             instance,
             inbox,
-            vcs,
+            provider,
             event,
             delivery,
             proof,

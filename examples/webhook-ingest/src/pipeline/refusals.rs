@@ -30,6 +30,7 @@ use prometheus_client::registry::Registry;
 
 use super::Pipeline;
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::provider;
 use crate::store::{RefusedDelivery, Store};
 use crate::verify::webhook;
@@ -209,8 +210,8 @@ impl Refusals {
 pub async fn record_refusal(
     store: &Store,
     counts: &Refusals,
-    instance: &str,
-    inbox: &str,
+    instance: &InstanceId,
+    inbox: &InboxId,
     refusal: RefusedDelivery,
 ) {
     if !counts.rate.take_now() {
@@ -219,7 +220,7 @@ pub async fn record_refusal(
     }
     let code = refusal.code.clone();
     match store
-        .record_refusal(instance.to_owned(), inbox.to_owned(), refusal)
+        .record_refusal(instance.clone(), inbox.clone(), refusal)
         .await
     {
         Ok(true) => {
@@ -249,19 +250,18 @@ fn is_refusal(error: &IngestError) -> bool {
 /// The delivery id the sender put in its headers, if usable (a body the service did not read
 /// in full gives no derived id).
 fn sent_delivery(headers: &HeaderMap) -> Option<String> {
-    let (vcs, _) = provider::detect(headers).ok()?;
-    webhook::sent_delivery_id(vcs, headers)?.ok()
+    let (provider, _) = provider::detect(headers).ok()?;
+    webhook::sent_delivery_id(provider, headers)?
+        .ok()
+        .map(|id| id.to_string())
 }
 
 /// Whether `inbox` may be an inbox of `instance`, read before keeping a refusal: a read runs
 /// beside the writer, so junk sent to inboxes that do not exist never queues for the store's
 /// writer. A failed read says maybe: the write then fails too, and is counted.
-async fn may_exist(state: &Pipeline, instance: &str, inbox: &str) -> bool {
+async fn may_exist(state: &Pipeline, instance: &InstanceId, inbox: &InboxId) -> bool {
     !matches!(
-        state
-            .store
-            .inbox(instance.to_owned(), inbox.to_owned())
-            .await,
+        state.store.inbox(instance.clone(), inbox.clone()).await,
         Ok(None)
     )
 }
@@ -269,8 +269,8 @@ async fn may_exist(state: &Pipeline, instance: &str, inbox: &str) -> bool {
 /// Keeps the refusal the webhook route answered with `error`, if it is one worth keeping.
 pub(crate) async fn note_error(
     state: &Pipeline,
-    instance: &str,
-    inbox: &str,
+    instance: &InstanceId,
+    inbox: &InboxId,
     headers: &HeaderMap,
     body: &[u8],
     error: &IngestError,
@@ -280,7 +280,8 @@ pub(crate) async fn note_error(
     }
     let delivery = provider::detect(headers)
         .ok()
-        .and_then(|(vcs, _)| webhook::delivery_id(vcs, headers, body).ok());
+        .and_then(|(provider, _)| webhook::delivery_id(provider, headers, body).ok())
+        .map(|id| id.to_string());
     let refusal = RefusedDelivery {
         delivery,
         status: error.status().as_u16(),
@@ -292,8 +293,8 @@ pub(crate) async fn note_error(
 /// Keeps the refusal of a body the service would not read: too large.
 pub(crate) async fn note_body_refused(
     state: &Pipeline,
-    instance: &str,
-    inbox: &str,
+    instance: &InstanceId,
+    inbox: &InboxId,
     headers: &HeaderMap,
     status: StatusCode,
 ) {

@@ -5,19 +5,19 @@
 //!
 //! ```
 //! use webhook_ingest::pipeline::replays::ReplaysRefused;
-//! use webhook_ingest::provider::Vcs;
+//! use webhook_ingest::provider::Provider;
 //!
 //! use prometheus_client::encoding::prometheus_text;
 //! use prometheus_client::registry::Registry;
 //!
 //! let refused = ReplaysRefused::default();
-//! refused.count(Vcs::Github);
+//! refused.count(Provider::Github);
 //! let mut registry = Registry::default();
 //! refused.register(&mut registry);
 //! let mut exposition = String::new();
 //! prometheus_text::encode(&mut exposition, &registry).unwrap();
 //! assert!(exposition.contains("webhook_ingest_replays_refused_total{provider=\"github\"} 1"));
-//! assert_eq!(refused.get(Vcs::Github), 1);
+//! assert_eq!(refused.get(Provider::Github), 1);
 //! ```
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -25,7 +25,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::provider::Vcs;
+use crate::provider::Provider;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ProviderLabel {
@@ -39,15 +39,15 @@ pub struct ReplaysRefused {
 }
 
 impl ReplaysRefused {
-    /// Counts one replay of a delivery of `vcs`.
-    pub fn count(&self, vcs: Vcs) {
-        self.counts.get_or_create(&label(vcs)).inc();
+    /// Counts one replay of a delivery of `provider`.
+    pub fn count(&self, provider: Provider) {
+        self.counts.get_or_create(&label(provider)).inc();
     }
 
-    /// The count of `vcs`.
-    pub fn get(&self, vcs: Vcs) -> u64 {
+    /// The count of `provider`.
+    pub fn get(&self, provider: Provider) -> u64 {
         self.counts
-            .get(&label(vcs))
+            .get(&label(provider))
             .map_or(0, |counter| counter.get())
     }
 
@@ -62,8 +62,8 @@ impl ReplaysRefused {
     }
 }
 
-fn label(vcs: Vcs) -> ProviderLabel {
+fn label(provider: Provider) -> ProviderLabel {
     ProviderLabel {
-        provider: vcs.as_str(),
+        provider: provider.as_str(),
     }
 }

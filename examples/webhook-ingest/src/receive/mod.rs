@@ -11,6 +11,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::error::IngestError;
+use crate::ids::{InboxId, InstanceId};
 use crate::pipeline::{refusals, Arrival, Delivery, Fate, Pipeline};
 use crate::provider;
 use crate::state::AppState;
@@ -26,7 +27,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// The webhook endpoint: `accept`'s answer, and a refusal worth redelivering once fixed kept
-/// in the inbox's refusal list.
+/// in the inbox's refusal list. Path segments not of an id's shape name no inbox: nothing is
+/// kept for them, and `accept` answers them as an inbox that does not exist.
 pub(crate) async fn receive(
     State(state): State<AppState>,
     Path((instance, inbox)): Path<(String, String)>,
@@ -35,40 +37,45 @@ pub(crate) async fn receive(
 ) -> Result<Response, IngestError> {
     let pipeline = &state.pipeline;
     let headers = &parts.headers;
+    let ids = InstanceId::parse(&instance).zip(InboxId::parse(&inbox));
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
-            let status = rejection.status();
-            refusals::note_body_refused(pipeline, &instance, &inbox, headers, status).await;
+            if let Some((instance, inbox)) = &ids {
+                let status = rejection.status();
+                refusals::note_body_refused(pipeline, instance, inbox, headers, status).await;
+            }
             return Ok(rejection.into_response());
         }
     };
-    let answer = accept(pipeline, &instance, &inbox, &mut parts, body.clone()).await;
-    if let Err(error) = &answer {
-        refusals::note_error(pipeline, &instance, &inbox, &parts.headers, &body, error).await;
+    let to = ids.as_ref().ok_or(inbox.as_str());
+    let answer = accept(pipeline, to, &mut parts, body.clone()).await;
+    if let (Err(error), Some((instance, inbox))) = (&answer, &ids) {
+        refusals::note_error(pipeline, instance, inbox, &parts.headers, &body, error).await;
     }
     answer
 }
 
-/// A request's delivery through the pipeline: JSON, from a provider we know, then
-/// [`Pipeline::ingest`] judged now.
+/// A request's delivery through the pipeline: JSON, from a provider we know, to an inbox
+/// named by ids (`to`, or the path's text that names none), then [`Pipeline::ingest`] judged
+/// now.
 async fn accept(
     pipeline: &Pipeline,
-    instance: &str,
-    inbox: &str,
+    to: Result<&(InstanceId, InboxId), &str>,
     parts: &mut Parts,
     body: Bytes,
 ) -> Result<Response, IngestError> {
     if !is_json(&parts.headers) {
         return Err(IngestError::UnsupportedMediaType);
     }
-    let (vcs, event) = provider::detect(&parts.headers)?;
+    let (provider, event) = provider::detect(&parts.headers)?;
+    let (instance, inbox) = to.map_err(|text| IngestError::InboxNotFound(text.to_owned()))?;
     let delivery = Delivery {
-        instance: instance.to_owned(),
-        inbox: inbox.to_owned(),
-        vcs,
+        instance: instance.clone(),
+        inbox: inbox.clone(),
+        provider,
         event,
-        event_name: vcs.event_name(&parts.headers),
+        event_name: provider.event_name(&parts.headers),
         body,
     };
     let fate = pipeline.ingest(delivery, Arrival::Request(parts)).await?;
@@ -76,16 +83,18 @@ async fn accept(
 }
 
 /// What the sender is answered for what became of its delivery.
-fn answer(fate: Fate, inbox: &str) -> Response {
+fn answer(fate: Fate, inbox: &InboxId) -> Response {
     match fate {
         Fate::Stored {
             ingested: Ingested::Stored(stored),
             delivery,
         } => {
-            tracing::debug!(inbox, delivery = %delivery, stored, "push stored");
+            tracing::debug!(%inbox, delivery = %delivery, stored, "push stored");
             (
                 StatusCode::CREATED,
-                Json(json!({ "status": "stored", "stored": stored, "delivery": delivery })),
+                Json(
+                    json!({ "status": "stored", "stored": stored, "delivery": delivery.as_str() }),
+                ),
             )
                 .into_response()
         }
@@ -94,7 +103,7 @@ fn answer(fate: Fate, inbox: &str) -> Response {
             delivery,
         } => (
             StatusCode::OK,
-            Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery })),
+            Json(json!({ "status": "duplicate", "stored": 0, "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Stored {
@@ -102,12 +111,12 @@ fn answer(fate: Fate, inbox: &str) -> Response {
             delivery,
         } => (
             StatusCode::OK,
-            Json(json!({ "status": "replayed", "stored": 0, "delivery": delivery })),
+            Json(json!({ "status": "replayed", "stored": 0, "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Queued { delivery } => (
             StatusCode::ACCEPTED,
-            Json(json!({ "status": "queued", "delivery": delivery })),
+            Json(json!({ "status": "queued", "delivery": delivery.as_str() })),
         )
             .into_response(),
         Fate::Ignored { event } => (

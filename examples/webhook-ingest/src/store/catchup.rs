@@ -7,6 +7,8 @@
 //! already this node's, and the cursor moves only under the lease that holds it (a node whose
 //! lease ran out cannot move it back or forward).
 
+use crate::ids::{InboxId, InstanceId};
+
 /// The columns each backend's `catchup_row` reads, in its order: the same SQL on SQLite and
 /// on PostgreSQL.
 pub(in crate::store) const SELECT_CATCHUP: &str =
@@ -19,8 +21,8 @@ pub(in crate::store) const SELECT_CATCHUP: &str =
 /// inbox's webhook secret is: never logged (no `Debug`), never answered after they are given.
 #[derive(Clone)]
 pub struct CatchUpRow {
-    pub instance: String,
-    pub inbox: String,
+    pub instance: InstanceId,
+    pub inbox: InboxId,
     /// `repository`, `organization` or `app`.
     pub hook_kind: String,
     /// `owner/name` for a repository hook, the organization's login for an organization

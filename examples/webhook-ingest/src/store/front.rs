@@ -10,6 +10,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use faultline::webhooks::{ReplayKey, Seen};
 
+use crate::ids::{DigestId, InboxId, InstanceId};
+
 use super::catchup::{AskState, CatchUpRow, PassEnd};
 use super::operations::{CatchUps, Deliveries, Inboxes, Instances, Operations, Refusals, Replays};
 use super::{
@@ -57,29 +59,29 @@ impl<T: Front> Operations for T {
 }
 
 pass_on!(Instances {
-    fn create_instance(id: String, key_hash: Vec<u8>) -> ();
-    fn instance(id: String) -> Option<InstanceRow>;
-    fn create_digest(instance: String, id: String, description: String) -> ();
-    fn digest_exists(instance: String, id: String) -> bool;
-    fn stats(instance: String) -> Stats;
+    fn create_instance(id: InstanceId, key_hash: Vec<u8>) -> ();
+    fn instance(id: InstanceId) -> Option<InstanceRow>;
+    fn create_digest(instance: InstanceId, id: DigestId, description: String) -> ();
+    fn digest_exists(instance: InstanceId, id: DigestId) -> bool;
+    fn stats(instance: InstanceId) -> Stats;
 });
 
 pass_on!(Inboxes {
     fn create_inbox(inbox: NewInbox) -> ();
-    fn inbox(instance: String, id: String) -> Option<InboxRow>;
-    fn rotate_secret(instance: String, digest: String, id: String, secret: String) -> bool;
+    fn inbox(instance: InstanceId, id: InboxId) -> Option<InboxRow>;
+    fn rotate_secret(instance: InstanceId, digest: DigestId, id: InboxId, secret: String) -> bool;
     fn inboxes(limit: u32) -> Vec<KnownInbox>;
 });
 
 pass_on!(Deliveries {
-    fn ingest(instance: String, inbox: InboxRow, delivery: Claim, commits: Vec<Commit>)
+    fn ingest(instance: InstanceId, inbox: InboxRow, delivery: Claim, commits: Vec<Commit>)
         -> Ingested;
-    fn commits(digest: String, before: Option<i64>, limit: u32) -> Vec<StoredCommit>;
+    fn commits(digest: DigestId, before: Option<i64>, limit: u32) -> Vec<StoredCommit>;
 });
 
 pass_on!(Refusals {
-    fn record_refusal(instance: String, inbox: String, refusal: RefusedDelivery) -> bool;
-    fn refusals(instance: String, inbox: String, limit: u32) -> Vec<RefusedDeliveryRow>;
+    fn record_refusal(instance: InstanceId, inbox: InboxId, refusal: RefusedDelivery) -> bool;
+    fn refusals(instance: InstanceId, inbox: InboxId, limit: u32) -> Vec<RefusedDeliveryRow>;
 });
 
 pass_on!(Replays {
@@ -90,16 +92,16 @@ pass_on!(Replays {
 
 pass_on!(CatchUps {
     fn set_catchup(row: CatchUpRow) -> ();
-    fn catchup(instance: String, inbox: String) -> Option<CatchUpRow>;
-    fn delete_catchup(instance: String, inbox: String) -> bool;
+    fn catchup(instance: InstanceId, inbox: InboxId) -> Option<CatchUpRow>;
+    fn delete_catchup(instance: InstanceId, inbox: InboxId) -> bool;
     fn catchups(limit: u32) -> Vec<CatchUpRow>;
-    fn take_lease(inbox: String, node: String, ttl_ms: i64) -> Option<i64>;
-    fn advance_cursor(inbox: String, node: String, cursor: i64, ttl_ms: i64) -> bool;
-    fn end_pass(inbox: String, node: String, end: PassEnd) -> bool;
+    fn take_lease(inbox: InboxId, node: String, ttl_ms: i64) -> Option<i64>;
+    fn advance_cursor(inbox: InboxId, node: String, cursor: i64, ttl_ms: i64) -> bool;
+    fn end_pass(inbox: InboxId, node: String, end: PassEnd) -> bool;
     fn release_leases(node: String) -> u64;
-    fn ask_state(inbox: String, guid: String) -> AskState;
-    fn record_ask(inbox: String, guid: String) -> ();
-    fn take_recovered(inbox: String, older_than_ms: i64) -> u64;
+    fn ask_state(inbox: InboxId, guid: String) -> AskState;
+    fn record_ask(inbox: InboxId, guid: String) -> ();
+    fn take_recovered(inbox: InboxId, older_than_ms: i64) -> u64;
 });
 
 /// A store whose database is opened in the background: [`StoreError::Connecting`] until

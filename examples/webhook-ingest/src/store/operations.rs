@@ -17,6 +17,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use faultline::webhooks::{ReplayKey, Seen};
 
+use crate::ids::{DigestId, InboxId, InstanceId};
+
 use super::catchup::{AskState, CatchUpRow, PassEnd};
 use super::{
     Claim, Commit, InboxRow, Ingested, InstanceRow, KnownInbox, NewInbox, RefusedDelivery,
@@ -44,24 +46,24 @@ pub trait Operations: Instances + Inboxes + Deliveries + Refusals + Replays + Ca
 #[async_trait]
 pub trait Instances: Send + Sync {
     /// Records a new instance with the SHA-256 of its API key.
-    async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError>;
+    async fn create_instance(&self, id: InstanceId, key_hash: Vec<u8>) -> Result<(), StoreError>;
 
     /// The instance `id`, if it exists.
-    async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError>;
+    async fn instance(&self, id: InstanceId) -> Result<Option<InstanceRow>, StoreError>;
 
     /// Records a new digest of `instance`.
     async fn create_digest(
         &self,
-        instance: String,
-        id: String,
+        instance: InstanceId,
+        id: DigestId,
         description: String,
     ) -> Result<(), StoreError>;
 
     /// Whether `instance` owns the digest `id`.
-    async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError>;
+    async fn digest_exists(&self, instance: InstanceId, id: DigestId) -> Result<bool, StoreError>;
 
     /// Row counts of `instance`.
-    async fn stats(&self, instance: String) -> Result<Stats, StoreError>;
+    async fn stats(&self, instance: InstanceId) -> Result<Stats, StoreError>;
 }
 
 /// Inboxes and their secrets.
@@ -71,16 +73,20 @@ pub trait Inboxes: Send + Sync {
     async fn create_inbox(&self, inbox: NewInbox) -> Result<(), StoreError>;
 
     /// The inbox `id` of `instance`, if it exists.
-    async fn inbox(&self, instance: String, id: String) -> Result<Option<InboxRow>, StoreError>;
+    async fn inbox(
+        &self,
+        instance: InstanceId,
+        id: InboxId,
+    ) -> Result<Option<InboxRow>, StoreError>;
 
     /// Gives the inbox `id` of `digest` in `instance` the secret `secret`, keeping the one it
     /// replaces as the previous secret from now (the database's now); `false` when there is no
     /// such inbox.
     async fn rotate_secret(
         &self,
-        instance: String,
-        digest: String,
-        id: String,
+        instance: InstanceId,
+        digest: DigestId,
+        id: InboxId,
         secret: String,
     ) -> Result<bool, StoreError>;
 
@@ -99,7 +105,7 @@ pub trait Deliveries: Send + Sync {
     /// retry is stored.
     async fn ingest(
         &self,
-        instance: String,
+        instance: InstanceId,
         inbox: InboxRow,
         delivery: Claim,
         commits: Vec<Commit>,
@@ -108,7 +114,7 @@ pub trait Deliveries: Send + Sync {
     /// Up to `limit` commits of a digest, newest first, older than `before` (a `seq`) if given.
     async fn commits(
         &self,
-        digest: String,
+        digest: DigestId,
         before: Option<i64>,
         limit: u32,
     ) -> Result<Vec<StoredCommit>, StoreError>;
@@ -122,16 +128,16 @@ pub trait Refusals: Send + Sync {
     /// whether it was kept.
     async fn record_refusal(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         refusal: RefusedDelivery,
     ) -> Result<bool, StoreError>;
 
     /// Up to `limit` kept refusals of the inbox `inbox` of `instance`, newest first.
     async fn refusals(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         limit: u32,
     ) -> Result<Vec<RefusedDeliveryRow>, StoreError>;
 }
@@ -196,12 +202,16 @@ pub trait CatchUps: Send + Sync {
     /// The catch-up of the inbox `inbox` of `instance`, if it has one.
     async fn catchup(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
     ) -> Result<Option<CatchUpRow>, StoreError>;
 
     /// Takes the catch-up away from the inbox; whether it had one.
-    async fn delete_catchup(&self, instance: String, inbox: String) -> Result<bool, StoreError>;
+    async fn delete_catchup(
+        &self,
+        instance: InstanceId,
+        inbox: InboxId,
+    ) -> Result<bool, StoreError>;
 
     /// Up to `limit` inboxes' catch-ups, ordered by instance and inbox.
     async fn catchups(&self, limit: u32) -> Result<Vec<CatchUpRow>, StoreError>;
@@ -213,7 +223,7 @@ pub trait CatchUps: Send + Sync {
     /// pass asked.
     async fn take_lease(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         ttl_ms: i64,
     ) -> Result<Option<i64>, StoreError>;
@@ -222,7 +232,7 @@ pub trait CatchUps: Send + Sync {
     /// `ttl_ms`, only while `node` holds it; whether it did.
     async fn advance_cursor(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         cursor: i64,
         ttl_ms: i64,
@@ -231,20 +241,24 @@ pub trait CatchUps: Send + Sync {
     /// Ends `node`'s pass over the inbox as `end` says and gives the lease back; whether
     /// this call is the one that recorded a refusal (false when one was already recorded, so
     /// that a refusal is reported once).
-    async fn end_pass(&self, inbox: String, node: String, end: PassEnd)
-        -> Result<bool, StoreError>;
+    async fn end_pass(
+        &self,
+        inbox: InboxId,
+        node: String,
+        end: PassEnd,
+    ) -> Result<bool, StoreError>;
 
     /// Gives back every lease `node` holds, at a clean stop, so that another node need not
     /// wait for them to run out; how many it held.
     async fn release_leases(&self, node: String) -> Result<u64, StoreError>;
 
     /// Whether the inbox holds the delivery `guid`, and how often it was asked for.
-    async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError>;
+    async fn ask_state(&self, inbox: InboxId, guid: String) -> Result<AskState, StoreError>;
 
     /// Records that a redelivery of `guid` was asked for.
-    async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError>;
+    async fn record_ask(&self, inbox: InboxId, guid: String) -> Result<(), StoreError>;
 
     /// Forgets the asks whose delivery the inbox now holds, and those older than
     /// `older_than_ms` (GitHub keeps deliveries no longer); how many were stored.
-    async fn take_recovered(&self, inbox: String, older_than_ms: i64) -> Result<u64, StoreError>;
+    async fn take_recovered(&self, inbox: InboxId, older_than_ms: i64) -> Result<u64, StoreError>;
 }

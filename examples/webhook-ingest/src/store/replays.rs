@@ -16,6 +16,7 @@ use faultline::webhooks::{ReplayKey, ReplayStore, Seen};
 use sha2::{Digest, Sha256};
 
 use super::{Store, StoreError};
+use crate::ids::{DeliveryId, InboxId};
 
 /// Expired rows one reservation deletes at most: more than the one row it may add, so
 /// expired rows never pile up faster than they go, and few enough that each delivery's
@@ -29,17 +30,17 @@ pub(super) const PURGED_PER_REMEMBER: i64 = 8;
 /// keeps its token's digest, not the token): it is recognised by its id alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
-    pub delivery_id: String,
+    pub delivery_id: DeliveryId,
     pub(super) key: Option<[u8; 32]>,
 }
 
 impl Claim {
     /// The claim of the delivery `delivery_id` to `inbox`, signed as `key` says.
-    pub fn new(delivery_id: String, key: Option<ReplayKey>, inbox: &str) -> Claim {
+    pub fn new(delivery_id: DeliveryId, key: Option<ReplayKey>, inbox: &InboxId) -> Claim {
         let key = key.map(|key| {
             let mut digest = Sha256::new();
             digest.update(b"inbox\0");
-            digest.update(inbox.as_bytes());
+            digest.update(inbox.as_str().as_bytes());
             digest.update(b"\0");
             digest.update(key.as_bytes());
             digest.finalize().into()

@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use crate::provider::Vcs;
+use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 
 /// An instance as stored: the API key only as its SHA-256.
 pub struct InstanceRow {
-    pub id: String,
+    pub id: InstanceId,
     pub key_hash: Vec<u8>,
     pub created_at: String,
 }
@@ -16,9 +17,9 @@ pub struct InstanceRow {
 /// An inbox as the webhook route needs it: its digest, provider and signing secrets.
 #[derive(Clone)]
 pub struct InboxRow {
-    pub id: String,
-    pub digest_id: String,
-    pub vcs: Vcs,
+    pub id: InboxId,
+    pub digest_id: DigestId,
+    pub provider: Provider,
     pub secret: String,
     /// The secret the last rotation replaced, if the inbox was ever rotated.
     pub previous: Option<PreviousSecret>,
@@ -27,7 +28,7 @@ pub struct InboxRow {
 /// An inbox with the instance it belongs to.
 #[derive(Clone)]
 pub struct KnownInbox {
-    pub instance: String,
+    pub instance: InstanceId,
     pub inbox: InboxRow,
 }
 
@@ -46,16 +47,16 @@ impl InboxRow {
     pub(super) fn from_columns(
         id: String,
         digest_id: String,
-        vcs: String,
+        provider: String,
         secret: String,
         previous: Option<String>,
         rotated_ms_ago: Option<i64>,
     ) -> Self {
         Self {
-            id,
-            digest_id,
-            // Written only from `Vcs::as_str`, so always one of the three.
-            vcs: Vcs::parse(&vcs).unwrap_or(Vcs::Github),
+            id: InboxId::stored(id),
+            digest_id: DigestId::stored(digest_id),
+            // Written only from `Provider::as_str`, so always one of the three.
+            provider: Provider::parse(&provider).unwrap_or(Provider::Github),
             secret,
             previous: previous_secret(previous, rotated_ms_ago),
         }
@@ -148,10 +149,10 @@ pub struct Stats {
 
 /// An inbox to create.
 pub struct NewInbox {
-    pub instance: String,
-    pub digest: String,
-    pub id: String,
-    pub vcs: Vcs,
+    pub instance: InstanceId,
+    pub digest: DigestId,
+    pub id: InboxId,
+    pub provider: Provider,
     pub name: String,
     pub secret: String,
 }

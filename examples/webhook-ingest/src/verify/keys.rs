@@ -11,7 +11,7 @@ use faultline::webhooks::{Delivery, Keys, Refusal, ReplayKey, Secret, SecretSet,
 
 use super::webhook::{display_name, Proof};
 use super::VerifyError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 use crate::store::InboxRow;
 
 /// The keys a delivery to `row` is verified with as `sender` would sign it, judged at `at`.
@@ -56,13 +56,13 @@ pub fn inbox_keys(
 /// `now`: its replay key when it is.
 pub fn verify(
     row: &InboxRow,
-    vcs: Vcs,
+    provider: Provider,
     headers: &HeaderMap,
     body: &Bytes,
     grace: Duration,
     now: SystemTime,
 ) -> Result<ReplayKey, VerifyError> {
-    let keys = inbox_keys(row, vcs.sender(headers), grace, now)?;
+    let keys = inbox_keys(row, provider.sender(headers), grace, now)?;
     verify_with(&keys, headers, body, now)
 }
 
@@ -82,8 +82,12 @@ pub fn verify_with(
 
 /// Refuses now what no secret can make right, for a delivery spooled before its secret is
 /// known: only a delivery that can still pass is kept.
-pub fn check_headers(vcs: Vcs, headers: &HeaderMap, now: SystemTime) -> Result<(), VerifyError> {
-    Delivery::check_headers(vcs.sender(headers), headers, now).map_err(refused)
+pub fn check_headers(
+    provider: Provider,
+    headers: &HeaderMap,
+    now: SystemTime,
+) -> Result<(), VerifyError> {
+    Delivery::check_headers(provider.sender(headers), headers, now).map_err(refused)
 }
 
 /// Whether a spooled delivery's `proof` shows its sender holds a secret of `row`, judged at
@@ -93,7 +97,7 @@ pub fn check_headers(vcs: Vcs, headers: &HeaderMap, now: SystemTime) -> Result<(
 pub fn check_spooled(
     proof: &Proof,
     row: &InboxRow,
-    vcs: Vcs,
+    provider: Provider,
     body: &[u8],
     grace: Duration,
     received: SystemTime,
@@ -111,7 +115,7 @@ pub fn check_spooled(
         }
         Proof::Headers(kept) => {
             let headers = Proof::header_map(kept);
-            let keys = inbox_keys(row, vcs.sender(&headers), grace, received)?;
+            let keys = inbox_keys(row, provider.sender(&headers), grace, received)?;
             let body = Bytes::copy_from_slice(body);
             Delivery::verify(&keys, &headers, body, received)
                 .map(|delivery| Some(ReplayKey::of(&delivery)))
@@ -155,8 +159,8 @@ fn refused(refusal: Refusal) -> VerifyError {
 }
 
 fn is_delivery_id(header: &str) -> bool {
-    Vcs::ALL
+    Provider::ALL
         .into_iter()
-        .any(|vcs| vcs.delivery_headers().contains(&header))
+        .any(|provider| provider.delivery_headers().contains(&header))
         || header == "webhook-id"
 }

@@ -8,21 +8,23 @@
 //! flushed, so a crash leaves the old file or the new one, never half of either.
 //!
 //! ```
+//! use webhook_ingest::ids::{DigestId, InboxId, InstanceId};
 //! use webhook_ingest::store::{InboxRow, KnownInbox};
 //! use webhook_ingest::verify::known;
-//! use webhook_ingest::provider::Vcs;
+//! use webhook_ingest::provider::Provider;
 //!
 //! let dir = std::env::temp_dir().join(format!("known-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
 //! let path = dir.join(known::KNOWN_INBOXES_FILE);
 //! let inbox = InboxRow {
-//!     id: "ib_1".into(),
-//!     digest_id: "dg_1".into(),
-//!     vcs: Vcs::Gitlab,
+//!     id: InboxId::parse("ib_1").unwrap(),
+//!     digest_id: DigestId::parse("dg_1").unwrap(),
+//!     provider: Provider::Gitlab,
 //!     secret: "whs_current".into(),
 //!     previous: None,
 //! };
-//! known::save(&path, &[KnownInbox { instance: "in_1".into(), inbox }]).unwrap();
+//! let instance = InstanceId::parse("in_1").unwrap();
+//! known::save(&path, &[KnownInbox { instance, inbox }]).unwrap();
 //! let loaded = known::load(&path).unwrap();
 //! assert_eq!((loaded[0].instance.as_str(), loaded[0].inbox.secret.as_str()), ("in_1", "whs_current"));
 //! # std::fs::remove_dir_all(&dir).unwrap();
@@ -35,7 +37,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::provider::Vcs;
+use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::store::{InboxRow, KnownInbox, PreviousSecret};
 
 /// The file's name in the spool's directory.
@@ -125,10 +128,10 @@ pub fn load(path: &Path) -> io::Result<Vec<KnownInbox>> {
 fn entry(known: &KnownInbox) -> Entry {
     let inbox = &known.inbox;
     Entry {
-        instance: known.instance.clone(),
-        id: inbox.id.clone(),
-        digest: inbox.digest_id.clone(),
-        provider: inbox.vcs.as_str().to_owned(),
+        instance: known.instance.to_string(),
+        id: inbox.id.to_string(),
+        digest: inbox.digest_id.to_string(),
+        provider: inbox.provider.as_str().to_owned(),
         secret: inbox.secret.clone(),
         previous: inbox.previous.as_ref().map(|previous| Previous {
             secret: previous.secret.clone(),
@@ -138,7 +141,7 @@ fn entry(known: &KnownInbox) -> Entry {
 }
 
 fn known(entry: Entry, since: Duration) -> io::Result<KnownInbox> {
-    let vcs = Vcs::parse(&entry.provider).ok_or_else(|| {
+    let provider = Provider::parse(&entry.provider).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("inbox `{}` has no known provider", entry.id),
@@ -148,12 +151,13 @@ fn known(entry: Entry, since: Duration) -> io::Result<KnownInbox> {
         secret: previous.secret,
         age: Duration::from_millis(previous.age_ms).saturating_add(since),
     });
+    // Ids this node wrote, as the store gave them.
     Ok(KnownInbox {
-        instance: entry.instance,
+        instance: InstanceId::stored(entry.instance),
         inbox: InboxRow {
-            id: entry.id,
-            digest_id: entry.digest,
-            vcs,
+            id: InboxId::stored(entry.id),
+            digest_id: DigestId::stored(entry.digest),
+            provider,
             secret: entry.secret,
             previous,
         },

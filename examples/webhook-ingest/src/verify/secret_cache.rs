@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::ids::{InboxId, InstanceId};
 use crate::store::{InboxRow, KnownInbox};
 
 /// Inboxes remembered at most: at a few hundred bytes each, tens of megabytes at worst. Past
@@ -32,15 +33,15 @@ type Seen = (InboxRow, Instant);
 pub struct SecretCache {
     /// Each inbox with the moment it was read: a previous secret's age, which the database
     /// reported then, keeps growing from there.
-    inboxes: Arc<Mutex<HashMap<(String, String), Seen>>>,
+    inboxes: Arc<Mutex<HashMap<(InstanceId, InboxId), Seen>>>,
 }
 
 impl SecretCache {
     /// Remembers what the store answered for `inbox` of `instance`; whether it is one not
     /// remembered before.
-    pub fn remember(&self, instance: &str, inbox: &InboxRow) -> bool {
+    pub fn remember(&self, instance: &InstanceId, inbox: &InboxRow) -> bool {
         let mut inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (instance.to_owned(), inbox.id.clone());
+        let key = (instance.clone(), inbox.id.clone());
         if inboxes.len() < MAX_CACHED_INBOXES || inboxes.contains_key(&key) {
             return inboxes
                 .insert(key, (inbox.clone(), Instant::now()))
@@ -94,9 +95,9 @@ impl SecretCache {
     }
 
     /// The inbox as last seen, if it was, with its previous secret's age brought up to now.
-    pub fn get(&self, instance: &str, inbox: &str) -> Option<InboxRow> {
+    pub fn get(&self, instance: &InstanceId, inbox: &InboxId) -> Option<InboxRow> {
         let inboxes = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        let (row, seen) = inboxes.get(&(instance.to_owned(), inbox.to_owned()))?;
+        let (row, seen) = inboxes.get(&(instance.clone(), inbox.clone()))?;
         let mut row = row.clone();
         if let Some(previous) = &mut row.previous {
             previous.age += seen.elapsed();

@@ -12,7 +12,7 @@ use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use super::VerifyError;
-use crate::provider::Vcs;
+use crate::provider::Provider;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -36,10 +36,10 @@ const TOKEN_PROOF: u8 = 2;
 const HEADERS_PROOF: u8 = 3;
 
 impl Proof {
-    /// The proof a delivery of `vcs` carries in `headers`. Whether it is well formed is the
+    /// The proof a delivery of `provider` carries in `headers`. Whether it is well formed is the
     /// verifier's to say before the proof is kept (`verify::keys::check_headers`).
-    pub fn read(vcs: Vcs, headers: &HeaderMap) -> Proof {
-        let sender = vcs.sender(headers);
+    pub fn read(provider: Provider, headers: &HeaderMap) -> Proof {
+        let sender = provider.sender(headers);
         if sender == Sender::GitLab {
             let token = headers.get("x-gitlab-token").map(HeaderValue::as_bytes);
             return Proof::Token {
@@ -84,16 +84,16 @@ impl Proof {
         }
     }
 
-    /// A proof of `vcs` from [`to_bytes`](Self::to_bytes), or from a version 1 record, whose
+    /// A proof of `provider` from [`to_bytes`](Self::to_bytes), or from a version 1 record, whose
     /// HMAC proof was the bare tag.
-    pub fn from_bytes(vcs: Vcs, bytes: &[u8]) -> Option<Proof> {
-        match (vcs, bytes.split_first()?) {
-            (Vcs::Github | Vcs::Bitbucket, (&HMAC_PROOF, tag)) if tag.len() == 32 => {
-                let name = vcs.sender(&HeaderMap::new()).signature_header();
+    pub fn from_bytes(provider: Provider, bytes: &[u8]) -> Option<Proof> {
+        match (provider, bytes.split_first()?) {
+            (Provider::Github | Provider::Bitbucket, (&HMAC_PROOF, tag)) if tag.len() == 32 => {
+                let name = provider.sender(&HeaderMap::new()).signature_header();
                 let value = HeaderValue::try_from(format!("sha256={}", hex_encode(tag))).ok()?;
                 Some(Proof::Headers(vec![(HeaderName::from_static(name), value)]))
             }
-            (Vcs::Gitlab, (&TOKEN_PROOF, digest)) => Some(Proof::Token {
+            (Provider::Gitlab, (&TOKEN_PROOF, digest)) => Some(Proof::Token {
                 digest: digest.try_into().ok()?,
             }),
             (_, (&HEADERS_PROOF, mut rest)) => {
@@ -126,27 +126,32 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 
 /// The delivery id the provider sent, or, when it sent none, one derived from the body, so
 /// a byte-identical redelivery is still recognized.
-pub fn delivery_id(vcs: Vcs, headers: &HeaderMap, body: &[u8]) -> Result<String, VerifyError> {
-    sent_delivery_id(vcs, headers)
-        .unwrap_or_else(|| Ok(format!("sha256:{}", hex_encode(&Sha256::digest(body)))))
+pub fn delivery_id(
+    provider: Provider,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<DeliveryId, VerifyError> {
+    sent_delivery_id(provider, headers).unwrap_or_else(|| {
+        let derived = format!("sha256:{}", hex_encode(&Sha256::digest(body)));
+        Ok(DeliveryId::parse(&derived).expect("a digest in hex is a delivery id"))
+    })
 }
 
 /// The delivery id in the provider's header, if one was sent; an error if it is not a usable
 /// id.
-pub fn sent_delivery_id(vcs: Vcs, headers: &HeaderMap) -> Option<Result<String, VerifyError>> {
-    let header = vcs
+pub fn sent_delivery_id(
+    provider: Provider,
+    headers: &HeaderMap,
+) -> Option<Result<DeliveryId, VerifyError>> {
+    let header = provider
         .delivery_headers()
         .iter()
         .find(|&&header| headers.contains_key(header))?;
     let checked = DeliveryId::from_header(&headers[*header]);
-    Some(
-        checked
-            .map(|id| id.as_str().to_owned())
-            .map_err(|error| VerifyError::BadDeliveryId {
-                header: display_name(header),
-                problem: error.problem(),
-            }),
-    )
+    Some(checked.map_err(|error| VerifyError::BadDeliveryId {
+        header: display_name(header),
+        problem: error.problem(),
+    }))
 }
 
 /// A header as its sender spells it, for the message a sender's operator reads.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use webhook_ingest::catchup::{CatchUp, Plant};
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
 use super::{github_push, Answer, Fixture, GitHubStandIn, Service, TEST_BODY_LIMIT};
@@ -44,7 +44,7 @@ pub async fn service_on(
 }
 
 pub fn catchup_path(fixture: &Fixture) -> String {
-    let (inbox, _) = fixture.inbox(Vcs::Github);
+    let (inbox, _) = fixture.inbox(Provider::Github);
     format!(
         "/api/{}/digests/{}/inboxes/{inbox}/catchup",
         fixture.instance, fixture.digest

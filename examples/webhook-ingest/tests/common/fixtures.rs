@@ -9,26 +9,30 @@ use super::Service;
 
 /// The requests [`Service::setup`] sends, every one ok: the instance, the digest and an inbox
 /// per provider.
-pub const SETUP_REQUESTS: u64 = 2 + provider::Vcs::ALL.len() as u64;
+pub const SETUP_REQUESTS: u64 = 2 + provider::Provider::ALL.len() as u64;
 
 pub struct Fixture {
     pub instance: String,
     pub key: String,
     pub digest: String,
-    pub inboxes: Vec<(provider::Vcs, String, String)>,
+    pub inboxes: Vec<(provider::Provider, String, String)>,
 }
 
 impl Fixture {
-    pub fn inbox(&self, vcs: provider::Vcs) -> (&str, &str) {
-        let (_, id, secret) = self.inboxes.iter().find(|(v, _, _)| *v == vcs).unwrap();
+    pub fn inbox(&self, provider: provider::Provider) -> (&str, &str) {
+        let (_, id, secret) = self
+            .inboxes
+            .iter()
+            .find(|(v, _, _)| *v == provider)
+            .unwrap();
         (id, secret)
     }
 
-    pub fn hook_path(&self, vcs: provider::Vcs) -> String {
+    pub fn hook_path(&self, provider: provider::Provider) -> String {
         format!(
             "/api/{}/inboxes/{}/commits",
             self.instance,
-            self.inbox(vcs).0
+            self.inbox(provider).0
         )
     }
 }
@@ -59,12 +63,12 @@ impl Service {
         assert_eq!(digest.status, 201, "{}", digest.text);
         let digest = digest.str("id");
         let mut inboxes = Vec::new();
-        for vcs in provider::Vcs::ALL {
+        for provider in provider::Provider::ALL {
             let inbox = self
                 .post_json(
                     &format!("/api/{instance}/digests/{digest}/inboxes"),
                     &key,
-                    json!({ "vcs": vcs.as_str(), "name": format!("{vcs} hooks") }),
+                    json!({ "vcs": provider.as_str(), "name": format!("{provider} hooks") }),
                 )
                 .await;
             assert_eq!(inbox.status, 201, "{}", inbox.text);
@@ -75,7 +79,7 @@ impl Service {
                     inbox.str("id")
                 ))
             );
-            inboxes.push((vcs, inbox.str("id"), inbox.str("secret")));
+            inboxes.push((provider, inbox.str("id"), inbox.str("secret")));
         }
         Fixture {
             instance,

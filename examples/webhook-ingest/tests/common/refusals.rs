@@ -3,7 +3,7 @@
 
 use faultline::ledger::Snapshot;
 use serde_json::json;
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 
 use super::{post_to, provider_headers, Fixture, Headers, Service};
 
@@ -20,7 +20,7 @@ pub struct RefusalCase<'a> {
     detail_has: &'a str,
 }
 
-/// A delivery being built: as `vcs` signs `event` with its body, to `vcs`'s inbox, until a
+/// A delivery being built: as `provider` signs `event` with its body, to `provider`'s inbox, until a
 /// case changes a header, the body's signature or where it goes.
 pub struct Draft<'a> {
     service: &'a Service,
@@ -30,19 +30,19 @@ pub struct Draft<'a> {
 }
 
 impl Service {
-    /// `event` with `body` as `vcs` sends it to its inbox in `fixture`, signed with the
+    /// `event` with `body` as `provider` sends it to its inbox in `fixture`, signed with the
     /// inbox's secret, for a case to change.
     pub fn signed<'a>(
         &'a self,
         fixture: &Fixture,
-        vcs: Vcs,
+        provider: Provider,
         event: &str,
         body: &[u8],
     ) -> Draft<'a> {
         Draft {
             service: self,
-            path: fixture.hook_path(vcs),
-            headers: provider_headers(fixture, vcs, event, REFUSED_DELIVERY_ID, body),
+            path: fixture.hook_path(provider),
+            headers: provider_headers(fixture, provider, event, REFUSED_DELIVERY_ID, body),
             body: body.to_vec(),
         }
     }

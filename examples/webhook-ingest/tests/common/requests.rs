@@ -9,36 +9,36 @@ use super::{Fixture, Service};
 /// The headers a provider sends with a delivery, signed with the inbox's secret.
 pub fn provider_headers(
     fixture: &Fixture,
-    vcs: provider::Vcs,
+    provider: provider::Provider,
     event: &str,
     id: &str,
     body: &[u8],
 ) -> Headers {
-    let (_, secret) = fixture.inbox(vcs);
+    let (_, secret) = fixture.inbox(provider);
     let signature = format!("sha256={}", webhook::sign(secret.as_bytes(), body));
-    let own = match vcs {
-        provider::Vcs::Github => [
+    let own = match provider {
+        provider::Provider::Github => [
             ("x-github-event", event.to_owned()),
             ("x-github-delivery", id.to_owned()),
             ("x-hub-signature-256", signature),
         ],
-        provider::Vcs::Gitlab => [
+        provider::Provider::Gitlab => [
             ("x-gitlab-event", event.to_owned()),
             ("idempotency-key", id.to_owned()),
             ("x-gitlab-token", secret.to_owned()),
         ],
-        provider::Vcs::Bitbucket => [
+        provider::Provider::Bitbucket => [
             ("x-event-key", event.to_owned()),
             ("x-request-uuid", id.to_owned()),
             ("x-hub-signature", signature),
         ],
         // Gitea's formula: the hex HMAC-SHA256 of the body, no prefix.
-        provider::Vcs::Gitea => [
+        provider::Provider::Gitea => [
             ("x-gitea-event", event.to_owned()),
             ("x-gitea-delivery", id.to_owned()),
             ("x-gitea-signature", webhook::sign(secret.as_bytes(), body)),
         ],
-        provider::Vcs::Forgejo => [
+        provider::Provider::Forgejo => [
             ("x-forgejo-event", event.to_owned()),
             ("x-forgejo-delivery", id.to_owned()),
             (
@@ -85,13 +85,13 @@ pub fn post_to(
 pub fn delivery(
     service: &Service,
     fixture: &Fixture,
-    vcs: provider::Vcs,
+    provider: provider::Provider,
     event: &str,
     id: &str,
     body: &[u8],
 ) -> reqwest::RequestBuilder {
-    let headers = provider_headers(fixture, vcs, event, id, body);
-    post_to(service, &fixture.hook_path(vcs), headers, body)
+    let headers = provider_headers(fixture, provider, event, id, body);
+    post_to(service, &fixture.hook_path(provider), headers, body)
 }
 
 /// How many failures with `code` the snapshot counts, over every route, or on `route` only.
@@ -145,9 +145,9 @@ pub fn unix_now(offset: i64) -> u64 {
 
 /// The headers of a GitLab delivery signed with Standard Webhooks instead of its token.
 pub fn gitlab_signed_headers(fixture: &Fixture, id: &str, timestamp: u64, body: &[u8]) -> Headers {
-    let (_, secret) = fixture.inbox(provider::Vcs::Gitlab);
+    let (_, secret) = fixture.inbox(provider::Provider::Gitlab);
     let signed = standard_webhooks(secret, id, timestamp, body);
-    let mut headers = provider_headers(fixture, provider::Vcs::Gitlab, "Push Hook", id, body)
+    let mut headers = provider_headers(fixture, provider::Provider::Gitlab, "Push Hook", id, body)
         .without("x-gitlab-token");
     for (name, value) in signed {
         headers = headers.set(name, value);

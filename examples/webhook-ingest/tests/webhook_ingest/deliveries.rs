@@ -20,15 +20,15 @@ fn githubs_published_signature_test_vector() {
         format!("sha256={expected}").parse().unwrap(),
     );
     let inbox = webhook_ingest::store::InboxRow {
-        id: "ib_1".into(),
-        digest_id: "dg_1".into(),
-        vcs: provider::Vcs::Github,
+        id: webhook_ingest::ids::InboxId::parse("ib_1").unwrap(),
+        digest_id: webhook_ingest::ids::DigestId::parse("dg_1").unwrap(),
+        provider: provider::Provider::Github,
         secret: secret.into(),
         previous: None,
     };
     let check = |body: &'static [u8]| {
-        let (vcs, grace, now) = (inbox.vcs, std::time::Duration::ZERO, SystemTime::now());
-        keys::verify(&inbox, vcs, &headers, &body.into(), grace, now)
+        let (provider, grace, now) = (inbox.provider, std::time::Duration::ZERO, SystemTime::now());
+        keys::verify(&inbox, provider, &headers, &body.into(), grace, now)
     };
     check(body).unwrap();
     assert!(check(b"Hello, World?").is_err());
@@ -40,41 +40,55 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
     let fixture = service.setup().await;
     let cases = [
         (
-            provider::Vcs::Github,
+            provider::Provider::Github,
             "push",
             github_push(&["gh1", "gh2", "gh3"]),
             3,
         ),
-        (provider::Vcs::Gitlab, "Push Hook", gitlab_push(), 1),
-        (provider::Vcs::Bitbucket, "repo:push", bitbucket_push(), 2),
-        (provider::Vcs::Gitea, "push", github_push(&["gt1"]), 1),
-        (provider::Vcs::Forgejo, "push", github_push(&["fj1"]), 1),
+        (provider::Provider::Gitlab, "Push Hook", gitlab_push(), 1),
+        (
+            provider::Provider::Bitbucket,
+            "repo:push",
+            bitbucket_push(),
+            2,
+        ),
+        (provider::Provider::Gitea, "push", github_push(&["gt1"]), 1),
+        (
+            provider::Provider::Forgejo,
+            "push",
+            github_push(&["fj1"]),
+            1,
+        ),
     ];
-    for (vcs, event, body, stored) in &cases {
+    for (provider, event, body, stored) in &cases {
         let answer = service
             .send(delivery(
                 &service,
                 &fixture,
-                *vcs,
+                *provider,
                 event,
-                &format!("{vcs}-1"),
+                &format!("{provider}-1"),
                 body,
             ))
             .await;
-        assert_eq!(answer.status, 201, "{vcs}: {}", answer.text);
-        assert_eq!(answer.body["stored"], *stored, "{vcs}");
+        assert_eq!(answer.status, 201, "{provider}: {}", answer.text);
+        assert_eq!(answer.body["stored"], *stored, "{provider}");
     }
-    for vcs in provider::Vcs::ALL {
-        let event = match vcs {
-            provider::Vcs::Github => "ping",
-            provider::Vcs::Bitbucket => "diagnostics:ping",
+    for provider in provider::Provider::ALL {
+        let event = match provider {
+            provider::Provider::Github => "ping",
+            provider::Provider::Bitbucket => "diagnostics:ping",
             // GitLab, Gitea and Forgejo send no ping of their own.
-            provider::Vcs::Gitlab | provider::Vcs::Gitea | provider::Vcs::Forgejo => continue,
+            provider::Provider::Gitlab
+            | provider::Provider::Gitea
+            | provider::Provider::Forgejo => continue,
         };
         let ping = service
-            .send(delivery(&service, &fixture, vcs, event, "ping-1", b"{}"))
+            .send(delivery(
+                &service, &fixture, provider, event, "ping-1", b"{}",
+            ))
             .await;
-        assert_eq!(ping.status, 204, "{vcs}: {}", ping.text);
+        assert_eq!(ping.status, 204, "{provider}: {}", ping.text);
     }
 
     let list = |query: &str| {
@@ -100,7 +114,7 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
         json!({
             "sha": "gl1", "message": "first", "author": "Grace",
             "timestamp": "2026-11-29T10:00:00+01:00", "repository": "acme/gadgets",
-            "branch": "develop", "inbox": fixture.inbox(provider::Vcs::Gitlab).0,
+            "branch": "develop", "inbox": fixture.inbox(provider::Provider::Gitlab).0,
         })
     );
     assert_eq!(all.body["commits"][2]["branch"], "feature");
@@ -151,7 +165,7 @@ async fn pushes_from_each_provider_are_stored_and_listed_newest_first() {
 
 #[tokio::test]
 async fn events_not_stored_are_acknowledged_202_and_counted_per_provider_and_event() {
-    use provider::Vcs::{Bitbucket, Github, Gitlab};
+    use provider::Provider::{Bitbucket, Github, Gitlab};
 
     let service = Service::start().await;
     let fixture = service.setup().await;
@@ -162,13 +176,18 @@ async fn events_not_stored_are_acknowledged_202_and_counted_per_provider_and_eve
         (Bitbucket, "pullrequest:created", 1),
     ];
     let mut requests = 0;
-    for (vcs, event, times) in sent {
+    for (provider, event, times) in sent {
         for n in 0..times {
             let body = br#"{"object_kind":"something"}"#;
             let id = format!("{event}-{n}");
-            let headers = provider_headers(&fixture, vcs, event, &id, body);
+            let headers = provider_headers(&fixture, provider, event, &id, body);
             let answer = service
-                .send(post_to(&service, &fixture.hook_path(vcs), headers, body))
+                .send(post_to(
+                    &service,
+                    &fixture.hook_path(provider),
+                    headers,
+                    body,
+                ))
                 .await;
             assert_eq!(answer.status, 202, "{}", answer.text);
             assert_eq!(answer.body, json!({ "status": "ignored", "event": event }));

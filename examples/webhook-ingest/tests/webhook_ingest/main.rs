@@ -5,7 +5,7 @@
 mod common;
 
 mod deliveries;
-mod forges;
 mod management;
+mod providers;
 mod refusals;
 mod store;

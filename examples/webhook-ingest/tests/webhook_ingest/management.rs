@@ -2,6 +2,7 @@
 //! bodies creating nothing, and the error pages behind the admin token.
 
 use serde_json::json;
+use webhook_ingest::ids::MAX_ID_BYTES;
 
 use crate::common::*;
 
@@ -183,4 +184,54 @@ async fn bad_management_bodies_are_refused_and_create_nothing() {
         .series
         .iter()
         .all(|s| !s.route.contains(&fixture.instance)));
+}
+
+/// A path id of another shape than an id (too long, a space) names nothing: 404 with the
+/// code of its kind, and only once the API key is checked, as for any id that does not exist.
+#[tokio::test]
+async fn path_ids_of_another_shape_are_unknown_once_the_key_is_checked() {
+    let (service, fixture) = Service::with_fixture().await;
+    let long = "i".repeat(MAX_ID_BYTES + 1);
+    let (instance, digest) = (&fixture.instance, &fixture.digest);
+    let get = |path: String, key: &str| {
+        let request = service.client.get(service.url(&path)).bearer_auth(key);
+        service.send(request)
+    };
+    let cases = [
+        (format!("/api/instances/{long}"), 404, "instance-not-found"),
+        (format!("/api/{long}/stats"), 404, "instance-not-found"),
+        (
+            format!("/api/{instance}/digests/dg%20x/commits"),
+            404,
+            "digest-not-found",
+        ),
+        (
+            format!("/api/{instance}/digests/{long}/commits"),
+            404,
+            "digest-not-found",
+        ),
+        (
+            format!("/api/{instance}/inboxes/{long}/failures"),
+            404,
+            "inbox-not-found",
+        ),
+        (
+            format!("/api/{instance}/digests/{digest}/inboxes/ib%20x/catchup"),
+            404,
+            "inbox-not-found",
+        ),
+    ];
+    for (path, status, code) in &cases {
+        get(path.clone(), &fixture.key)
+            .await
+            .assert_problem(*status, code);
+        // The key first: a wrong one is 401 whatever the ids after the instance.
+        if !path.starts_with(&format!("/api/{long}")) && !path.contains("/instances/") {
+            let wrong = get(path.clone(), "key_wrong").await;
+            wrong.assert_problem(401, "bad-api-key");
+        }
+    }
+    let rotate = format!("/api/{instance}/digests/{digest}/inboxes/{long}/secret");
+    let rotated = service.post_json(&rotate, &fixture.key, json!({})).await;
+    rotated.assert_problem(404, "inbox-not-found");
 }

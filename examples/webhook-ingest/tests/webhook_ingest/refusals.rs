@@ -1,7 +1,8 @@
 //! Deliveries refused, one test per failure family: each case is a correctly signed delivery
 //! with one thing changed, and none of them stores anything or leaks a secret.
 
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::ids::MAX_ID_BYTES;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::verify::webhook;
 
 use crate::common::*;
@@ -13,7 +14,7 @@ fn wrong_signature(body: &[u8]) -> String {
 
 #[tokio::test]
 async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
-    use Vcs::Github;
+    use Provider::Github;
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -61,7 +62,7 @@ async fn deliveries_with_bad_github_signatures_are_refused_and_counted() {
 
 #[tokio::test]
 async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
-    use Vcs::{Bitbucket, Gitlab};
+    use Provider::{Bitbucket, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -86,7 +87,7 @@ async fn a_wrong_bitbucket_signature_or_gitlab_token_is_refused_and_counted() {
 
 #[tokio::test]
 async fn malformed_pushes_are_refused_naming_the_missing_field() {
-    use Vcs::{Bitbucket, Github, Gitlab};
+    use Provider::{Bitbucket, Github, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let no_commit_id = br#"{"ref":"refs/heads/main","repository":{"full_name":"a/b"},
@@ -125,9 +126,9 @@ async fn malformed_pushes_are_refused_naming_the_missing_field() {
             "not valid JSON",
         ),
     ]
-    .map(|(name, vcs, event, body, detail_has)| {
+    .map(|(name, provider, event, body, detail_has)| {
         service
-            .signed(&fixture, vcs, event, body)
+            .signed(&fixture, provider, event, body)
             .refused(name, 400, malformed, detail_has)
     });
     let after = assert_refused(&service, &fixture, cases.into(), 0).await;
@@ -136,7 +137,7 @@ async fn malformed_pushes_are_refused_naming_the_missing_field() {
 
 #[tokio::test]
 async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
-    use Vcs::{Github, Gitlab};
+    use Provider::{Github, Gitlab};
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -174,7 +175,7 @@ async fn deliveries_from_the_wrong_provider_or_with_bad_headers_are_refused() {
 
 #[tokio::test]
 async fn deliveries_over_the_size_limit_or_not_json_are_refused() {
-    use Vcs::Github;
+    use Provider::Github;
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -202,4 +203,63 @@ async fn deliveries_over_the_size_limit_or_not_json_are_refused() {
         series_count(&after, "payload-too-large", Some(HOOK_ROUTE)),
         1
     );
+}
+
+/// A path id of another shape than an id (too long, a space) names no inbox: it is answered
+/// as an inbox that does not exist, after the checks that come before the inbox's (the
+/// content type), and a body too large is still axum's 413; nothing is kept for it.
+#[tokio::test]
+async fn path_ids_of_another_shape_are_unknown_inboxes_checked_in_the_usual_order() {
+    use Provider::Github;
+
+    let (service, fixture) = Service::with_fixture().await;
+    let push = github_push(&["a1"]);
+    let too_big = vec![b' '; TEST_BODY_LIMIT + 1];
+    let long = "i".repeat(MAX_ID_BYTES + 1);
+    let (inbox, _) = fixture.inbox(Github);
+    let to_inbox = |id: &str| format!("/api/{}/inboxes/{id}/commits", fixture.instance);
+    let signed = |body: &[u8]| service.signed(&fixture, Github, "push", body);
+    let cases = vec![
+        signed(&push).to(to_inbox(&long)).refused(
+            "inbox id too long",
+            404,
+            "inbox-not-found",
+            &long,
+        ),
+        signed(&push).to(to_inbox("ib%20x")).refused(
+            "inbox id with a space",
+            404,
+            "inbox-not-found",
+            "ib x",
+        ),
+        signed(&push)
+            .to(format!("/api/{long}/inboxes/{inbox}/commits"))
+            .refused("instance id too long", 404, "inbox-not-found", inbox),
+        signed(&push)
+            .to(to_inbox("ib%20x"))
+            .set("content-type", "text/plain")
+            .refused(
+                "not JSON, to an inbox id with a space",
+                415,
+                "unsupported-media-type",
+                "application/json",
+            ),
+        signed(&too_big).to(to_inbox(&long)).refused(
+            "over the body limit",
+            413,
+            "payload-too-large",
+            "",
+        ),
+    ];
+    let after = assert_refused(&service, &fixture, cases, 1).await;
+    assert_eq!(series_count(&after, "inbox-not-found", Some(HOOK_ROUTE)), 3);
+    for (_, inbox, _) in &fixture.inboxes {
+        let path = format!("/api/{}/inboxes/{inbox}/failures", fixture.instance);
+        let request = service
+            .client
+            .get(service.url(&path))
+            .bearer_auth(&fixture.key);
+        let listed = service.send(request).await;
+        assert_eq!(listed.body["failures"], serde_json::json!([]), "{inbox}");
+    }
 }

@@ -19,7 +19,7 @@ async fn twenty_copies_of_one_delivery_at_once_store_it_once() {
             let request = delivery(
                 &service,
                 &fixture,
-                provider::Vcs::Github,
+                provider::Provider::Github,
                 "push",
                 "the-same-delivery",
                 &body,
@@ -68,7 +68,7 @@ async fn a_failing_store_answers_503_with_retry_after_and_the_redelivery_lands()
         delivery(
             &service,
             &fixture,
-            provider::Vcs::Github,
+            provider::Provider::Github,
             "push",
             "retry-1",
             &body,
@@ -118,7 +118,7 @@ async fn a_write_waiting_on_the_database_holds_up_no_other_request() {
         delivery(
             &service,
             &fixture,
-            provider::Vcs::Github,
+            provider::Provider::Github,
             "push",
             "stalled-1",
             &body,
@@ -173,7 +173,7 @@ async fn concurrent_pushes_and_reads_on_a_file_store_all_land() {
             delivery(
                 &service,
                 &fixture,
-                provider::Vcs::Github,
+                provider::Provider::Github,
                 "push",
                 &id,
                 &body,

@@ -1,11 +1,16 @@
 use super::*;
+use crate::ids::{InboxId, InstanceId};
 
 fn request(body: Value) -> CatchUpRequest {
     serde_json::from_value(body).unwrap()
 }
 
 fn gitlab_row(body: Value) -> Result<CatchUpRow, IngestError> {
-    request(body).into_row("in_1".into(), "ib_1".into(), Vcs::Gitlab)
+    request(body).into_row(
+        InstanceId::stored("in_1".into()),
+        InboxId::stored("ib_1".into()),
+        Provider::Gitlab,
+    )
 }
 
 fn problem(result: Result<CatchUpRow, IngestError>) -> (&'static str, String) {
@@ -158,7 +163,13 @@ fn a_gitlab_inbox_takes_only_gitlab_settings_and_a_github_inbox_none() {
         "token",
         "a GitLab hook takes a token alone"
     );
-    let github = |body: Value| request(body).into_row("in_1".into(), "ib_1".into(), Vcs::Github);
+    let github = |body: Value| {
+        request(body).into_row(
+            InstanceId::stored("in_1".into()),
+            InboxId::stored("ib_1".into()),
+            Provider::Github,
+        )
+    };
     assert_eq!(problem(github(base.clone())).0, "gitlab_url");
     let project_only = json!({ "repository": "o/r", "hook_id": 2, "token": "t", "project_id": 1 });
     assert_eq!(problem(github(project_only)).0, "gitlab_url");

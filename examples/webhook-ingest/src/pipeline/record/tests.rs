@@ -1,13 +1,14 @@
 use super::*;
+use crate::ids::{DeliveryId, InboxId, InstanceId};
 
 #[test]
 fn a_delivery_survives_its_encoding_and_a_cut_one_is_refused() {
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
-        vcs: Vcs::Gitlab,
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
+        provider: Provider::Gitlab,
         event: "Push Hook".into(),
-        delivery: "d-3".into(),
+        delivery: DeliveryId::parse("d-3").unwrap(),
         proof: Some(Proof::Token { digest: [9; 32] }),
         received: Some(UNIX_EPOCH + Duration::from_millis(1_764_000_000_123)),
         key: None,
@@ -39,11 +40,11 @@ fn kept_signature_headers_survive_and_a_version_1_record_is_still_read() {
         ),
     ];
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
-        vcs: Vcs::Gitlab,
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
+        provider: Provider::Gitlab,
         event: "Push Hook".into(),
-        delivery: "d-3".into(),
+        delivery: DeliveryId::parse("d-3").unwrap(),
         proof: Some(Proof::Headers(headers)),
         received: Some(UNIX_EPOCH + Duration::from_millis(7)),
         key: None,
@@ -102,11 +103,11 @@ fn a_version_2_record_is_read_without_a_key() {
 #[test]
 fn a_record_is_encoded_into_a_buffer_of_its_exact_size() {
     let delivery = SpooledDelivery {
-        instance: "in_1".into(),
-        inbox: "ib_2".into(),
-        vcs: Vcs::Github,
+        instance: InstanceId::stored("in_1".into()),
+        inbox: InboxId::stored("ib_2".into()),
+        provider: Provider::Github,
         event: "push".into(),
-        delivery: "d-6".into(),
+        delivery: DeliveryId::parse("d-6").unwrap(),
         proof: None,
         received: Some(UNIX_EPOCH + Duration::from_millis(7)),
         key: Some([3; 32]),

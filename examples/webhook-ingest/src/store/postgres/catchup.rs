@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use super::PgStore;
+use crate::ids::{InboxId, InstanceId};
 use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
 use crate::store::CatchUps;
 use crate::store::StoreError;
@@ -47,8 +48,8 @@ macro_rules! now_ms {
 
 fn catchup_row(row: &Row) -> CatchUpRow {
     CatchUpRow {
-        instance: row.get(0),
-        inbox: row.get(1),
+        instance: InstanceId::stored(row.get(0)),
+        inbox: InboxId::stored(row.get(1)),
         hook_kind: row.get(2),
         hook_owner: row.get(3),
         hook_id: row.get(4),
@@ -96,8 +97,8 @@ impl CatchUps for PgStore {
         self.catchup_execute(
             upsert,
             &[
-                &row.inbox,
-                &row.instance,
+                &row.inbox.as_str(),
+                &row.instance.as_str(),
                 &row.hook_kind,
                 &row.hook_owner,
                 &row.hook_id,
@@ -112,8 +113,8 @@ impl CatchUps for PgStore {
 
     async fn catchup(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
     ) -> Result<Option<CatchUpRow>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
@@ -122,24 +123,31 @@ impl CatchUps for PgStore {
             ))
             .await?;
         Ok(client
-            .query_opt(&select, &[&inbox, &instance])
+            .query_opt(&select, &[&inbox.as_str(), &instance.as_str()])
             .await?
             .map(|row| catchup_row(&row)))
     }
 
-    async fn delete_catchup(&self, instance: String, inbox: String) -> Result<bool, StoreError> {
+    async fn delete_catchup(
+        &self,
+        instance: InstanceId,
+        inbox: InboxId,
+    ) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let deleted = tx
             .execute(
                 "DELETE FROM catchup WHERE inbox_id = $1 AND instance_id = $2",
-                &[&inbox, &instance],
+                &[&inbox.as_str(), &instance.as_str()],
             )
             .await?
             == 1;
         if deleted {
-            tx.execute("DELETE FROM catchup_asks WHERE inbox_id = $1", &[&inbox])
-                .await?;
+            tx.execute(
+                "DELETE FROM catchup_asks WHERE inbox_id = $1",
+                &[&inbox.as_str()],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(deleted)
@@ -158,7 +166,7 @@ impl CatchUps for PgStore {
 
     async fn take_lease(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         ttl_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
@@ -176,14 +184,14 @@ impl CatchUps for PgStore {
         let client = self.pool.get().await?;
         let prepared = client.prepare_cached(take).await?;
         let taken = client
-            .query_opt(&prepared, &[&inbox, &node, &ttl_ms])
+            .query_opt(&prepared, &[&inbox.as_str(), &node, &ttl_ms])
             .await?;
         Ok(taken.map(|row| row.get(0)))
     }
 
     async fn advance_cursor(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         cursor: i64,
         ttl_ms: i64,
@@ -194,13 +202,13 @@ impl CatchUps for PgStore {
             " + $4 WHERE inbox_id = $1 AND lease_owner = $2"
         );
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&inbox, &node, &cursor, &ttl_ms];
+            [&inbox.as_str(), &node, &cursor, &ttl_ms];
         Ok(self.catchup_execute(advance, &params).await? == 1)
     }
 
     async fn end_pass(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         end: PassEnd,
     ) -> Result<bool, StoreError> {
@@ -211,7 +219,7 @@ impl CatchUps for PgStore {
                 tx.execute(
                     "UPDATE catchup SET failing = $3
                      WHERE inbox_id = $1 AND lease_owner = $2 AND failing IS NULL",
-                    &[&inbox, &node, reason],
+                    &[&inbox.as_str(), &node, reason],
                 )
                 .await?
                     == 1
@@ -223,7 +231,7 @@ impl CatchUps for PgStore {
                         now_ms!(),
                         " WHERE inbox_id = $1 AND lease_owner = $2"
                     ),
-                    &[&inbox, &node],
+                    &[&inbox.as_str(), &node],
                 )
                 .await?;
                 false
@@ -233,7 +241,7 @@ impl CatchUps for PgStore {
         tx.execute(
             "UPDATE catchup SET lease_owner = NULL, lease_until_ms = 0
              WHERE inbox_id = $1 AND lease_owner = $2",
-            &[&inbox, &node],
+            &[&inbox.as_str(), &node],
         )
         .await?;
         tx.commit().await?;
@@ -246,7 +254,7 @@ impl CatchUps for PgStore {
         self.catchup_execute(release, &[&node]).await
     }
 
-    async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
+    async fn ask_state(&self, inbox: InboxId, guid: String) -> Result<AskState, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(
@@ -255,31 +263,31 @@ impl CatchUps for PgStore {
                                   WHERE inbox_id = $1 AND guid = $2), 0)",
             )
             .await?;
-        let row = client.query_one(&select, &[&inbox, &guid]).await?;
+        let row = client.query_one(&select, &[&inbox.as_str(), &guid]).await?;
         Ok(AskState {
             stored: row.get(0),
             asks: row.get(1),
         })
     }
 
-    async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError> {
+    async fn record_ask(&self, inbox: InboxId, guid: String) -> Result<(), StoreError> {
         let insert = concat!(
             "INSERT INTO catchup_asks (inbox_id, guid, asks, asked_ms) VALUES ($1, $2, 1, ",
             now_ms!(),
             ") ON CONFLICT (inbox_id, guid) DO UPDATE SET asks = catchup_asks.asks + 1"
         );
-        self.catchup_execute(insert, &[&inbox, &guid])
+        self.catchup_execute(insert, &[&inbox.as_str(), &guid])
             .await
             .map(drop)
     }
 
-    async fn take_recovered(&self, inbox: String, older_than_ms: i64) -> Result<u64, StoreError> {
+    async fn take_recovered(&self, inbox: InboxId, older_than_ms: i64) -> Result<u64, StoreError> {
         let recovered = self
             .catchup_execute(
                 "DELETE FROM catchup_asks WHERE inbox_id = $1 AND EXISTS (
                      SELECT 1 FROM deliveries d
                      WHERE d.inbox_id = $1 AND d.delivery_id = catchup_asks.guid)",
-                &[&inbox],
+                &[&inbox.as_str()],
             )
             .await?;
         let expire = concat!(
@@ -287,7 +295,7 @@ impl CatchUps for PgStore {
             now_ms!(),
             " - $2"
         );
-        self.catchup_execute(expire, &[&inbox, &older_than_ms])
+        self.catchup_execute(expire, &[&inbox.as_str(), &older_than_ms])
             .await?;
         Ok(recovered)
     }

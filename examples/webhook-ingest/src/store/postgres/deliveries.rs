@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 
 use super::{writer, PgStore};
+use crate::ids::{DigestId, InstanceId};
 use crate::store::{Claim, Commit, Deliveries, InboxRow, Ingested, StoreError, StoredCommit};
 
 #[async_trait]
@@ -11,7 +12,7 @@ impl Deliveries for PgStore {
     /// Stores a delivery in the next group commit ([`writer`]).
     async fn ingest(
         &self,
-        instance: String,
+        instance: InstanceId,
         inbox: InboxRow,
         claim: Claim,
         commits: Vec<Commit>,
@@ -28,7 +29,7 @@ impl Deliveries for PgStore {
 
     async fn commits(
         &self,
-        digest: String,
+        digest: DigestId,
         before: Option<i64>,
         limit: u32,
     ) -> Result<Vec<StoredCommit>, StoreError> {
@@ -43,7 +44,11 @@ impl Deliveries for PgStore {
         let rows = client
             .query(
                 &select,
-                &[&digest, &before.unwrap_or(i64::MAX), &i64::from(limit)],
+                &[
+                    &digest.as_str(),
+                    &before.unwrap_or(i64::MAX),
+                    &i64::from(limit),
+                ],
             )
             .await?;
         Ok(rows

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 
 use super::PgStore;
+use crate::ids::{DigestId, InboxId, InstanceId};
 use crate::store::{InboxRow, Inboxes, KnownInbox, NewInbox, StoreError};
 
 /// The columns `inbox_row` reads, in its order; the age of the last rotation is taken by the
@@ -41,15 +42,15 @@ impl Inboxes for PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .await?;
-        let vcs = inbox.vcs.as_str();
+        let provider = inbox.provider.as_str();
         client
             .execute(
                 &insert,
                 &[
-                    &inbox.id,
-                    &inbox.instance,
-                    &inbox.digest,
-                    &vcs,
+                    &inbox.id.as_str(),
+                    &inbox.instance.as_str(),
+                    &inbox.digest.as_str(),
+                    &provider,
                     &inbox.name,
                     &inbox.secret,
                 ],
@@ -60,9 +61,9 @@ impl Inboxes for PgStore {
 
     async fn rotate_secret(
         &self,
-        instance: String,
-        digest: String,
-        id: String,
+        instance: InstanceId,
+        digest: DigestId,
+        id: InboxId,
         secret: String,
     ) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
@@ -74,12 +75,19 @@ impl Inboxes for PgStore {
             )
             .await?;
         let updated = client
-            .execute(&update, &[&secret, &id, &instance, &digest])
+            .execute(
+                &update,
+                &[&secret, &id.as_str(), &instance.as_str(), &digest.as_str()],
+            )
             .await?;
         Ok(updated == 1)
     }
 
-    async fn inbox(&self, instance: String, id: String) -> Result<Option<InboxRow>, StoreError> {
+    async fn inbox(
+        &self,
+        instance: InstanceId,
+        id: InboxId,
+    ) -> Result<Option<InboxRow>, StoreError> {
         let client = self.pool.get().await?;
         let select = client
             .prepare_cached(select_inbox!(
@@ -87,7 +95,7 @@ impl Inboxes for PgStore {
             ))
             .await?;
         Ok(client
-            .query_opt(&select, &[&id, &instance])
+            .query_opt(&select, &[&id.as_str(), &instance.as_str()])
             .await?
             .map(|row| inbox_row(&row)))
     }
@@ -103,7 +111,7 @@ impl Inboxes for PgStore {
         Ok(rows
             .into_iter()
             .map(|row| KnownInbox {
-                instance: row.get(6),
+                instance: InstanceId::stored(row.get(6)),
                 inbox: inbox_row(&row),
             })
             .collect())

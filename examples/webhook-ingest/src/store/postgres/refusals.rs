@@ -1,6 +1,7 @@
 //! Refused deliveries in PostgreSQL: kept per inbox, pruned to the newest, listed newest first.
 
 use super::PgStore;
+use crate::ids::{InboxId, InstanceId};
 use crate::store::Refusals;
 use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
 use async_trait::async_trait;
@@ -9,8 +10,8 @@ use async_trait::async_trait;
 impl Refusals for PgStore {
     async fn record_refusal(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         let mut client = self.pool.get().await?;
@@ -33,12 +34,18 @@ impl Refusals for PgStore {
         let kept = tx
             .execute(
                 &insert,
-                &[&instance, &inbox, &refusal.delivery, &status, &refusal.code],
+                &[
+                    &instance.as_str(),
+                    &inbox.as_str(),
+                    &refusal.delivery,
+                    &status,
+                    &refusal.code,
+                ],
             )
             .await?
             == 1;
         if kept {
-            tx.execute(&prune, &[&inbox, &REFUSALS_KEPT_PER_INBOX])
+            tx.execute(&prune, &[&inbox.as_str(), &REFUSALS_KEPT_PER_INBOX])
                 .await?;
         }
         tx.commit().await?;
@@ -47,8 +54,8 @@ impl Refusals for PgStore {
 
     async fn refusals(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         limit: u32,
     ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         let client = self.pool.get().await?;
@@ -59,7 +66,10 @@ impl Refusals for PgStore {
             )
             .await?;
         let rows = client
-            .query(&select, &[&inbox, &instance, &i64::from(limit)])
+            .query(
+                &select,
+                &[&inbox.as_str(), &instance.as_str(), &i64::from(limit)],
+            )
             .await?;
         Ok(rows
             .into_iter()

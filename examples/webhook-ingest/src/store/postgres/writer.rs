@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
+use crate::ids::InstanceId;
 use crate::store::replays::{Claim, KEPT_WITH_THE_DELIVERY};
 use crate::store::Commit;
 use crate::store::{InboxRow, Ingested, StoreError};
@@ -75,7 +76,7 @@ SELECT redeliveries FROM claim";
 
 /// One delivery to store, and where its answer goes.
 pub(super) struct Job {
-    pub(super) instance: String,
+    pub(super) instance: InstanceId,
     pub(super) inbox: InboxRow,
     pub(super) claim: Claim,
     pub(super) commits: Vec<Commit>,
@@ -155,7 +156,7 @@ pub(super) async fn commit_batch(pool: &Pool, jobs: &[Job]) -> Vec<Result<Ingest
     // that hold copies of the same deliveries then wait for each other in turn, never in a
     // cycle, which PostgreSQL would break only after its deadlock timeout by failing one.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&n| (&jobs[n].inbox.id, &jobs[n].claim.delivery_id));
+    order.sort_by_key(|&n| (&jobs[n].inbox.id, jobs[n].claim.delivery_id.as_str()));
     let sorted: Vec<&Job> = order.iter().map(|&n| &jobs[n]).collect();
     match try_commit_batch(pool, &sorted).await {
         Ok(results) => {
@@ -267,10 +268,10 @@ async fn claim(
     let count = job.commits.len() as i32;
     let key = job.claim.key.as_ref().map(|key| &key[..]);
     let params: [&(dyn ToSql + Sync); 13] = [
-        &job.instance,
-        &job.inbox.digest_id,
-        &job.inbox.id,
-        &job.claim.delivery_id,
+        &job.instance.as_str(),
+        &job.inbox.digest_id.as_str(),
+        &job.inbox.id.as_str(),
+        &job.claim.delivery_id.as_str(),
         &shas,
         &messages,
         &authors,

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
+use crate::ids::{InboxId, InstanceId};
 use crate::store::catchup::{AskState, CatchUpRow, PassEnd, SELECT_CATCHUP};
 use crate::store::CatchUps;
 use crate::store::StoreError;
@@ -95,24 +96,28 @@ impl CatchUps for SqliteStore {
 
     async fn catchup(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
     ) -> Result<Option<CatchUpRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(&format!(
                 "{SELECT_CATCHUP} WHERE inbox_id = ?1 AND instance_id = ?2"
             ))?
-            .query_row([inbox, instance], catchup_row)
+            .query_row(params![inbox, instance], catchup_row)
             .optional()
         })
         .await
     }
 
-    async fn delete_catchup(&self, instance: String, inbox: String) -> Result<bool, StoreError> {
+    async fn delete_catchup(
+        &self,
+        instance: InstanceId,
+        inbox: InboxId,
+    ) -> Result<bool, StoreError> {
         self.write(move |tx| {
             let deleted = tx
                 .prepare_cached("DELETE FROM catchup WHERE inbox_id = ?1 AND instance_id = ?2")?
-                .execute([&inbox, &instance])?
+                .execute(params![inbox, instance])?
                 == 1;
             if deleted {
                 tx.prepare_cached("DELETE FROM catchup_asks WHERE inbox_id = ?1")?
@@ -136,7 +141,7 @@ impl CatchUps for SqliteStore {
 
     async fn take_lease(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         ttl_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
@@ -157,7 +162,7 @@ impl CatchUps for SqliteStore {
 
     async fn advance_cursor(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         cursor: i64,
         ttl_ms: i64,
@@ -177,7 +182,7 @@ impl CatchUps for SqliteStore {
 
     async fn end_pass(
         &self,
-        inbox: String,
+        inbox: InboxId,
         node: String,
         end: PassEnd,
     ) -> Result<bool, StoreError> {
@@ -223,14 +228,14 @@ impl CatchUps for SqliteStore {
         .await
     }
 
-    async fn ask_state(&self, inbox: String, guid: String) -> Result<AskState, StoreError> {
+    async fn ask_state(&self, inbox: InboxId, guid: String) -> Result<AskState, StoreError> {
         self.read(move |c| {
             c.prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM deliveries WHERE inbox_id = ?1 AND delivery_id = ?2),
                         coalesce((SELECT asks FROM catchup_asks
                                   WHERE inbox_id = ?1 AND guid = ?2), 0)",
             )?
-            .query_row([inbox, guid], |row| {
+            .query_row(params![inbox, guid], |row| {
                 Ok(AskState {
                     stored: row.get(0)?,
                     asks: row.get(1)?,
@@ -240,20 +245,20 @@ impl CatchUps for SqliteStore {
         .await
     }
 
-    async fn record_ask(&self, inbox: String, guid: String) -> Result<(), StoreError> {
+    async fn record_ask(&self, inbox: InboxId, guid: String) -> Result<(), StoreError> {
         self.write(move |tx| {
             tx.prepare_cached(concat!(
                 "INSERT INTO catchup_asks (inbox_id, guid, asks, asked_ms) VALUES (?1, ?2, 1, ",
                 now_ms!(),
                 ") ON CONFLICT (inbox_id, guid) DO UPDATE SET asks = asks + 1"
             ))?
-            .execute([inbox, guid])
+            .execute(params![inbox, guid])
             .map(drop)
         })
         .await
     }
 
-    async fn take_recovered(&self, inbox: String, older_than_ms: i64) -> Result<u64, StoreError> {
+    async fn take_recovered(&self, inbox: InboxId, older_than_ms: i64) -> Result<u64, StoreError> {
         self.write(move |tx| {
             let recovered = tx
                 .prepare_cached(

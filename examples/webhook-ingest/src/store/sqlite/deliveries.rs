@@ -5,13 +5,14 @@ use async_trait::async_trait;
 use rusqlite::params;
 
 use super::{replays, SqliteStore};
+use crate::ids::{DigestId, InstanceId};
 use crate::store::{Claim, Commit, Deliveries, InboxRow, Ingested, StoreError, StoredCommit};
 
 #[async_trait]
 impl Deliveries for SqliteStore {
     async fn ingest(
         &self,
-        instance: String,
+        instance: InstanceId,
         inbox: InboxRow,
         claim: Claim,
         commits: Vec<Commit>,
@@ -35,7 +36,12 @@ impl Deliveries for SqliteStore {
                      RETURNING redeliveries",
                 )?
                 .query_row(
-                    params![inbox.id, delivery_id, instance, commits.len() as i64],
+                    params![
+                        inbox.id,
+                        delivery_id.as_str(),
+                        instance,
+                        commits.len() as i64
+                    ],
                     |row| row.get(0),
                 )?;
             if redeliveries > 0 {
@@ -52,7 +58,7 @@ impl Deliveries for SqliteStore {
                         instance,
                         inbox.digest_id,
                         inbox.id,
-                        delivery_id,
+                        delivery_id.as_str(),
                         commit.sha,
                         commit.message,
                         commit.author,
@@ -69,7 +75,7 @@ impl Deliveries for SqliteStore {
 
     async fn commits(
         &self,
-        digest: String,
+        digest: DigestId,
         before: Option<i64>,
         limit: u32,
     ) -> Result<Vec<StoredCommit>, StoreError> {

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
+use crate::ids::{DigestId, InboxId, InstanceId};
 use crate::store::{InboxRow, Inboxes, KnownInbox, NewInbox, StoreError};
 
 /// The columns `inbox_row` reads, in its order; the age of the last rotation is taken by the
@@ -36,14 +37,14 @@ fn inbox_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<InboxRow> {
 impl SqliteStore {
     pub(super) async fn read_inbox(
         &self,
-        instance: String,
-        id: String,
+        instance: InstanceId,
+        id: InboxId,
     ) -> Result<Option<InboxRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached(select_inbox!(
                 " FROM inboxes WHERE id = ?1 AND instance_id = ?2"
             ))?
-            .query_row([id, instance], inbox_row)
+            .query_row(params![id, instance], inbox_row)
             .optional()
         })
         .await
@@ -61,7 +62,7 @@ impl Inboxes for SqliteStore {
                     inbox.id,
                     inbox.instance,
                     inbox.digest,
-                    inbox.vcs.as_str(),
+                    inbox.provider.as_str(),
                     inbox.name,
                     inbox.secret
                 ],
@@ -71,7 +72,11 @@ impl Inboxes for SqliteStore {
         .await
     }
 
-    async fn inbox(&self, instance: String, id: String) -> Result<Option<InboxRow>, StoreError> {
+    async fn inbox(
+        &self,
+        instance: InstanceId,
+        id: InboxId,
+    ) -> Result<Option<InboxRow>, StoreError> {
         let generation = match self.shared.kept.get(&instance, &id) {
             Ok(row) => return Ok(Some(row)),
             Err(generation) => generation,
@@ -86,9 +91,9 @@ impl Inboxes for SqliteStore {
 
     async fn rotate_secret(
         &self,
-        instance: String,
-        digest: String,
-        id: String,
+        instance: InstanceId,
+        digest: DigestId,
+        id: InboxId,
         secret: String,
     ) -> Result<bool, StoreError> {
         let (kept_instance, kept_id) = (instance.clone(), id.clone());

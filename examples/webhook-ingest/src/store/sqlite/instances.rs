@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
+use crate::ids::{DigestId, InstanceId};
 use crate::store::{InstanceRow, Instances, Stats, StoreError};
 
 /// An instance's row counts. Deliveries and commits are counted through the inbox and the
@@ -20,7 +21,7 @@ pub(super) const STATS: &str = "SELECT
 
 #[async_trait]
 impl Instances for SqliteStore {
-    async fn create_instance(&self, id: String, key_hash: Vec<u8>) -> Result<(), StoreError> {
+    async fn create_instance(&self, id: InstanceId, key_hash: Vec<u8>) -> Result<(), StoreError> {
         self.write(move |c| {
             c.execute(
                 "INSERT INTO instances (id, key_hash) VALUES (?1, ?2)",
@@ -31,7 +32,7 @@ impl Instances for SqliteStore {
         .await
     }
 
-    async fn instance(&self, id: String) -> Result<Option<InstanceRow>, StoreError> {
+    async fn instance(&self, id: InstanceId) -> Result<Option<InstanceRow>, StoreError> {
         self.read(move |c| {
             c.prepare_cached("SELECT id, key_hash, created_at FROM instances WHERE id = ?1")?
                 .query_row([id], |row| {
@@ -48,8 +49,8 @@ impl Instances for SqliteStore {
 
     async fn create_digest(
         &self,
-        instance: String,
-        id: String,
+        instance: InstanceId,
+        id: DigestId,
         description: String,
     ) -> Result<(), StoreError> {
         self.write(move |c| {
@@ -62,15 +63,15 @@ impl Instances for SqliteStore {
         .await
     }
 
-    async fn digest_exists(&self, instance: String, id: String) -> Result<bool, StoreError> {
+    async fn digest_exists(&self, instance: InstanceId, id: DigestId) -> Result<bool, StoreError> {
         self.read(move |c| {
             c.prepare_cached("SELECT 1 FROM digests WHERE id = ?1 AND instance_id = ?2")?
-                .exists([id, instance])
+                .exists(params![id, instance])
         })
         .await
     }
 
-    async fn stats(&self, instance: String) -> Result<Stats, StoreError> {
+    async fn stats(&self, instance: InstanceId) -> Result<Stats, StoreError> {
         self.read(move |c| {
             c.prepare_cached(STATS)?.query_row([instance], |row| {
                 Ok(Stats {

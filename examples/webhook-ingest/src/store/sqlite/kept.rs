@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 use std::time::Instant;
 
+use crate::ids::{InboxId, InstanceId};
 use crate::store::InboxRow;
 
 /// Inboxes kept at most: a few hundred bytes each, so a few megabytes. Past it a look-up of
@@ -26,7 +27,7 @@ struct Kept {
 #[derive(Default)]
 struct Table {
     /// By instance, then inbox id, so that a look-up borrows both ids.
-    by_instance: HashMap<String, HashMap<String, Kept>>,
+    by_instance: HashMap<InstanceId, HashMap<InboxId, Kept>>,
     len: usize,
     generation: u64,
 }
@@ -40,7 +41,7 @@ pub(super) struct KeptInboxes {
 impl KeptInboxes {
     /// The inbox `id` of `instance` if it is kept, with its previous secret's age brought up
     /// to now; else the generation to hand to [`keep`](Self::keep) after reading it.
-    pub(super) fn get(&self, instance: &str, id: &str) -> Result<InboxRow, u64> {
+    pub(super) fn get(&self, instance: &InstanceId, id: &InboxId) -> Result<InboxRow, u64> {
         let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
         let Some(kept) = table.by_instance.get(instance).and_then(|ids| ids.get(id)) else {
             return Err(table.generation);
@@ -54,7 +55,13 @@ impl KeptInboxes {
 
     /// Keeps `row`, read from the database at `read_at` in `generation`, unless an inbox was
     /// forgotten since: then the row may be older than the change that forgot it.
-    pub(super) fn keep(&self, instance: &str, row: &InboxRow, generation: u64, read_at: Instant) {
+    pub(super) fn keep(
+        &self,
+        instance: &InstanceId,
+        row: &InboxRow,
+        generation: u64,
+        read_at: Instant,
+    ) {
         let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         if table.generation != generation || table.len >= MAX_KEPT {
             return;
@@ -63,14 +70,14 @@ impl KeptInboxes {
             row: row.clone(),
             read_at,
         };
-        let ids = table.by_instance.entry(instance.to_owned()).or_default();
+        let ids = table.by_instance.entry(instance.clone()).or_default();
         if ids.insert(row.id.clone(), kept).is_none() {
             table.len += 1;
         }
     }
 
     /// Forgets the inbox `id` of `instance`, once a change of it is committed.
-    pub(super) fn forget(&self, instance: &str, id: &str) {
+    pub(super) fn forget(&self, instance: &InstanceId, id: &InboxId) {
         let mut table = self.table.write().unwrap_or_else(PoisonError::into_inner);
         table.generation += 1;
         let removed = table

@@ -10,6 +10,7 @@
 
 mod catchup;
 mod deliveries;
+mod ids;
 mod inboxes;
 mod instances;
 mod kept;

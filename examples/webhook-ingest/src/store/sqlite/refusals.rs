@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use rusqlite::params;
 
 use super::SqliteStore;
+use crate::ids::{InboxId, InstanceId};
 use crate::store::Refusals;
 use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEPT_PER_INBOX};
 
@@ -11,8 +12,8 @@ use crate::store::{RefusedDelivery, RefusedDeliveryRow, StoreError, REFUSALS_KEP
 impl Refusals for SqliteStore {
     async fn record_refusal(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         refusal: RefusedDelivery,
     ) -> Result<bool, StoreError> {
         self.write(move |tx| {
@@ -44,8 +45,8 @@ impl Refusals for SqliteStore {
 
     async fn refusals(
         &self,
-        instance: String,
-        inbox: String,
+        instance: InstanceId,
+        inbox: InboxId,
         limit: u32,
     ) -> Result<Vec<RefusedDeliveryRow>, StoreError> {
         self.read(move |c| {

@@ -7,6 +7,7 @@ use faultline::webhooks::{ReplayKey, Seen};
 use rusqlite::{params, Connection};
 
 use super::SqliteStore;
+use crate::ids::{DeliveryId, InboxId};
 use crate::store::replays::{unix_ms, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER};
 use crate::store::Replays;
 use crate::store::StoreError;
@@ -88,8 +89,8 @@ impl Replays for SqliteStore {
 pub(super) fn take_for_delivery(
     tx: &Connection,
     key: &[u8; 32],
-    inbox: &str,
-    delivery_id: &str,
+    inbox: &InboxId,
+    delivery_id: &DeliveryId,
 ) -> rusqlite::Result<bool> {
     let (owner_inbox, owner_delivery): (String, String) = tx
         .prepare_cached(
@@ -101,8 +102,13 @@ pub(super) fn take_for_delivery(
              RETURNING inbox_id, delivery_id",
         )?
         .query_row(
-            params![&key[..], KEPT_WITH_THE_DELIVERY, inbox, delivery_id],
+            params![
+                &key[..],
+                KEPT_WITH_THE_DELIVERY,
+                inbox,
+                delivery_id.as_str()
+            ],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )?;
-    Ok(owner_inbox == inbox && owner_delivery == delivery_id)
+    Ok(owner_inbox == inbox.as_str() && owner_delivery == delivery_id.as_str())
 }

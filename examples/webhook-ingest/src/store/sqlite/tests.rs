@@ -3,7 +3,8 @@
 use super::instances::STATS;
 use super::schema::SCHEMA_V1;
 use super::*;
-use crate::provider::Vcs;
+use crate::ids::{DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::store::{Commit, Deliveries, InboxRow, Inboxes, Ingested, Instances, NewInbox, Stats};
 
 /// A database made before migrations were versioned keeps its rows, and takes commits
@@ -34,9 +35,9 @@ async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
     }
     let store = SqliteStore::open(&path, SqliteSync::Full).unwrap();
     let inbox = || InboxRow {
-        id: "ib".into(),
-        digest_id: "dg".into(),
-        vcs: Vcs::Github,
+        id: InboxId::stored("ib".into()),
+        digest_id: DigestId::stored("dg".into()),
+        provider: Provider::Github,
         secret: "s".into(),
         previous: None,
     };
@@ -49,11 +50,19 @@ async fn a_database_from_before_versions_migrates_and_keeps_its_commits() {
         branch: "main".into(),
     };
     let stored = store
-        .ingest("in".into(), inbox(), unkeyed("new"), vec![bare.clone()])
+        .ingest(
+            InstanceId::stored("in".into()),
+            inbox(),
+            unkeyed("new"),
+            vec![bare.clone()],
+        )
         .await
         .unwrap();
     assert_eq!(stored, Ingested::Stored(1));
-    let commits = store.commits("dg".into(), None, 10).await.unwrap();
+    let commits = store
+        .commits(DigestId::stored("dg".into()), None, 10)
+        .await
+        .unwrap();
     let listed: Vec<_> = commits.into_iter().map(|c| (c.seq, c.commit)).collect();
     assert_eq!(listed[0], (2, bare));
     assert_eq!(listed[1].0, 1);
@@ -159,7 +168,8 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     let path = temp_db("stats");
     let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
     for n in ["a", "b"] {
-        let (instance, digest) = (format!("in-{n}"), format!("dg-{n}"));
+        let instance = InstanceId::stored(format!("in-{n}"));
+        let digest = DigestId::stored(format!("dg-{n}"));
         store
             .create_instance(instance.clone(), vec![0])
             .await
@@ -172,8 +182,8 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
             .create_inbox(NewInbox {
                 instance,
                 digest,
-                id: format!("ib-{n}"),
-                vcs: Vcs::Github,
+                id: InboxId::stored(format!("ib-{n}")),
+                provider: Provider::Github,
                 name: "n".into(),
                 secret: "s".into(),
             })
@@ -181,9 +191,9 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
             .unwrap();
     }
     let inbox = |n: &str| InboxRow {
-        id: format!("ib-{n}"),
-        digest_id: format!("dg-{n}"),
-        vcs: Vcs::Github,
+        id: InboxId::stored(format!("ib-{n}")),
+        digest_id: DigestId::stored(format!("dg-{n}")),
+        provider: Provider::Github,
         secret: "s".into(),
         previous: None,
     };
@@ -198,14 +208,20 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     let deliveries = [("a", "1", 2), ("a", "2", 1), ("a", "1", 2), ("b", "1", 3)];
     for (n, delivery, commits) in deliveries {
         let commits = (0..commits).map(|i| commit(&format!("{n}{i}"))).collect();
-        let instance = format!("in-{n}");
+        let instance = InstanceId::stored(format!("in-{n}"));
         store
             .ingest(instance, inbox(n), unkeyed(delivery), commits)
             .await
             .unwrap();
     }
-    let a = store.stats("in-a".into()).await.unwrap();
-    let b = store.stats("in-b".into()).await.unwrap();
+    let a = store
+        .stats(InstanceId::stored("in-a".into()))
+        .await
+        .unwrap();
+    let b = store
+        .stats(InstanceId::stored("in-b".into()))
+        .await
+        .unwrap();
     let counts = |s: &Stats| {
         (
             s.digests,
@@ -325,5 +341,6 @@ async fn after_a_group_commit_an_idle_store_takes_the_next_write_on_the_writer_t
 
 /// The claim of a delivery recognised by its id alone.
 fn unkeyed(delivery: &str) -> crate::store::Claim {
-    crate::store::Claim::new(delivery.into(), None, "")
+    let delivery = crate::ids::DeliveryId::parse(delivery).unwrap();
+    crate::store::Claim::new(delivery, None, &InboxId::stored(String::new()))
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ids::{DigestId, InboxId, InstanceId};
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("known-{name}-{}", std::process::id()));
@@ -8,11 +9,11 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 
 fn rotated(age: Duration) -> KnownInbox {
     KnownInbox {
-        instance: "in_a".into(),
+        instance: InstanceId::stored("in_a".into()),
         inbox: InboxRow {
-            id: "ib_a".into(),
-            digest_id: "dg_a".into(),
-            vcs: Vcs::Bitbucket,
+            id: InboxId::stored("ib_a".into()),
+            digest_id: DigestId::stored("dg_a".into()),
+            provider: Provider::Bitbucket,
             secret: "whs_new".into(),
             previous: Some(PreviousSecret {
                 secret: "whs_old".into(),
@@ -43,7 +44,7 @@ fn the_file_is_private_and_a_previous_secret_keeps_ageing() {
         "{:?}",
         previous.age
     );
-    assert_eq!(loaded[0].inbox.vcs, Vcs::Bitbucket);
+    assert_eq!(loaded[0].inbox.provider, Provider::Bitbucket);
     fs::remove_dir_all(&dir).unwrap();
 }
 

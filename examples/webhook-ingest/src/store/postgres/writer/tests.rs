@@ -9,7 +9,8 @@ use deadpool_postgres::Pool;
 use futures::future::BoxFuture;
 
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
-use crate::provider::Vcs;
+use crate::ids::{DeliveryId, DigestId, InboxId, InstanceId};
+use crate::provider::Provider;
 use crate::store::postgres::PgStore;
 use crate::store::Commit;
 use crate::store::{InboxRow, Inboxes, Ingested, Instances, NewInbox, StoreError};
@@ -26,7 +27,7 @@ fn panicking<'a>(
     Box::pin(async move {
         if jobs
             .iter()
-            .any(|job| job.claim.delivery_id.starts_with(PANICS))
+            .any(|job| job.claim.delivery_id.as_str().starts_with(PANICS))
         {
             let mut client = pool.get().await.unwrap();
             let _open = client.transaction().await.unwrap();
@@ -38,7 +39,7 @@ fn panicking<'a>(
 
 /// A store on the test database and an inbox of an instance of its own, or `None` (said
 /// on stderr) when no database was given.
-async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
+async fn store_with_inbox(test: &str) -> Option<(PgStore, InstanceId, InboxRow)> {
     let Some(url) = std::env::var("WEBHOOK_INGEST_TEST_POSTGRES")
         .ok()
         .filter(|u| !u.is_empty())
@@ -59,7 +60,11 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
         .unwrap()
         .as_nanos();
     let id = |kind: &str| format!("{kind}_{test}_{}_{nanos}", std::process::id());
-    let (instance, digest, inbox) = (id("in"), id("dg"), id("ib"));
+    let (instance, digest, inbox) = (
+        InstanceId::stored(id("in")),
+        DigestId::stored(id("dg")),
+        InboxId::stored(id("ib")),
+    );
     store
         .create_instance(instance.clone(), vec![0; 32])
         .await
@@ -72,7 +77,7 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
         instance: instance.clone(),
         digest,
         id: inbox.clone(),
-        vcs: Vcs::Github,
+        provider: Provider::Github,
         name: "widgets".to_owned(),
         secret: "s".to_owned(),
     };
@@ -81,11 +86,11 @@ async fn store_with_inbox(test: &str) -> Option<(PgStore, String, InboxRow)> {
     Some((store, instance, row))
 }
 
-fn job(instance: &str, inbox: &InboxRow, delivery: &str, commits: usize) -> Job {
+fn job(instance: &InstanceId, inbox: &InboxRow, delivery: &str, commits: usize) -> Job {
     Job {
-        instance: instance.to_owned(),
+        instance: instance.clone(),
         inbox: inbox.clone(),
-        claim: crate::store::Claim::new(delivery.to_owned(), None, &inbox.id),
+        claim: crate::store::Claim::new(DeliveryId::parse(delivery).unwrap(), None, &inbox.id),
         commits: (0..commits)
             .map(|n| Commit {
                 sha: format!("{delivery}-{n}"),
@@ -102,7 +107,7 @@ fn job(instance: &str, inbox: &InboxRow, delivery: &str, commits: usize) -> Job 
 /// An inbox that does not exist: its delivery breaks the foreign key of `deliveries`.
 fn missing_inbox(inbox: &InboxRow) -> InboxRow {
     InboxRow {
-        id: format!("{}-gone", inbox.id),
+        id: InboxId::stored(format!("{}-gone", inbox.id)),
         ..inbox.clone()
     }
 }

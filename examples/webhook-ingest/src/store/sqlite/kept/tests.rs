@@ -1,11 +1,12 @@
 use super::*;
-use crate::provider::Vcs;
+use crate::ids::DigestId;
+use crate::provider::Provider;
 
 fn row(secret: &str) -> InboxRow {
     InboxRow {
-        id: "ib".into(),
-        digest_id: "dg".into(),
-        vcs: Vcs::Github,
+        id: InboxId::stored("ib".into()),
+        digest_id: DigestId::stored("dg".into()),
+        provider: Provider::Github,
         secret: secret.into(),
         previous: None,
     }
@@ -16,12 +17,16 @@ fn row(secret: &str) -> InboxRow {
 #[test]
 fn a_row_read_before_a_forget_is_not_kept_after_it() {
     let inboxes = KeptInboxes::default();
-    let generation = inboxes.get("in", "ib").err().unwrap();
-    inboxes.forget("in", "ib");
-    inboxes.keep("in", &row("old"), generation, Instant::now());
-    let generation = inboxes.get("in", "ib").err().unwrap();
-    inboxes.keep("in", &row("new"), generation, Instant::now());
-    assert_eq!(inboxes.get("in", "ib").unwrap().secret, "new");
-    inboxes.forget("in", "ib");
-    assert!(inboxes.get("in", "ib").is_err());
+    let (instance, inbox) = (
+        &InstanceId::stored("in".into()),
+        &InboxId::stored("ib".into()),
+    );
+    let generation = inboxes.get(instance, inbox).err().unwrap();
+    inboxes.forget(instance, inbox);
+    inboxes.keep(instance, &row("old"), generation, Instant::now());
+    let generation = inboxes.get(instance, inbox).err().unwrap();
+    inboxes.keep(instance, &row("new"), generation, Instant::now());
+    assert_eq!(inboxes.get(instance, inbox).unwrap().secret, "new");
+    inboxes.forget(instance, inbox);
+    assert!(inboxes.get(instance, inbox).is_err());
 }

@@ -11,16 +11,16 @@ use super::gitlab::GitLab;
 
 /// Both providers' clients, sharing one HTTP client; cheap to clone.
 #[derive(Clone)]
-pub struct Forges {
+pub struct Providers {
     github: GitHub,
     gitlab: GitLab,
 }
 
-impl Forges {
+impl Providers {
     /// The clients, GitHub's at `github_api`, waiting `backoff` after a first 5xx.
-    pub fn new(github_api: &str, backoff: Duration) -> Forges {
+    pub fn new(github_api: &str, backoff: Duration) -> Providers {
         let client = Client::new(backoff);
-        Forges {
+        Providers {
             github: GitHub::new(github_api, client.clone()),
             gitlab: GitLab::new(client),
         }

@@ -1,7 +1,7 @@
 //! Gitea and Forgejo inboxes, and GitLab inboxes signed with Standard Webhooks: stored when
 //! signed with the inbox secret, refused and counted otherwise, through the shared verifier.
 
-use webhook_ingest::provider::Vcs;
+use webhook_ingest::provider::Provider;
 use webhook_ingest::verify::webhook;
 
 use crate::common::*;
@@ -12,20 +12,20 @@ const OUT_OF_WINDOW_SECS: i64 = 6 * 60;
 #[tokio::test]
 async fn gitea_forgejo_and_signed_gitlab_pushes_are_stored() {
     let (service, fixture) = Service::with_fixture().await;
-    for (vcs, sha) in [(Vcs::Gitea, "gt1"), (Vcs::Forgejo, "fj1")] {
+    for (provider, sha) in [(Provider::Gitea, "gt1"), (Provider::Forgejo, "fj1")] {
         let body = github_push(&[sha]);
         let answer = service
-            .send(delivery(&service, &fixture, vcs, "push", sha, &body))
+            .send(delivery(&service, &fixture, provider, "push", sha, &body))
             .await;
-        assert_eq!(answer.status, 201, "{vcs}: {}", answer.text);
-        assert_eq!(answer.body["stored"], 1, "{vcs}");
+        assert_eq!(answer.status, 201, "{provider}: {}", answer.text);
+        assert_eq!(answer.body["stored"], 1, "{provider}");
     }
     let body = gitlab_push();
     let signed = gitlab_signed_headers(&fixture, "msg_gl1", unix_now(0), &body);
     let answer = service
         .send(post_to(
             &service,
-            &fixture.hook_path(Vcs::Gitlab),
+            &fixture.hook_path(Provider::Gitlab),
             signed,
             &body,
         ))
@@ -37,7 +37,7 @@ async fn gitea_forgejo_and_signed_gitlab_pushes_are_stored() {
         .send(delivery(
             &service,
             &fixture,
-            Vcs::Gitlab,
+            Provider::Gitlab,
             "Push Hook",
             "msg_gl1",
             &body,
@@ -50,7 +50,7 @@ async fn gitea_forgejo_and_signed_gitlab_pushes_are_stored() {
 
 #[tokio::test]
 async fn a_wrong_gitea_or_forgejo_signature_is_refused_and_counted() {
-    use Vcs::{Forgejo, Gitea};
+    use Provider::{Forgejo, Gitea};
 
     let (service, fixture) = Service::with_fixture().await;
     let push = github_push(&["a1"]);
@@ -101,7 +101,7 @@ async fn a_wrong_gitea_or_forgejo_signature_is_refused_and_counted() {
 async fn a_signed_gitlab_delivery_out_of_its_window_or_forged_is_refused() {
     let (service, fixture) = Service::with_fixture().await;
     let push = gitlab_push();
-    let path = fixture.hook_path(Vcs::Gitlab);
+    let path = fixture.hook_path(Provider::Gitlab);
     let signed_at = |offset| gitlab_signed_headers(&fixture, "msg_1", unix_now(offset), &push);
     let forged = standard_webhooks("whsec_bm90IHRoZSBzZWNyZXQ=", "msg_1", unix_now(0), &push);
     let cases = [
