@@ -369,3 +369,63 @@ async fn the_api_takes_a_gitlab_inbox_settings_and_keeps_its_token_secret() {
     }
     assert!(!logs.text().contains(GITLAB_TOKEN), "no token in the log");
 }
+
+/// GitLab answers 422 to a resend it cannot make (its sending got no answer, or the hook's
+/// URL changed): the call succeeds, so that the pass goes on, and the event is named in one
+/// `WARN` line; a resend GitLab made says nothing.
+#[tokio::test]
+async fn a_resend_gitlab_cannot_make_is_passed_over_with_a_warning() {
+    use webhook_ingest::catchup::client::Client;
+    use webhook_ingest::catchup::credentials::{Auth, Hook};
+    use webhook_ingest::catchup::gitlab::GitLab;
+
+    let (logs, _guard) = Logs::capture();
+    let stand_in = GitLabStandIn::start().await;
+    let hook = stand_in.add_hook(PROJECT, HOOK, GITLAB_TOKEN, closed_port().await, "s");
+    stand_in.push(hook, "down", gitlab_push(), None).await;
+    let id = stand_in.events(hook)[0].id;
+    let gitlab = GitLab::new(Client::new(Duration::from_millis(10)));
+    let project_hook = Hook::GitLab {
+        url: stand_in.url(),
+        project: PROJECT,
+        id: HOOK,
+    };
+    let auth = Auth::Token(GITLAB_TOKEN.into());
+    let warning = "GitLab cannot resend this hook event (422)";
+    let unmade = gitlab.redeliver(&project_hook, &auth, id).await;
+    assert!(matches!(unmade, Ok(None)), "{unmade:?}");
+    assert_eq!(logs.lines_with(warning), 1, "{}", logs.text());
+    assert!(
+        logs.text().contains(&format!("event={id}")),
+        "{}",
+        logs.text()
+    );
+    let service = service().await;
+    let fixture = service.setup().await;
+    let (_, secret) = fixture.inbox(Vcs::Gitlab);
+    let kept = stand_in.add_hook(
+        PROJECT + 1,
+        HOOK,
+        GITLAB_TOKEN,
+        closed_port().await,
+        secret,
+    );
+    stand_in.push(kept, "kept", gitlab_push(), None).await;
+    stand_in.set_target(kept, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    let kept_hook = Hook::GitLab {
+        url: stand_in.url(),
+        project: PROJECT + 1,
+        id: HOOK,
+    };
+    let made = gitlab
+        .redeliver(&kept_hook, &auth, stand_in.events(kept)[0].id)
+        .await;
+    assert!(matches!(made, Ok(None)), "{made:?}");
+    assert_eq!(deliveries(&service, &fixture).await, 1, "resent and kept");
+    assert_eq!(
+        logs.lines_with(warning),
+        1,
+        "a resend made is not warned about"
+    );
+    assert!(!logs.text().contains(GITLAB_TOKEN), "no token in the log");
+}
