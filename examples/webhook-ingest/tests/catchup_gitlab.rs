@@ -195,6 +195,20 @@ async fn down_then_resent(service: Service) {
     );
     let shown = shown(&service, &fixture, &gitlab_path(&fixture)).await;
     assert_eq!(shown.body["pending_redeliveries"], 0, "{}", shown.text);
+    // The last success, in seconds since the epoch: a pass of this last second or so.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let last = series_sum(
+        &service,
+        "webhook_ingest_catchup_last_success_timestamp_seconds",
+    )
+    .await;
+    assert!(
+        (now - 60.0..=now + 1.0).contains(&last),
+        "the last success at {last} s, now {now} s"
+    );
 }
 
 #[tokio::test]
