@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::catchup::is_date_time;
 use common::*;
 use serde_json::Value;
 use webhook_ingest::catchup::github::Delivery;
@@ -67,29 +68,6 @@ fn violations(value: &Value, schema: &Value, at: &str, out: &mut Vec<String>) {
             }
         }
     }
-}
-
-/// RFC 3339 as GitHub writes it: `2019-06-03T00:57:16Z`.
-fn is_date_time(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| {
-        range
-            .clone()
-            .all(|i| bytes.get(i).is_some_and(u8::is_ascii_digit))
-    };
-    bytes.len() >= 20
-        && digits(0..4)
-        && bytes[4] == b'-'
-        && digits(5..7)
-        && bytes[7] == b'-'
-        && digits(8..10)
-        && bytes[10] == b'T'
-        && digits(11..13)
-        && bytes[13] == b':'
-        && digits(14..16)
-        && bytes[16] == b':'
-        && digits(17..19)
-        && (text.ends_with('Z') || text[19..].contains(['+', '-']))
 }
 
 /// Checks one answer of `operation` against the description: a status it declares (or,

@@ -1,8 +1,9 @@
 //! Catch-up against the stand-in GitLab, over TCP: a push made while the service was down is
-//! resent and kept exactly once, one already kept is not asked for again; GitLab's 5xx, its
-//! resend limit (429 with `Retry-After` and `RateLimit-*`) and a 401 are counted on
-//! `/metrics` and retried later, nothing lost; the API takes a GitLab inbox's settings and
-//! never shows or logs its token.
+//! resent and kept exactly once, one already kept is not asked for again, one no resend brings
+//! back is asked for three times and no more, and a resend GitLab cannot make (422) is passed
+//! over with a warning; GitLab's 5xx, its resend limit (429 with `Retry-After` and
+//! `RateLimit-*`) and a 401 are counted on `/metrics` and retried later, nothing lost; the API
+//! takes a GitLab inbox's settings and never shows or logs its token.
 
 mod common;
 
@@ -194,6 +195,20 @@ async fn down_then_resent(service: Service) {
     );
     let shown = shown(&service, &fixture, &gitlab_path(&fixture)).await;
     assert_eq!(shown.body["pending_redeliveries"], 0, "{}", shown.text);
+    // The last success, in seconds since the epoch: a pass of this last second or so.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let last = series_sum(
+        &service,
+        "webhook_ingest_catchup_last_success_timestamp_seconds",
+    )
+    .await;
+    assert!(
+        (now - 60.0..=now + 1.0).contains(&last),
+        "the last success at {last} s, now {now} s"
+    );
 }
 
 #[tokio::test]
@@ -368,4 +383,117 @@ async fn the_api_takes_a_gitlab_inbox_settings_and_keeps_its_token_secret() {
         assert!(!answer.text.contains(GITLAB_TOKEN), "{}", answer.text);
     }
     assert!(!logs.text().contains(GITLAB_TOKEN), "no token in the log");
+}
+
+/// GitLab answers 422 to a resend it cannot make (its sending got no answer, or the hook's
+/// URL changed): the call succeeds, so that the pass goes on, and the event is named in one
+/// `WARN` line; a resend GitLab made says nothing.
+#[tokio::test]
+async fn a_resend_gitlab_cannot_make_is_passed_over_with_a_warning() {
+    use webhook_ingest::catchup::client::Client;
+    use webhook_ingest::catchup::credentials::{Auth, Hook};
+    use webhook_ingest::catchup::gitlab::GitLab;
+
+    let (logs, _guard) = Logs::capture();
+    let stand_in = GitLabStandIn::start().await;
+    let hook = stand_in.add_hook(PROJECT, HOOK, GITLAB_TOKEN, closed_port().await, "s");
+    stand_in.push(hook, "down", gitlab_push(), None).await;
+    let id = stand_in.events(hook)[0].id;
+    let gitlab = GitLab::new(Client::new(Duration::from_millis(10)));
+    let project_hook = Hook::GitLab {
+        url: stand_in.url(),
+        project: PROJECT,
+        id: HOOK,
+    };
+    let auth = Auth::Token(GITLAB_TOKEN.into());
+    let warning = "GitLab cannot resend this hook event (422)";
+    let unmade = gitlab.redeliver(&project_hook, &auth, id).await;
+    assert!(matches!(unmade, Ok(None)), "{unmade:?}");
+    assert_eq!(logs.lines_with(warning), 1, "{}", logs.text());
+    assert!(
+        logs.text().contains(&format!("event={id}")),
+        "{}",
+        logs.text()
+    );
+    let service = service().await;
+    let fixture = service.setup().await;
+    let (_, secret) = fixture.inbox(Vcs::Gitlab);
+    let kept = stand_in.add_hook(PROJECT + 1, HOOK, GITLAB_TOKEN, closed_port().await, secret);
+    stand_in.push(kept, "kept", gitlab_push(), None).await;
+    stand_in.set_target(kept, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    let kept_hook = Hook::GitLab {
+        url: stand_in.url(),
+        project: PROJECT + 1,
+        id: HOOK,
+    };
+    let made = gitlab
+        .redeliver(&kept_hook, &auth, stand_in.events(kept)[0].id)
+        .await;
+    assert!(matches!(made, Ok(None)), "{made:?}");
+    assert_eq!(deliveries(&service, &fixture).await, 1, "resent and kept");
+    assert_eq!(
+        logs.lines_with(warning),
+        1,
+        "a resend made is not warned about"
+    );
+    assert!(!logs.text().contains(GITLAB_TOKEN), "no token in the log");
+}
+
+/// A push whose every resend fails (the hook's receiver gone): each failed resend is a new
+/// failed event with the same key, and the push is asked for three times, then no more, the
+/// asks remembered from pass to pass.
+#[tokio::test]
+async fn a_push_no_resend_brings_back_is_asked_for_three_times_then_no_more() {
+    let service = service().await;
+    let fixture = service.setup().await;
+    let (gitlab, hook) = gitlab_hook(&service, &fixture).await;
+    gitlab.set_target(hook, closed_port().await);
+    gitlab
+        .push(hook, "never", named(&gitlab_push(), "never"), None)
+        .await;
+    let given = give_gitlab(&service, &fixture, settings(&gitlab, GITLAB_TOKEN)).await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    let max = webhook_ingest::catchup::pass::MAX_ASKS_PER_DELIVERY as usize;
+    within_bound("the push asked for three times", async || {
+        gitlab.resends().len() >= max
+    })
+    .await;
+    // Passes every 200 ms: a forgotten ask would be asked again within these.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(gitlab.resends().len(), max, "{:?}", gitlab.resends());
+    assert_eq!(
+        gitlab.events(hook).len(),
+        1 + max,
+        "each failed resend recorded"
+    );
+    assert_eq!(deliveries(&service, &fixture).await, 0);
+}
+
+/// A 429's `Retry-After` is waited out: the inbox's next call comes after it, not at the next
+/// round of the loop.
+#[tokio::test]
+async fn a_limit_is_waited_out_before_the_next_call() {
+    let service = service().await;
+    let fixture = service.setup().await;
+    let (gitlab, hook) = gitlab_hook(&service, &fixture).await;
+    gitlab.set_target(hook, closed_port().await);
+    gitlab
+        .push(hook, "limited", named(&gitlab_push(), "limited"), None)
+        .await;
+    gitlab.set_target(hook, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    gitlab.script([Scripted {
+        status: 429,
+        headers: vec![("retry-after", "3".into())],
+    }]);
+    let given = give_gitlab(&service, &fixture, settings(&gitlab, GITLAB_TOKEN)).await;
+    assert_eq!(given.status, 200, "{}", given.text);
+    let lists = || gitlab.calls(Method::GET, "/events");
+    within_bound("the first list answered 429", async || lists() >= 1).await;
+    // Seven rounds of the loop, well inside the three seconds asked for.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(lists(), 1, "no call before Retry-After's three seconds");
+    within_bound("the push kept after the wait", async || {
+        deliveries(&service, &fixture).await == 1
+    })
+    .await;
 }

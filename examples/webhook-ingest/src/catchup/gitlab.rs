@@ -59,6 +59,20 @@ impl Event {
     }
 }
 
+/// The deliveries in a page of GitLab's hook events (a list of `WebHookLog` entities): each
+/// event that carries a delivery id. `None` when the page is not such a list.
+pub fn deliveries_in(page: &[u8]) -> Option<Vec<Delivery>> {
+    let events: Vec<Event> = serde_json::from_slice(page).ok()?;
+    let deliveries = events.iter().filter_map(|event| {
+        Some(Delivery {
+            id: event.id,
+            guid: event.guid()?,
+            status_code: event.status_code(),
+        })
+    });
+    Some(deliveries.collect())
+}
+
 /// A client of GitLab's REST API; each hook names its GitLab. Cheap to clone.
 #[derive(Clone)]
 pub struct GitLab {
@@ -88,19 +102,10 @@ impl GitLab {
             .and_then(|next| next.to_str().ok())
             .filter(|next| !next.is_empty() && next.bytes().all(|b| b.is_ascii_digit()))
             .map(str::to_owned);
-        let events: Vec<Event> = response.json().await.map_err(|_| {
-            CallError::Unavailable("GitLab's list of hook events could not be read".into())
-        })?;
-        let deliveries = events
-            .iter()
-            .filter_map(|event| {
-                Some(Delivery {
-                    id: event.id,
-                    guid: event.guid()?,
-                    status_code: event.status_code(),
-                })
-            })
-            .collect();
+        let unreadable =
+            || CallError::Unavailable("GitLab's list of hook events could not be read".into());
+        let body = response.bytes().await.map_err(|_| unreadable())?;
+        let deliveries = deliveries_in(&body).ok_or_else(unreadable)?;
         Ok((Page { deliveries, next }, pause))
     }
 

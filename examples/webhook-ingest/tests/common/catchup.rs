@@ -1,6 +1,7 @@
-//! What the catch-up tests share (`tests/catchup.rs`, `tests/catchup_api.rs`): a service whose
-//! catch-up asks the stand-in GitHub ([`super::github`]) every 200 ms, its inbox given
-//! catch-up credentials, pushes sent from parallel clients, and waits with a bound.
+//! What the catch-up tests share (`tests/catchup.rs`, `tests/catchup_api.rs`, the contract
+//! checks): a service whose catch-up asks the stand-in GitHub ([`super::github`]) every
+//! 200 ms, its inbox given catch-up credentials, pushes sent from parallel clients, waits
+//! with a bound, and the date-time check of both providers' descriptions.
 
 use std::time::Duration;
 
@@ -159,4 +160,28 @@ pub async fn closed_port() -> String {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     format!("http://{addr}/down")
+}
+
+/// RFC 3339 as GitHub writes it (`2019-06-03T00:57:16Z`) and GitLab
+/// (`2012-05-28T04:42:42-07:00`, `2026-12-03T10:00:00.000Z`).
+pub fn is_date_time(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        range
+            .clone()
+            .all(|i| bytes.get(i).is_some_and(u8::is_ascii_digit))
+    };
+    bytes.len() >= 20
+        && digits(0..4)
+        && bytes[4] == b'-'
+        && digits(5..7)
+        && bytes[7] == b'-'
+        && digits(8..10)
+        && bytes[10] == b'T'
+        && digits(11..13)
+        && bytes[13] == b':'
+        && digits(14..16)
+        && bytes[16] == b':'
+        && digits(17..19)
+        && (text.ends_with('Z') || text[19..].contains(['+', '-']))
 }

@@ -6,10 +6,12 @@
 //! ("List webhook events": newest first, `per_page` 1 to 20, `page`, the `status` filter with
 //! its `successful`, `client_failure` and `server_failure`, the next page in `X-Next-Page`)
 //! and resends one ("Resend a webhook event": sent again with the same `Idempotency-Key` and a
-//! new `X-Gitlab-Event-UUID`, answered 201 with its `response_status`), with the token in
-//! `PRIVATE-TOKEN` or as a bearer token. It answers 401 to a wrong token, keeps the resend
-//! limit (five a minute per hook and user) with a 429 and GitLab's `RateLimit-*` and
-//! `Retry-After` headers, and can be told to answer the next calls otherwise.
+//! new `X-Gitlab-Event-UUID`, answered 201 with its `response_status`, or 422 when the sending
+//! got no answer), with the token in `PRIVATE-TOKEN` or as a bearer token. It answers 401 to a
+//! wrong token, keeps the resend limit (five a minute per hook and user) with a 429 and
+//! GitLab's `RateLimit-*` and `Retry-After` headers, and can be told to answer the next calls
+//! otherwise. An error's body is GitLab's `{"message": …}`. `tests/catchup_gitlab_contract.rs`
+//! checks its answers against what GitLab publishes (`tests/fixtures/gitlab-openapi/`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -59,7 +61,7 @@ struct Hub {
     /// and user), the window, when the current one began and the resends it took.
     resend_limit: Option<(u32, Duration)>,
     window: Option<(Instant, u32)>,
-    /// Every API call: its method and path.
+    /// Every API call: its method, path and query.
     calls: Vec<(Method, String)>,
     /// Every resend asked for: hook index and event id.
     resends: Vec<(usize, i64)>,
@@ -185,6 +187,11 @@ impl GitLabStandIn {
         self.hub.lock().unwrap().resends.clone()
     }
 
+    /// Every API call so far: its method, and its path with the query.
+    pub fn requests(&self) -> Vec<(Method, String)> {
+        self.hub.lock().unwrap().calls.clone()
+    }
+
     /// The API calls so far whose path contains `part`.
     pub fn calls(&self, method: Method, part: &str) -> usize {
         let hub = self.hub.lock().unwrap();
@@ -259,12 +266,12 @@ fn take_resend(hub: &mut Hub) -> Option<Response> {
     None
 }
 
-/// GitLab's answer to a limited call: 429, `Retry-After` and the `RateLimit-*` headers.
+/// GitLab's answer to a limited call: 429, `Retry-After` and the `RateLimit-*` headers, and
+/// its rate limiter's body, the message an object.
 fn limited(limit: u32, left: Duration) -> Response {
-    let mut response = message(
-        StatusCode::TOO_MANY_REQUESTS,
-        "This endpoint has been requested too many times. Try again later.",
-    );
+    let text = "This endpoint has been requested too many times. Try again later.";
+    let body = json!({ "message": { "error": text } });
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
     let secs = left.as_secs_f64().ceil().max(1.0) as u64;
     for (name, value) in [
         ("retry-after", secs.to_string()),
@@ -300,7 +307,8 @@ async fn api(
     let (project, hook_id) = (project.parse().unwrap_or(-1), hook_id.parse().unwrap_or(-1));
     let resend = {
         let mut hub = hub.lock().unwrap();
-        hub.calls.push((method.clone(), path.clone()));
+        let asked = uri.path_and_query().map_or(path.clone(), |p| p.to_string());
+        hub.calls.push((method.clone(), asked));
         if let Some(scripted) = hub.script.pop_front() {
             let mut response = message(StatusCode::from_u16(scripted.status).unwrap(), "scripted");
             for (name, value) in scripted.headers {
@@ -349,16 +357,13 @@ async fn api(
     )
     .await;
     record(&hub, hook, &event.idempotency_key, uuid, event.body, status);
-    let shown = if status == 0 {
-        json!(INTERNAL_ERROR)
-    } else {
-        json!(status)
-    };
-    (
-        StatusCode::CREATED,
-        axum::Json(json!({ "response_status": shown })),
-    )
-        .into_response()
+    if status == 0 {
+        // GitLab records the sending, then renders its error as a 422.
+        let text = format!("Failed to open TCP connection to {target}");
+        return message(StatusCode::UNPROCESSABLE_ENTITY, &text);
+    }
+    let answer = json!({ "response_status": status });
+    (StatusCode::CREATED, axum::Json(answer)).into_response()
 }
 
 fn authorized(token: &str, headers: &HeaderMap) -> bool {
