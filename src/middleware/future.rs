@@ -62,7 +62,9 @@ pin_project! {
         // The inner service's future is being polled.
         Calling { #[pin] future: F },
         // An error status came without a fault: its body is read, bounded, for the message.
-        Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
+        // Boxed, as `Draining` is: a head, a body and a buffer would make the future of every
+        // request larger than the inner future it carries.
+        Reading { reading: Pin<Box<Reading<B>>> },
         // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
         Failed { summary: Option<Box<Summary>> },
         // A request an outer layer of the same ledger counts: passed through.
@@ -177,7 +179,8 @@ where
                         polled => failed_or_marked(polled, guard.config()),
                     }
                 }
-                StateProj::Reading { head, body, text } => {
+                StateProj::Reading { reading } => {
+                    let ReadingProj { head, body, text } = reading.as_mut().project();
                     let config = guard.config();
                     ready!(read_bounded(body, text, config.max_message_bytes, cx));
                     let head = head.take().expect("head is taken once");
@@ -196,11 +199,12 @@ where
             let response = match step {
                 Step::Pending => return Poll::Pending,
                 Step::Read(head, body) => {
-                    let head = Some(head);
                     this.state.set(State::Reading {
-                        head,
-                        body,
-                        text: Vec::new(),
+                        reading: Box::pin(Reading {
+                            head: Some(head),
+                            body,
+                            text: Vec::new(),
+                        }),
                     });
                     continue;
                 }
@@ -259,6 +263,17 @@ where
         .extensions_mut()
         .insert(PassedFailure(Arc::new(summary)));
     Poll::Ready(response)
+}
+
+pin_project! {
+    /// An error status's head, and its body being read for the message.
+    #[project = ReadingProj]
+    struct Reading<B> {
+        head: Option<response::Parts>,
+        #[pin]
+        body: B,
+        text: Vec<u8>,
+    }
 }
 
 /// A response waiting for what it left of its request body to be read.
