@@ -32,7 +32,7 @@ impl RequestMeta {
                 .extensions()
                 .get::<MatchedPath>()
                 .map_or(Route::Unmatched, route_label),
-            request_id: request.headers().get(request_id_header).cloned(),
+            request_id: sent_header(request.headers(), request_id_header).cloned(),
         }
     }
 
@@ -106,6 +106,25 @@ impl RequestMeta {
             },
         }
     }
+}
+
+/// Up to this many distinct header names, the request id's header is found by comparing
+/// names, not by hashing its own: a name of another length or a standard header is told
+/// apart by one or two comparisons, and hashing a custom name of 12 bytes (`x-request-id`)
+/// cost more than comparing it with a few (`bench-smoke`'s `/ok`, BENCHMARKS.md, "Third
+/// round"). Past it, the map's hash lookup.
+const SCANNED_HEADER_NAMES: usize = 8;
+
+/// The first value of `name` in `headers`, as [`HeaderMap::get`](http::HeaderMap::get) finds
+/// it.
+fn sent_header<'a>(headers: &'a http::HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
+    if headers.keys_len() > SCANNED_HEADER_NAMES {
+        return headers.get(name);
+    }
+    // `iter` yields each name's first value first, the one `get` returns.
+    headers
+        .iter()
+        .find_map(|(sent, value)| (sent == name).then_some(value))
 }
 
 /// The URI as the client sent it. A router nested under a prefix (`Router::nest`) strips the
