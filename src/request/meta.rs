@@ -118,8 +118,10 @@ const SCANNED_HEADER_NAMES: usize = 8;
 /// The first value of `name` in `headers`, as [`HeaderMap::get`](http::HeaderMap::get) finds
 /// it.
 fn sent_header<'a>(headers: &'a http::HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
-    if headers.keys_len() > SCANNED_HEADER_NAMES {
-        return headers.get(name);
+    match headers.keys_len() {
+        0 => return None,
+        n if n > SCANNED_HEADER_NAMES => return headers.get(name),
+        _ => {}
     }
     // `iter` yields each name's first value first, the one `get` returns.
     headers
@@ -169,5 +171,25 @@ mod tests {
             .unwrap();
         let meta = RequestMeta::capture(&too_long, &header);
         assert_eq!(meta.request_id().text().len(), 8 + 1 + 12);
+    }
+
+    /// Compared name by name or looked up by hash, the id's header is found as
+    /// `HeaderMap::get` finds it: its first value, among few names or many.
+    #[test]
+    fn the_request_id_header_is_found_as_get_finds_it() {
+        let name = HeaderName::from_static("x-request-id");
+        for others in [0, 1, SCANNED_HEADER_NAMES - 1, SCANNED_HEADER_NAMES, 40] {
+            let mut headers = http::HeaderMap::new();
+            for i in 0..others {
+                let other = HeaderName::from_bytes(format!("x-other-{i}").as_bytes()).unwrap();
+                headers.insert(other, HeaderValue::from_static("x"));
+            }
+            assert_eq!(sent_header(&headers, &name), None, "{others} others");
+            headers.append(&name, HeaderValue::from_static("first"));
+            headers.insert(http::header::HOST, HeaderValue::from_static("host"));
+            headers.append(&name, HeaderValue::from_static("second"));
+            assert_eq!(sent_header(&headers, &name), headers.get(&name), "{others} others");
+            assert_eq!(sent_header(&headers, &name).unwrap(), "first");
+        }
     }
 }
