@@ -188,7 +188,11 @@ mod tests {
             headers.append(&name, HeaderValue::from_static("first"));
             headers.insert(http::header::HOST, HeaderValue::from_static("host"));
             headers.append(&name, HeaderValue::from_static("second"));
-            assert_eq!(sent_header(&headers, &name), headers.get(&name), "{others} others");
+            assert_eq!(
+                sent_header(&headers, &name),
+                headers.get(&name),
+                "{others} others"
+            );
             assert_eq!(sent_header(&headers, &name).unwrap(), "first");
         }
     }
