@@ -84,11 +84,13 @@ thread_local! {
 }
 
 /// Leaves `route` for the layer that counts the request being called here, unless a route
-/// waits for it already (the outermost router nested as a service names it first).
+/// waits for it already (the outermost router nested as a service names it first), or no
+/// layer counts it here.
 pub(crate) fn note_nested_route(route: InternedRoute) {
     let _ = COUNTING.try_with(|counting| {
         let note = counting.get();
-        if !note.has_nested_route() && NESTED.try_with(|slot| slot.set(Some(route))).is_ok() {
+        let nothing_to_note = note.ledger() == 0 || note.has_nested_route();
+        if !nothing_to_note && NESTED.try_with(|slot| slot.set(Some(route))).is_ok() {
             counting.set(note.with(CountingFor::NESTED_ROUTE));
         }
     });
@@ -153,4 +155,74 @@ pub(crate) fn take_attached() -> Option<Box<dyn AnswerHook>> {
         .try_with(|slot| slot.try_borrow_mut().ok()?.take())
         .ok()
         .flatten()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A ledger's id as the note holds it: an address, its low bits free.
+    const LEDGER: usize = 0x1000;
+
+    #[derive(Debug)]
+    struct Silent;
+
+    impl AnswerHook for Silent {
+        fn answered(self: Box<Self>, _: StatusCode) {}
+    }
+
+    /// Runs `f` with the thread noting a request `LEDGER` counts, as a layer's call does.
+    fn noted<R>(f: impl FnOnce() -> R) -> (R, CountingFor) {
+        let outer = COUNTING.with(|counting| counting.replace(CountingFor::new(LEDGER)));
+        let result = f();
+        let note = COUNTING.with(|counting| counting.replace(outer));
+        (result, note)
+    }
+
+    #[test]
+    fn the_note_keeps_the_ledger_and_each_flag_apart() {
+        let note = CountingFor::new(LEDGER);
+        assert_eq!(note.ledger(), LEDGER);
+        assert!(!note.has_nested_route() && !note.has_attached_hook());
+        let routed = note.with(CountingFor::NESTED_ROUTE);
+        assert_eq!(routed.ledger(), LEDGER);
+        assert!(routed.has_nested_route() && !routed.has_attached_hook());
+        let hooked = note.with(CountingFor::ATTACHED_HOOK);
+        assert_eq!(hooked.ledger(), LEDGER);
+        assert!(hooked.has_attached_hook() && !hooked.has_nested_route());
+        // Set twice, a flag stays set.
+        let twice = hooked.with(CountingFor::ATTACHED_HOOK);
+        assert!(twice.has_attached_hook());
+        assert_eq!(CountingFor::new(0).ledger(), 0);
+    }
+
+    #[test]
+    fn a_hook_waits_for_the_layer_whose_note_says_so() {
+        // No layer polling here: the hook comes back.
+        assert!(attach(Box::new(Silent)).is_err());
+        let ((first, second), note) =
+            noted(|| (attach(Box::new(Silent)), attach(Box::new(Silent))));
+        assert!(first.is_ok());
+        // One per poll: the second goes back.
+        assert!(second.is_err());
+        assert!(note.has_attached_hook() && !note.has_nested_route());
+        assert!(take_attached().is_some());
+        assert!(take_attached().is_none());
+    }
+
+    #[test]
+    fn the_first_route_noted_waits_for_the_layer_whose_note_says_so() {
+        let route = |text| InternedRoute { text, index: 0 };
+        // No layer counting here: nothing is noted.
+        note_nested_route(route("/nowhere"));
+        assert_eq!(COUNTING.with(Cell::get).ledger(), 0);
+        assert!(!COUNTING.with(Cell::get).has_nested_route());
+        let ((), note) = noted(|| {
+            note_nested_route(route("/outer/{id}"));
+            note_nested_route(route("/inner/{id}"));
+        });
+        assert!(note.has_nested_route() && !note.has_attached_hook());
+        assert_eq!(take_nested_route(), Some(route("/outer/{id}")));
+        assert_eq!(take_nested_route(), None);
+    }
 }
