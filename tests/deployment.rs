@@ -365,7 +365,10 @@ async fn nested_routers_of_two_ledgers_each_count_under_their_own_route() {
     let (outer, outer_ledger) = FaultLayer::pair();
     let (inner, inner_ledger) = FaultLayer::pair();
     let users = Router::new()
-        .route("/inner/users/{id}", get(|| async { StatusCode::IM_A_TEAPOT }))
+        .route(
+            "/inner/users/{id}",
+            get(|| async { StatusCode::IM_A_TEAPOT }),
+        )
         .layer(inner.clone());
     // As a service of its own (axum takes a `Router` here for a mistaken `nest`).
     let users = tower::ServiceExt::map_request(users, |request: axum::extract::Request| request);
