@@ -145,6 +145,11 @@ impl Summary {
     /// the cap was cut, and its message says so.
     pub(crate) fn from_rejection(status: StatusCode, text: &[u8], config: &Config) -> Self {
         let mut summary = Self::new(Outcome::Rejected, status, codes::for_status(status));
+        // Most rejections come without a body: nothing to decode, trim or format.
+        if text.is_empty() {
+            summary.expose_in_development(config);
+            return summary;
+        }
         let cap = config.max_message_bytes;
         let cut = text.len() > cap;
         let text = String::from_utf8_lossy(text);
@@ -158,7 +163,7 @@ impl Summary {
         } else {
             cap
         };
-        // Most rejections come without a body: nothing to format, so no formatter is run.
+        // A body of blanks only: nothing to format, so no formatter is run.
         if !text.is_empty() {
             write_bounded(&mut summary.message, room, &text);
         }

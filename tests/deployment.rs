@@ -354,3 +354,38 @@ async fn a_router_nested_as_a_service_is_counted_once_under_its_own_route() {
         .collect();
     assert_eq!(routes, ["/api/users/{id}"]);
 }
+
+/// Two ledgers' layers nested, each passing the request through below its counting layer:
+/// the outer ledger's route (named by its passing layer) waits in the thread while the inner
+/// ledger's counting layer runs, and the inner one's passing layer names a route of its own
+/// there. Each ledger counts the request once, and the outer one's route is the one its own
+/// passing layer named, not lost to the inner ledger's.
+#[tokio::test]
+async fn nested_routers_of_two_ledgers_each_count_under_their_own_route() {
+    let (outer, outer_ledger) = FaultLayer::pair();
+    let (inner, inner_ledger) = FaultLayer::pair();
+    let users = Router::new()
+        .route(
+            "/inner/users/{id}",
+            get(|| async { StatusCode::IM_A_TEAPOT }),
+        )
+        .layer(inner.clone());
+    // As a service of its own (axum takes a `Router` here for a mistaken `nest`).
+    let users = tower::ServiceExt::map_request(users, |request: axum::extract::Request| request);
+    let middle = Router::new()
+        .route_service("/inner/{*rest}", users)
+        .layer(inner)
+        .layer(outer.clone());
+    // The outermost router sees only a prefix: its layer counts the request unmatched, and
+    // takes the route the middle router's passing layer names.
+    let app = Router::new().nest_service("/outer", middle).layer(outer);
+    let (status, _, problem) = send(&app, get_request("/outer/inner/users/7")).await;
+    assert_eq!(status, StatusCode::IM_A_TEAPOT, "{problem}");
+    let routes = |ledger: &Ledger| -> Vec<String> {
+        let s = ledger.snapshot();
+        assert_eq!((s.started, s.rejected), (1, 1), "{s:#?}");
+        s.series.iter().map(|series| series.route.clone()).collect()
+    };
+    assert_eq!(routes(&outer_ledger), ["/outer/inner/{*rest}"]);
+    assert_eq!(routes(&inner_ledger), ["/outer/inner/{*rest}"]);
+}

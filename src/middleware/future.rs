@@ -18,7 +18,8 @@
 //!
 //! A request that a layer of the same ledger outside this one counts already has no guard
 //! here: `Passing` passes the inner response on as it is, or a service error out as a
-//! [`PassedFailure`] summary; `Failed` passes its summary out the same way.
+//! [`PassedFailure`](crate::middleware::guard::PassedFailure) summary; `Failed` passes its
+//! summary out the same way. These ways out, and `Draining`, are in [`leave`].
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -36,14 +37,17 @@ use tower::BoxError;
 use crate::error::mark;
 use crate::middleware::body::FaultBody;
 use crate::middleware::classify::{failed_or_marked, is_plain_success, read_bounded, Step};
-use crate::middleware::drain::{close, Drain, Plan, Tap};
-use crate::middleware::guard::{polled_by_a_fault_layer, PassedFailure, RequestGuard};
+use crate::middleware::drain::Tap;
+use crate::middleware::guard::{polled_by_a_fault_layer, RequestGuard};
 use crate::middleware::head::{declared_length, remove_replaced_body_headers};
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::render::{problem_body, PROBLEM_JSON};
 use crate::summary::Summary;
+
+mod leave;
+use leave::{leave, pass_tapped, poll_draining, poll_passing, Draining};
 
 pin_project! {
     /// The response future of [`FaultService`](crate::service::FaultService).
@@ -62,7 +66,9 @@ pin_project! {
         // The inner service's future is being polled.
         Calling { #[pin] future: F },
         // An error status came without a fault: its body is read, bounded, for the message.
-        Reading { head: Option<response::Parts>, #[pin] body: B, text: Vec<u8> },
+        // Boxed, as `Draining` is: a head, a body and a buffer would make the future of every
+        // request larger than the inner future it carries.
+        Reading { reading: Pin<Box<Reading<B>>> },
         // The failure is known before any polling (a panic in `call`, a `poll_ready` error).
         Failed { summary: Option<Box<Summary>> },
         // A request an outer layer of the same ledger counts: passed through.
@@ -177,7 +183,8 @@ where
                         polled => failed_or_marked(polled, guard.config()),
                     }
                 }
-                StateProj::Reading { head, body, text } => {
+                StateProj::Reading { reading } => {
+                    let ReadingProj { head, body, text } = reading.as_mut().project();
                     let config = guard.config();
                     ready!(read_bounded(body, text, config.max_message_bytes, cx));
                     let head = head.take().expect("head is taken once");
@@ -196,11 +203,12 @@ where
             let response = match step {
                 Step::Pending => return Poll::Pending,
                 Step::Read(head, body) => {
-                    let head = Some(head);
                     this.state.set(State::Reading {
-                        head,
-                        body,
-                        text: Vec::new(),
+                        reading: Box::pin(Reading {
+                            head: Some(head),
+                            body,
+                            text: Vec::new(),
+                        }),
                     });
                     continue;
                 }
@@ -229,113 +237,15 @@ where
     }
 }
 
-/// Polls a request passed through for an outer layer of the same ledger: the response as it
-/// is, a failure passed out to that layer. No catch: that layer's is around this poll.
-fn poll_passing<F, B, E>(
-    mut state: Pin<&mut State<F, B>>,
-    cx: &mut Context<'_>,
-) -> Poll<Response<FaultBody<B>>>
-where
-    F: Future<Output = Result<Response<B>, E>>,
-    E: Into<BoxError>,
-    B: Body<Data = Bytes>,
-{
-    let summary = match state.as_mut().project() {
-        StateProj::Passing { future, handle } => match ready!(future.poll(cx)) {
-            Ok(response) => {
-                state.set(State::Done);
-                return Poll::Ready(response.map(FaultBody::settled));
-            }
-            Err(error) => Summary::from_service_error(&*error.into(), &handle.config),
-        },
-        StateProj::Failed { summary } => *summary.take().expect("taken once"),
-        _ => panic!("ResponseFuture polled after completion"),
-    };
-    state.set(State::Done);
-    let status = summary.status;
-    let mut response = Response::new(FaultBody::default());
-    *response.status_mut() = status;
-    response
-        .extensions_mut()
-        .insert(PassedFailure(Arc::new(summary)));
-    Poll::Ready(response)
-}
-
-/// A response waiting for what it left of its request body to be read.
-struct Draining<B> {
-    response: Option<Response<FaultBody<B>>>,
-    drain: Drain,
-    handle: Arc<StripeHandle>,
-}
-
-/// Passes a success on, as [`pass`] does, for a request whose body was tapped: out of line,
-/// so that the success of a request without a body pays one check for it.
-#[inline(never)]
-fn pass_tapped<F, B: Body>(
-    state: Pin<&mut State<F, B>>,
-    tap: Tap,
-    guard: RequestGuard,
-    response: Response<B>,
-    cx: &mut Context<'_>,
-) -> Poll<Response<FaultBody<B>>> {
-    let handle = guard.handle().clone();
-    leave(state, tap, handle, pass(response, guard), cx)
-}
-
-/// Lets `response` leave: at once, with `connection: close`, or once what it left of the
-/// request body is read. Out of line, as the rare path it is: the poll of every other
-/// request stays as small as it was.
-#[inline(never)]
-fn leave<F, B>(
-    mut state: Pin<&mut State<F, B>>,
-    tap: Tap,
-    handle: Arc<StripeHandle>,
-    mut response: Response<FaultBody<B>>,
-    cx: &mut Context<'_>,
-) -> Poll<Response<FaultBody<B>>> {
-    match tap.plan(&handle.config.drain, response.status()) {
-        Plan::Keep => Poll::Ready(response),
-        Plan::Close => {
-            close(&mut response, &handle.ledger, 0);
-            Poll::Ready(response)
-        }
-        Plan::Drain(drain) => {
-            state.set(State::Draining {
-                draining: Box::new(Draining {
-                    response: Some(response),
-                    drain,
-                    handle,
-                }),
-            });
-            poll_draining(state, cx)
-        }
+pin_project! {
+    /// An error status's head, and its body being read for the message.
+    #[project = ReadingProj]
+    struct Reading<B> {
+        head: Option<response::Parts>,
+        #[pin]
+        body: B,
+        text: Vec<u8>,
     }
-}
-
-/// Reads the rest of the request body, then lets the response leave, with
-/// `connection: close` if the rest could not be read within the bounds.
-#[inline(never)]
-fn poll_draining<F, B>(
-    mut state: Pin<&mut State<F, B>>,
-    cx: &mut Context<'_>,
-) -> Poll<Response<FaultBody<B>>> {
-    let StateProj::Draining { draining } = state.as_mut().project() else {
-        unreachable!("polled while draining")
-    };
-    let Draining {
-        response,
-        drain,
-        handle,
-    } = &mut **draining;
-    let kept = ready!(drain.poll_drain(cx));
-    let mut response = response.take().expect("taken once");
-    if kept {
-        handle.ledger.unread_body(true, drain.read());
-    } else {
-        close(&mut response, &handle.ledger, drain.read());
-    }
-    state.set(State::Done);
-    Poll::Ready(response)
 }
 
 /// Passes a success on, its body watched until its end.

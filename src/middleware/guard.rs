@@ -21,7 +21,8 @@ use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::report::emit;
 use crate::request::{
-    take_attached, AnswerHook, CountingFor, InternedRoute, RequestMeta, COUNTING,
+    note_nested_route, restore_nested_route, take_attached, take_nested_route, AnswerHook,
+    CountingFor, InternedRoute, RequestMeta, COUNTING,
 };
 use crate::summary::Summary;
 
@@ -31,7 +32,7 @@ pub(crate) fn counted_by(ledger: usize) -> bool {
     // destructor. Were it not, no note means that nothing counts the request yet.
     COUNTING
         .try_with(Cell::get)
-        .is_ok_and(|note| note.ledger == ledger)
+        .is_ok_and(|note| note.ledger() == ledger)
 }
 
 /// Whether a fault layer (of another ledger: one of the same ledger passes the request
@@ -42,21 +43,15 @@ pub(crate) fn counted_by(ledger: usize) -> bool {
 pub(crate) fn polled_by_a_fault_layer() -> bool {
     COUNTING
         .try_with(Cell::get)
-        .is_ok_and(|note| note.ledger != 0)
+        .is_ok_and(|note| note.ledger() != 0)
 }
 
 /// Tells the layer that counts the request being called here the route template a layer
 /// passing it through saw, if it is interned.
 pub(crate) fn passing_through(route: Option<InternedRoute>) {
-    let _ = COUNTING.try_with(|counting| {
-        let note = counting.get();
-        if note.nested_route.is_none() {
-            counting.set(CountingFor {
-                nested_route: route,
-                ..note
-            });
-        }
-    });
+    if let Some(route) = route {
+        note_nested_route(route);
+    }
 }
 
 /// A failure a passing-through layer met, for the layer that counts the request to answer,
@@ -235,17 +230,35 @@ impl Record {
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let note = CountingFor::new(self.shared.ledger.id());
         let outer = COUNTING.try_with(|counting| counting.replace(note));
+        // A route an outer layer's note has waiting shares the slot this note's would take:
+        // kept aside until this note is done.
+        let kept = match outer {
+            Ok(outer) if outer.has_nested_route() => take_nested_route(),
+            _ => None,
+        };
         let result = f();
         let note = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
         if let Ok(note) = note {
-            if let Some(route) = note.nested_route {
-                self.meta.refine_route(route);
+            if note.has_nested_route() {
+                self.take_route_left();
             }
-            if note.attached {
+            if note.has_attached_hook() {
                 self.attach(take_attached());
             }
         }
+        if let Some(route) = kept {
+            restore_nested_route(route);
+        }
         result
+    }
+
+    /// Takes the route template a layer passing the request through left, out of line: the
+    /// poll of a request without one stays as it was.
+    #[inline(never)]
+    fn take_route_left(&mut self) {
+        if let Some(route) = take_nested_route() {
+            self.meta.refine_route(route);
+        }
     }
 
     /// Keeps the hook attached during a poll, out of line: the poll of a request without one

@@ -32,7 +32,7 @@ impl RequestMeta {
                 .extensions()
                 .get::<MatchedPath>()
                 .map_or(Route::Unmatched, route_label),
-            request_id: request.headers().get(request_id_header).cloned(),
+            request_id: sent_header(request.headers(), request_id_header).cloned(),
         }
     }
 
@@ -108,6 +108,27 @@ impl RequestMeta {
     }
 }
 
+/// Up to this many distinct header names, the request id's header is found by comparing
+/// names, not by hashing its own: a name of another length or a standard header is told
+/// apart by one or two comparisons, and hashing a custom name of 12 bytes (`x-request-id`)
+/// cost more than comparing it with a few (`bench-smoke`'s `/ok`, BENCHMARKS.md, "Third
+/// round"). Past it, the map's hash lookup.
+const SCANNED_HEADER_NAMES: usize = 8;
+
+/// The first value of `name` in `headers`, as [`HeaderMap::get`](http::HeaderMap::get) finds
+/// it.
+fn sent_header<'a>(headers: &'a http::HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
+    match headers.keys_len() {
+        0 => return None,
+        n if n > SCANNED_HEADER_NAMES => return headers.get(name),
+        _ => {}
+    }
+    // `iter` yields each name's first value first, the one `get` returns.
+    headers
+        .iter()
+        .find_map(|(sent, value)| (sent == name).then_some(value))
+}
+
 /// The URI as the client sent it. A router nested under a prefix (`Router::nest`) strips the
 /// prefix from the request's URI before its layers see it; axum keeps the original in
 /// [`OriginalUri`], which the outermost router inserts.
@@ -150,5 +171,29 @@ mod tests {
             .unwrap();
         let meta = RequestMeta::capture(&too_long, &header);
         assert_eq!(meta.request_id().text().len(), 8 + 1 + 12);
+    }
+
+    /// Compared name by name or looked up by hash, the id's header is found as
+    /// `HeaderMap::get` finds it: its first value, among few names or many.
+    #[test]
+    fn the_request_id_header_is_found_as_get_finds_it() {
+        let name = HeaderName::from_static("x-request-id");
+        for others in [0, 1, SCANNED_HEADER_NAMES - 1, SCANNED_HEADER_NAMES, 40] {
+            let mut headers = http::HeaderMap::new();
+            for i in 0..others {
+                let other = HeaderName::from_bytes(format!("x-other-{i}").as_bytes()).unwrap();
+                headers.insert(other, HeaderValue::from_static("x"));
+            }
+            assert_eq!(sent_header(&headers, &name), None, "{others} others");
+            headers.append(&name, HeaderValue::from_static("first"));
+            headers.insert(http::header::HOST, HeaderValue::from_static("host"));
+            headers.append(&name, HeaderValue::from_static("second"));
+            assert_eq!(
+                sent_header(&headers, &name),
+                headers.get(&name),
+                "{others} others"
+            );
+            assert_eq!(sent_header(&headers, &name).unwrap(), "first");
+        }
     }
 }

@@ -12,7 +12,10 @@ mod route;
 
 #[cfg(feature = "webhooks")]
 pub(crate) use answer::attach;
-pub(crate) use answer::{take_attached, AnswerHook, CountingFor, COUNTING};
+pub(crate) use answer::{
+    note_nested_route, restore_nested_route, take_attached, take_nested_route, AnswerHook,
+    CountingFor, COUNTING,
+};
 pub(crate) use id::RequestId;
 pub(crate) use meta::RequestMeta;
 pub(crate) use route::{interned_route, InternedRoute, RouteKey};
