@@ -17,6 +17,7 @@ mod refusals;
 mod replays;
 mod schema;
 mod syncer;
+mod trace;
 mod writer;
 
 use std::path::Path;

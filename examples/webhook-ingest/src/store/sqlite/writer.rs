@@ -23,6 +23,7 @@ use rusqlite::{ffi, Connection};
 use tokio::runtime::RuntimeFlavor;
 
 use super::syncer::{self, Committed, Reply};
+use super::trace::{By, Step};
 
 /// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
 /// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
@@ -130,19 +131,26 @@ impl Writer {
             // A batch of jobs whose requests went is still running.
             Err(TryLockError::WouldBlock) => return Err(job),
         };
+        let step = Step::start();
         let committed = InPlace::commit(&connection, job);
         drop(connection);
+        step.committed(By::InPlace, 1);
         if committed.left_checkpoint {
             self.checkpoint_due.store(true, Ordering::Relaxed);
         }
-        self.sync_here(committed.batch);
+        self.sync_here(committed.batch, By::InPlace);
         Ok(())
     }
 
     /// Answers `committed` once it is durable, an fsync run here: nothing would overlap it.
-    fn sync_here(&self, committed: Committed) {
+    fn sync_here(&self, committed: Committed, by: By) {
         let synced = match &self.durability {
-            Some(durability) => syncer::sync(&durability.wal),
+            Some(durability) => {
+                let step = Step::start();
+                let synced = syncer::sync(&durability.wal);
+                step.synced(by, 1, committed.replies.len());
+                synced
+            }
             None => Ok(()),
         };
         committed.answer(synced.as_ref().map(|_| ()));
@@ -178,20 +186,22 @@ pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-        let lone = batch.len() == 1;
+        let (jobs_in_batch, step) = (batch.len(), Step::start());
+        let lone = jobs_in_batch == 1;
         let connection = writer
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let committed = commit_batch(&connection, batch);
         drop(connection);
+        step.committed(By::Writer, jobs_in_batch);
         // This commit ran the checkpoint a commit in place left (`checkpoint_hook`).
         writer.checkpoint_due.store(false, Ordering::Relaxed);
         writer.alone.store(lone, Ordering::Relaxed);
         waiting = jobs.try_recv().ok();
         match waiting {
             Some(_) => writer.hand_to_syncer(committed),
-            None => writer.sync_here(committed),
+            None => writer.sync_here(committed, By::Writer),
         }
     }
 }
@@ -228,9 +238,11 @@ pub(super) fn checkpoint_hook(wal: &Wal, frames: c_int) -> rusqlite::Result<()> 
     }
     // As SQLite's own hook, a checkpoint that fails (a reader in the way) only waits for the
     // next commit: an error here would make the commit, which stands, report a failure.
+    let step = Step::start();
     if let Err(error) = wal.checkpoint() {
         tracing::debug!(%error, "the WAL checkpoint did not run");
     }
+    step.checkpointed(By::Writer, frames);
     Ok(())
 }
 
