@@ -79,11 +79,19 @@ def row(b: dict) -> str:
     jobs = max((c["jobs"] for c in commits), default=0)
     commit_ms = max((c["commit_us"] for c in commits), default=0) / 1000
     fsync_ms = max((f["fsync_us"] for f in fsyncs), default=0) / 1000
-    cp = (f"{len(cps)}× {sum(c['checkpoint_us'] for c in cps) / 1000:5.1f}"
-          if cps else "       ")
+    cp = (f"{len(cps):3d}× {sum(c['checkpoint_us'] for c in cps) / 1000:5.1f}"
+          if cps else "          ")
+    by_writer = sum(1 for c in cps if c["by"] != "checkpointer")
+    wal = max((c.get("wal_frames", 0) for c in commits), default=0)
     return (f"{b['t_ms'] / 1000:5.1f} {b['n']:5d} {b['p50'] / 1000:5.1f} {b['p99'] / 1000:5.1f} "
             f"{b['max'] / 1000:6.1f} |{bar:<{BAR_MAX}}| {len(commits):4d} {jobs:4d} "
-            f"{commit_ms:5.1f} {len(fsyncs):4d} {fsync_ms:5.1f} {cp}")
+            f"{commit_ms:5.1f} {len(fsyncs):4d} {fsync_ms:5.1f} {cp} {by_writer:3d} {wal:5d}")
+
+
+LEGEND = ("s: the bin's start in seconds; n: deliveries answered in it, their p50, p99 and max "
+          "latency in ms; cmts: commits begun in it, jobs: the largest, c.ms: the longest "
+          "(its checkpoint included); fsyn: fsyncs, f.ms: the longest; ckpt: checkpoints and "
+          "their ms in all, wrt: those run inside a commit; WAL: its most frames after a commit")
 
 
 def picture(title: str, latencies: list[tuple[int, int]], events: list[dict]) -> str:
@@ -91,9 +99,10 @@ def picture(title: str, latencies: list[tuple[int, int]], events: list[dict]) ->
     lines = [
         f"{title}",
         f"    s     n   p50   p99    max |p99, one # per {BAR_MS} ms{'':<{BAR_MAX - 20}}| "
-        f"cmts jobs cmt.max fsyncs max  checkpoints ms",
+        f"cmts jobs  c.ms fsyn  f.ms ckpt n, ms wrt   WAL",
     ]
     lines += [row(b) for b in bins(latencies, events)]
+    lines.append(LEGEND)
     lines += tail_causes(latencies, events)
     return "\n".join(lines)
 
@@ -139,11 +148,16 @@ def tail_causes(latencies: list[tuple[int, int]], events: list[dict]) -> list[st
         f"an fsync of ≥ {slow_cut / 1000:.1f} ms (its 1% slowest)": [
             (f["at_us"], f["at_us"] + f["fsync_us"]) for f in fsyncs if f["fsync_us"] >= slow_cut],
     }
+    checkpoints = [e for e in events if e["kind"] == "checkpoint"]
+    in_commit = [e for e in checkpoints if e["by"] != "checkpointer"]
+    wal = max((c.get("wal_frames", 0) for c in commits), default=0)
     out = [f"slowest {TAIL_SHARE:.0%} of {len(latencies)} deliveries: ≥ {cut / 1000:.1f} ms; "
            f"{len(commits)} commits (median {percentile(big, 0.5)} jobs, max "
            f"{big[-1] if big else 0}), {len(fsyncs)} fsyncs (median "
-           f"{percentile(slow, 0.5) / 1000:.2f} ms), {len(kinds['a WAL checkpoint'])} "
-           f"checkpoints"]
+           f"{percentile(slow, 0.5) / 1000:.2f} ms), {len(checkpoints)} checkpoints "
+           f"({len(in_commit)} in a commit, "
+           f"{sum(e['checkpoint_us'] for e in in_commit) / 1000:.1f} ms in all); "
+           f"the WAL at most {wal} frames after a commit"]
     for name, spans in kinds.items():
         if spans:
             out.append(f"  waited across {name}: {overlapping(tail, spans):.0%} of the slowest, "

@@ -3,12 +3,15 @@
 //! Every write goes to one writer thread that owns the only writing connection, through a
 //! bounded queue: SQLite admits one writer at a time anyway, and a full queue answers "busy"
 //! at once instead of parking requests. The writer commits every job waiting in one
-//! transaction (`writer`), and answers none before that commit is on disk. Reads run on
+//! transaction (`writer`), and answers none before that commit is on disk. A thread of its
+//! own copies the WAL into the database file (`checkpointer`), so that no commit waits for
+//! a checkpoint until the WAL reaches its bound. Reads run on
 //! tokio's blocking pool over a few read-only connections, which WAL lets proceed beside the
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
 mod catchup;
+mod checkpointer;
 mod deliveries;
 mod inboxes;
 mod instances;
@@ -96,7 +99,11 @@ impl SqliteStore {
             (false, SqliteSync::Full) => Some(start_syncer(path)?),
             _ => None,
         };
-        let writer = Arc::new(writer::Writer::new(writer, syncer));
+        let checkpointer = match in_memory {
+            false => Some(checkpointer::Checkpointer::start(path)?),
+            true => None,
+        };
+        let writer = Arc::new(writer::Writer::new(writer, syncer, checkpointer));
         let (queue, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         let thread = Arc::clone(&writer);
         std::thread::Builder::new()

@@ -24,6 +24,8 @@ pub(super) enum By {
     Syncer,
     /// A request's own thread, the store being idle (`Writer::try_in_place`).
     InPlace,
+    /// The checkpointer thread, on a connection of its own.
+    Checkpointer,
 }
 
 impl By {
@@ -32,6 +34,7 @@ impl By {
             By::Writer => "writer",
             By::Syncer => "syncer",
             By::InPlace => "in_place",
+            By::Checkpointer => "checkpointer",
         }
     }
 }
@@ -56,10 +59,18 @@ impl Step {
             .map(|(started, at)| (at, started.elapsed().as_micros() as u64))
     }
 
-    /// A commit of `jobs` jobs has ended.
-    pub(super) fn committed(self, by: By, jobs: usize) {
+    /// A commit of `jobs` jobs has ended, leaving `wal_frames` frames in the WAL.
+    pub(super) fn committed(self, by: By, jobs: usize, wal_frames: i32) {
         if let Some((at_us, commit_us)) = self.took() {
-            tracing::trace!(target: TARGET, by = by.name(), at_us, commit_us, jobs, "commit");
+            tracing::trace!(
+                target: TARGET,
+                by = by.name(),
+                at_us,
+                commit_us,
+                jobs,
+                wal_frames,
+                "commit"
+            );
         }
     }
 
