@@ -101,6 +101,9 @@ def render(results: dict) -> str:
     if any(t["name"] == "today" for t in results["targets"]):
         lines.append("| this service ÷ the earlier build, per repetition | " + " | ".join(
             ratio_cell(ratios(results, n, "service", "today")) for n in levels) + " |")
+        lines.append("| this service's p99 ÷ the earlier build's p99, per repetition | "
+                     + " | ".join(ratio_cell(ratios(results, n, "service", "today", "p99_ms"))
+                                  for n in levels) + " |")
     lines += ["", *verdicts(results)]
     return "\n".join(lines)
 

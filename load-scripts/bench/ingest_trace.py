@@ -140,13 +140,19 @@ def tail_causes(latencies: list[tuple[int, int]], events: list[dict]) -> list[st
     big_cut = percentile(big, 0.99)
     slow = sorted(f["fsync_us"] for f in fsyncs)
     slow_cut = percentile(slow, 0.99)
+    def spans(kind: str, took: str, keep) -> list[tuple[int, int]]:
+        return [(e["at_us"], e["at_us"] + e[took]) for e in events
+                if e["kind"] == kind and keep(e)]
+
     kinds = {
-        "a WAL checkpoint": [(e["at_us"], e["at_us"] + e["checkpoint_us"]) for e in events
-                             if e["kind"] == "checkpoint"],
-        f"a commit of ≥ {big_cut} jobs (its 1% largest)": [
-            (c["at_us"], c["at_us"] + c["commit_us"]) for c in commits if c["jobs"] >= big_cut],
-        f"an fsync of ≥ {slow_cut / 1000:.1f} ms (its 1% slowest)": [
-            (f["at_us"], f["at_us"] + f["fsync_us"]) for f in fsyncs if f["fsync_us"] >= slow_cut],
+        "a WAL checkpoint inside a commit": spans(
+            "checkpoint", "checkpoint_us", lambda e: e["by"] != "checkpointer"),
+        "the checkpointer's checkpoint (no commit waits for it)": spans(
+            "checkpoint", "checkpoint_us", lambda e: e["by"] == "checkpointer"),
+        f"a commit of ≥ {big_cut} jobs (its 1% largest)": spans(
+            "commit", "commit_us", lambda e: e["jobs"] >= big_cut),
+        f"an fsync of ≥ {slow_cut / 1000:.1f} ms (its 1% slowest)": spans(
+            "fsync", "fsync_us", lambda e: e["fsync_us"] >= slow_cut),
     }
     checkpoints = [e for e in events if e["kind"] == "checkpoint"]
     in_commit = [e for e in checkpoints if e["by"] != "checkpointer"]
@@ -158,8 +164,14 @@ def tail_causes(latencies: list[tuple[int, int]], events: list[dict]) -> list[st
            f"({len(in_commit)} in a commit, "
            f"{sum(e['checkpoint_us'] for e in in_commit) / 1000:.1f} ms in all); "
            f"the WAL at most {wal} frames after a commit"]
-    for name, spans in kinds.items():
-        if spans:
-            out.append(f"  waited across {name}: {overlapping(tail, spans):.0%} of the slowest, "
-                       f"{overlapping(latencies, spans):.0%} of all")
+    for name, found in kinds.items():
+        if found:
+            out.append(f"  waited across {name}: {overlapping(tail, found):.0%} of the slowest, "
+                       f"{overlapping(latencies, found):.0%} of all")
+    stalls = [span for name, found in kinds.items() if "no commit waits" not in name
+              for span in found]
+    if events:
+        out.append(f"  across none of the commit's stalls above: "
+                   f"{1 - overlapping(tail, stalls):.0%} of the slowest, "
+                   f"{1 - overlapping(latencies, stalls):.0%} of all")
     return out

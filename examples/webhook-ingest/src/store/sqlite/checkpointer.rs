@@ -14,6 +14,7 @@
 //! the checkpointer did not copy is copied then, and the WAL is reused from the next commit.
 
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
@@ -44,9 +45,20 @@ pub(super) const WAL_LIMIT_FRAMES: c_int = 8 * CHECKPOINT_FRAMES;
 /// checkpointer's takes milliseconds.
 const CHECKPOINT_RETRY: Duration = Duration::from_millis(1);
 
+/// Frames in the WAL from which every commit asks for a checkpoint, not only one in
+/// [`CHECKPOINT_FRAMES`]: the WAL is written again from its start only when a checkpoint
+/// ends between two commits, and each checkpoint costs two fsyncs that the commits' own
+/// fsyncs queue behind, so the checkpointer runs back to back only as the WAL nears its
+/// limit (the trace: run after every commit from the start, the commits' fsyncs took 1.4 ms
+/// at the median instead of 1.1, and their slowest 1% twice as long).
+const CATCH_UP_FRAMES: c_int = WAL_LIMIT_FRAMES / 2;
+
 /// The writer's side of the checkpointer: asks for a checkpoint without waiting for it.
 pub(super) struct Checkpointer {
     due: SyncSender<()>,
+    /// The WAL's length when a checkpoint was last asked for. A hint, on which no answer
+    /// depends: a stale read asks once too often or too late, and the limit holds anyway.
+    asked_at: AtomicI32,
 }
 
 impl Checkpointer {
@@ -65,13 +77,19 @@ impl Checkpointer {
     pub(super) fn new() -> (Checkpointer, Receiver<()>) {
         // One request waiting is enough: a checkpoint copies everything committed before it.
         let (due, requests) = mpsc::sync_channel(1);
-        (Checkpointer { due }, requests)
+        let asked_at = AtomicI32::new(0);
+        (Checkpointer { due, asked_at }, requests)
     }
 
-    /// Asks for a checkpoint when a commit left `frames` frames in the WAL, enough for one.
+    /// Asks for a checkpoint when a commit left `frames` frames in the WAL: once for every
+    /// [`CHECKPOINT_FRAMES`] written, and after every commit past [`CATCH_UP_FRAMES`].
     /// Never waits: a request already waiting covers this commit too.
     pub(super) fn note(&self, frames: c_int) {
-        if frames >= CHECKPOINT_FRAMES {
+        let asked_at = self.asked_at.load(Ordering::Relaxed);
+        // A WAL shorter than when last asked was written again from its start.
+        let written = frames - if frames < asked_at { 0 } else { asked_at };
+        if written >= CHECKPOINT_FRAMES || frames >= CATCH_UP_FRAMES {
+            self.asked_at.store(frames, Ordering::Relaxed);
             let _ = self.due.try_send(());
         }
     }
