@@ -156,8 +156,10 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
     trace = {}
     if traced:
         title = f"{target['title']}, {connections} connections, run {run_id}"
-        trace["trace"] = picture(title, traced_latencies(latency_file),
-                                 traced_steps(server.log()))
+        latencies = traced_latencies(latency_file)
+        trace["trace"] = picture(title, latencies, traced_steps(server.log()))
+        took = sorted(t for _, t in latencies)
+        trace["traced_p99_ms"] = took[int(0.99 * len(took))] / 1000 if took else 0
     per_delivery = {f"{k}_per": v / max(1, len(acked)) for k, v in (wal or {}).items()}
     return {**per_delivery, **trace,
         "target": target["name"], "connections": connections, "acked": len(acked),
@@ -269,9 +271,16 @@ def measure(args: argparse.Namespace, plan: list[dict], levels: list[int], tmp: 
                 print(f"[{step}/{steps}] {target['name']} c={connections}: "
                       f"{r['rate']:,.0f} acknowledged/s, p99 {r['p99_ms']:.1f} ms, "
                       f"{r['cpu_us']:.0f} µs CPU/delivery, {r['acked']} acknowledged, all "
-                      f"stored; non-2xx {r['non2xx']}, errors {r['errors']}{wal_said(r)}",
+                      f"stored; non-2xx {r['non2xx']}, errors {r['errors']}{wal_said(r)}"
+                      f"{traced_said(r)}",
                       flush=True)
     return runs
+
+
+def traced_said(r: dict) -> str:
+    if "traced_p99_ms" not in r:
+        return ""
+    return f"; p99 of the traced latencies {r['traced_p99_ms']:.1f} ms"
 
 
 def wal_said(r: dict) -> str:

@@ -185,8 +185,10 @@ def render_traces(results: dict) -> str:
                            and "trace" in r), key=lambda r: r["p99_ms"])
             if runs:
                 middle = runs[(len(runs) - 1) // 2]
-                lines += [f"Its run with the median p99 ({middle['p99_ms']:.1f} ms, load "
-                          f"average {middle.get('load', float('nan')):.1f} after it):", "",
+                traced = middle.get("traced_p99_ms", float("nan"))
+                lines += [f"Its run with the median p99 ({middle['p99_ms']:.1f} ms by wrk, "
+                          f"{traced:.1f} ms over the traced latencies; load average "
+                          f"{middle.get('load', float('nan')):.1f} after it):", "",
                           "```text", middle["trace"], "```", ""]
     return "\n".join(lines).rstrip()
 
