@@ -16,13 +16,13 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::hooks::Wal;
 use rusqlite::Connection;
 
 use super::trace::{By, Step};
-use super::{is_busy, StoreError, BUSY_TIMEOUT};
+use super::{retry_while_busy, StoreError, BUSY_TIMEOUT};
 
 /// Frames in the WAL from which a commit asks the checkpointer for a checkpoint: SQLite's
 /// own default, about 4 MB. Past a checkpoint the WAL is written again from its start, in
@@ -104,16 +104,7 @@ impl Checkpointer {
 /// failure.
 pub(super) fn in_commit(wal: &Wal, frames: c_int) {
     let step = Step::start();
-    let deadline = Instant::now() + BUSY_TIMEOUT;
-    let done = loop {
-        match wal.checkpoint() {
-            Err(error) if is_busy(&error) && Instant::now() < deadline => {
-                std::thread::sleep(CHECKPOINT_RETRY);
-            }
-            done => break done,
-        }
-    };
-    match done {
+    match retry_while_busy(CHECKPOINT_RETRY, || wal.checkpoint()) {
         Ok(()) => step.checkpointed(By::Writer, frames),
         Err(error) => tracing::debug!(%error, "the WAL checkpoint did not run"),
     }
@@ -147,3 +138,6 @@ fn run(connection: &Connection, due: Receiver<()>) {
 fn checkpoint(connection: &Connection) -> rusqlite::Result<c_int> {
     connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
 }
+
+#[cfg(test)]
+mod tests;

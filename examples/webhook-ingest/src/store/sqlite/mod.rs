@@ -85,7 +85,7 @@ impl SqliteStore {
         writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         writer
             .busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| retry_while_busy(|| set_up(&mut writer, in_memory)))
+            .and_then(|()| retry_while_busy(BUSY_RETRY, || set_up(&mut writer, in_memory)))
             .map_err(|e| StoreError::Open(e.into()))?;
         let readers = if in_memory {
             Vec::new()
@@ -231,15 +231,19 @@ fn set_up(writer: &mut Connection, in_memory: bool) -> rusqlite::Result<()> {
     migrate(writer)
 }
 
-/// Runs `step` again while SQLite answers busy, for up to [`BUSY_TIMEOUT`]. Switching a new
-/// file to WAL takes an exclusive lock without waiting for it (SQLite calls no busy handler
-/// there), so nodes opening one new file at once would otherwise fail their start.
-fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+/// Runs `step` again, `pause` after each try, while SQLite answers busy, for up to
+/// [`BUSY_TIMEOUT`], where SQLite calls no busy handler itself: switching a new file to WAL
+/// takes an exclusive lock without waiting for it, so nodes opening one new file at once would
+/// otherwise fail their start; and a checkpoint is refused at once while another runs.
+fn retry_while_busy<T>(
+    pause: Duration,
+    mut step: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     loop {
         match step() {
             Err(error) if is_busy(&error) && Instant::now() < deadline => {
-                std::thread::sleep(BUSY_RETRY);
+                std::thread::sleep(pause);
             }
             done => return done,
         }
