@@ -269,3 +269,111 @@ async fn past_the_limit_a_commit_in_place_leaves_the_checkpoint_to_the_writer_th
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
+
+/// Commits, past the WAL's limit, behind a stalled checkpointer, and fsyncs the WAL itself:
+/// single jobs until a commit checkpoints.
+fn commit_fsync_and_checkpoint() {
+    let (path, writer, _requests) = behind_a_stalled_checkpointer("trace");
+    let wal = std::fs::File::open(format!("{}-wal", path.display())).unwrap();
+    let (syncer, _committed) = mpsc::channel();
+    let writer = Arc::new(Writer {
+        durability: Some(Durability { wal, syncer }),
+        ..Arc::into_inner(writer).unwrap()
+    });
+    let (jobs, queue) = mpsc::sync_channel(WAL_LIMIT_FRAMES as usize);
+    for key in 0..WAL_LIMIT_FRAMES / 5 {
+        jobs.send(blob(key)).unwrap();
+    }
+    drop(jobs);
+    run(Arc::clone(&writer), queue);
+    drop(writer);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// The trace's own test process: the interest of `tracing`'s callsites is cached process-wide,
+/// so a subscriber set while other tests run writes may miss their events. Run by
+/// [`the_trace_logs_commits_fsyncs_and_checkpoints_only_when_on`], alone in a process of its
+/// own, under the filter in `TRACE_TEST_FILTER`, logging to stderr.
+#[test]
+#[ignore = "run by the_trace_logs_commits_fsyncs_and_checkpoints_only_when_on"]
+fn trace_test_process() {
+    let filter = std::env::var("TRACE_TEST_FILTER").unwrap();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    commit_fsync_and_checkpoint();
+}
+
+/// The store's trace lines logged by [`trace_test_process`] under the log filter `filter`.
+fn traced(filter: &str) -> Vec<String> {
+    let ran = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "store::sqlite::writer::tests::trace_test_process",
+        ])
+        .args(["--ignored", "--nocapture", "--test-threads", "1"])
+        .env("TRACE_TEST_FILTER", filter)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success() && stdout.contains("1 passed"),
+        "{stdout}"
+    );
+    String::from_utf8_lossy(&ran.stderr)
+        .lines()
+        .filter_map(|line| {
+            line.split_once(" store_trace: ")
+                .map(|(_, event)| event.to_owned())
+        })
+        .collect()
+}
+
+/// With `store_trace` at TRACE the writer logs its commits (jobs, duration, the WAL's length),
+/// its fsyncs and the checkpoint a commit ran; at the service's default level, nothing.
+#[test]
+fn the_trace_logs_commits_fsyncs_and_checkpoints_only_when_on() {
+    let lines = traced("info,store_trace=trace");
+    let field = |line: &str, name: &str| -> Option<i64> {
+        let start = line.find(&format!(" {name}="))? + name.len() + 2;
+        line[start..].split(' ').next()?.parse().ok()
+    };
+    let commits: Vec<_> = lines.iter().filter(|l| l.starts_with("commit ")).collect();
+    assert!(!commits.is_empty(), "{lines:?}");
+    let jobs: i64 = commits.iter().filter_map(|l| field(l, "jobs")).sum();
+    assert_eq!(jobs, i64::from(WAL_LIMIT_FRAMES / 5), "{commits:?}");
+    assert!(commits.iter().all(|l| l.contains(r#"by="writer""#)));
+    assert!(commits
+        .iter()
+        .any(|l| field(l, "wal_frames") >= Some(WAL_LIMIT_FRAMES.into())));
+    assert!(commits
+        .iter()
+        .all(|l| field(l, "at_us") > Some(1_700_000_000_000_000)));
+    assert!(commits.iter().all(|l| field(l, "commit_us").is_some()));
+    let fsynced: i64 = lines
+        .iter()
+        .filter(|l| l.starts_with("fsync "))
+        .filter_map(|l| field(l, "jobs"))
+        .sum();
+    assert!(
+        fsynced > 0 && fsynced <= jobs,
+        "{fsynced} of {jobs} jobs fsynced"
+    );
+    let checkpoints: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("checkpoint "))
+        .collect();
+    assert!(!checkpoints.is_empty(), "{lines:?}");
+    assert!(checkpoints
+        .iter()
+        .all(|l| field(l, "frames") >= Some(WAL_LIMIT_FRAMES.into())));
+    assert!(checkpoints
+        .iter()
+        .all(|l| field(l, "checkpoint_us").is_some()));
+
+    assert_eq!(traced("info"), Vec::<String>::new());
+}
