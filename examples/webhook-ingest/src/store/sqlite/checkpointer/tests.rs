@@ -24,6 +24,9 @@ fn a_checkpoint_is_asked_for_once_per_threshold_of_frames_written() {
     );
     checkpointer.note(2 * CHECKPOINT_FRAMES);
     assert!(asked(&requests), "a threshold since the last request");
+    // A commit that left the WAL as long as at the last request wrote nothing since.
+    checkpointer.note(2 * CHECKPOINT_FRAMES);
+    assert!(!asked(&requests), "nothing written since the last request");
     // The WAL was written again from its start: its length counts from there.
     checkpointer.note(CHECKPOINT_FRAMES / 2);
     assert!(
