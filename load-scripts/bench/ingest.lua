@@ -11,6 +11,28 @@
 -- names it), then
 --   SUMMARY acked=N requests=N non2xx=N errors=N duration_us=N p50_us=N p99_us=N replayed=N
 -- which the harness checks against the store.
+--
+-- With INGEST_TRACE naming a file, each acknowledged delivery's latency is also written
+-- there, one line per delivery: the wall clock in microseconds since the Unix epoch when its
+-- answer came, and its latency in microseconds (from the request's making, just before it is
+-- written, to its answer). The service's trace of its writer uses the same clock. Without it
+-- no clock is read.
+
+local trace_path = os.getenv("INGEST_TRACE")
+local now_us
+if trace_path then
+   local ffi = require("ffi")
+   ffi.cdef[[
+      typedef struct { long tv_sec; long tv_nsec; } ingest_timespec;
+      int clock_gettime(int clock, ingest_timespec *now);
+   ]]
+   local CLOCK_REALTIME = 0
+   local now = ffi.new("ingest_timespec")
+   now_us = function()
+      ffi.C.clock_gettime(CLOCK_REALTIME, now)
+      return tonumber(now.tv_sec) * 1000000 + math.floor(tonumber(now.tv_nsec) / 1000)
+   end
+end
 
 local threads = {}
 
@@ -31,6 +53,9 @@ function init(args)
    next_body = thread_id - 1
    sent = 0
    acked = {}
+   sent_at = {}
+   answered_at = {}
+   latency = {}
    non2xx = 0
    replayed = 0
 end
@@ -39,10 +64,14 @@ function request()
    sent = sent + 1
    local push = signed[(next_body % #signed) + 1]
    next_body = next_body + stride
+   local delivery = prefix .. sent
+   if now_us then
+      sent_at[delivery] = now_us()
+   end
    return wrk.format("POST", push.path, {
       ["Content-Type"] = "application/json",
       ["X-GitHub-Event"] = "push",
-      ["X-GitHub-Delivery"] = prefix .. sent,
+      ["X-GitHub-Delivery"] = delivery,
       ["X-Hub-Signature-256"] = push.signature,
    }, push.body)
 end
@@ -56,6 +85,13 @@ function response(status, headers, body)
       local delivery = body:match('"delivery":"([^"]+)"')
       if delivery then
          table.insert(acked, delivery)
+         local sent_then = sent_at[delivery]
+         if sent_then then
+            local t = now_us()
+            table.insert(answered_at, t)
+            table.insert(latency, t - sent_then)
+            sent_at[delivery] = nil
+         end
          return
       end
    end
@@ -72,6 +108,16 @@ function done(summary, latency, requests)
       end
       refused = refused + thread:get("non2xx")
       replays = replays + thread:get("replayed")
+   end
+   if trace_path then
+      local traced = io.open(trace_path, "w")
+      for _, thread in ipairs(threads) do
+         local at, took = thread:get("answered_at"), thread:get("latency")
+         for i = 1, #at do
+            traced:write(string.format("%d %d\n", at[i], took[i]))
+         end
+      end
+      traced:close()
    end
    local errors = summary.errors
    out:write(string.format(

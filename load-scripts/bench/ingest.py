@@ -11,8 +11,12 @@ a fresh database per target run), beside the service on SQLite, with the WAL flu
 commits PostgreSQL counted per acknowledged delivery; --write then rewrites the PostgreSQL
 section.
 
+With --trace every run also records each delivery's latency (wrk's script) and what the
+service's store did (its `store_trace` events), and the report draws both per 100 ms for the
+repetition with the median p99 (`ingest_trace.py`); --only names the targets to run.
+
 usage: ingest.py --service BIN --plain BIN [--today BIN] [--quick] [--duration S] [--reps|--runs N]
-                 [--levels 1,16,64] [--postgres] [--write FILE]"""
+                 [--levels 1,16,64] [--postgres] [--trace] [--only T,T] [--write FILE]"""
 
 from __future__ import annotations
 
@@ -27,8 +31,9 @@ import time
 from pathlib import Path
 
 from receivers import Receiver
-from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, commit, render, render_postgres,
-                           write_section)
+from ingest_trace import client as traced_latencies, picture, server as traced_steps
+from ingest_report import (BEGIN, END, PG_BEGIN, PG_END, TRACE_BEGIN, TRACE_END, commit,
+                           render, render_postgres, render_traces, write_section)
 from harness.postgres import PgServer, SETTINGS as PG_SETTINGS
 from harness.procs import Failure as BenchFailure, exit_on_sigterm
 from harness.signing import hex_signature
@@ -109,10 +114,13 @@ def load_average() -> float:
 
 
 def run_one(target: dict, connections: int, duration: float, work: Path, run_id: str,
-            pg: PgServer | None) -> dict:
-    """One wrk run on a fresh server; every acknowledged delivery checked in the store."""
+            pg: PgServer | None, traced: bool = False) -> dict:
+    """One wrk run on a fresh server; every acknowledged delivery checked in the store. When
+    `traced`, the run's picture (`ingest_trace.picture`) is in its result's `trace`."""
     work.mkdir()
-    server = Receiver(target, work, pg)
+    server = Receiver(target, work, pg, traced)
+    latency_file = work / "latency.txt"
+    trace_env = {"INGEST_TRACE": str(latency_file)} if traced else {}
     try:
         signed_list(work / "signed.txt", server.path, server.secret,
                     int(duration * SIGNED_PER_SECOND))
@@ -124,7 +132,8 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
              f"-d{duration}s", "--timeout", WRK_TIMEOUT, "-s", str(HERE / "ingest.lua"),
              f"http://127.0.0.1:{server.port}", "--", str(work / "signed.txt"), run_id,
              str(threads)],
-            capture_output=True, text=True, env={**os.environ, "INGEST_ACKED": str(acked_file)})
+            capture_output=True, text=True,
+            env={**os.environ, "INGEST_ACKED": str(acked_file), **trace_env})
         cpu = server.cpu_seconds() - cpu0
         if wrk.returncode != 0:
             raise BenchFailure(f"wrk failed ({wrk.returncode}): {wrk.stderr[-500:]} {wrk.stdout[-500:]}")
@@ -144,8 +153,15 @@ def run_one(target: dict, connections: int, duration: float, work: Path, run_id:
         raise BenchFailure(f"{target['name']} at {connections}: {len(missing)} of {len(acked)} "
                            f"acknowledged deliveries are not in the store, e.g. {min(missing)}")
     seconds = int(summary["duration_us"]) / 1e6
+    trace = {}
+    if traced:
+        title = f"{target['title']}, {connections} connections, run {run_id}"
+        latencies = traced_latencies(latency_file)
+        trace["trace"] = picture(title, latencies, traced_steps(server.log()))
+        took = sorted(t for _, t in latencies)
+        trace["traced_p99_ms"] = took[int(0.99 * len(took))] / 1000 if took else 0
     per_delivery = {f"{k}_per": v / max(1, len(acked)) for k, v in (wal or {}).items()}
-    return {**per_delivery,
+    return {**per_delivery, **trace,
         "target": target["name"], "connections": connections, "acked": len(acked),
         "rate": len(acked) / seconds, "p50_ms": int(summary["p50_us"]) / 1000,
         "p99_ms": int(summary["p99_us"]) / 1000, "non2xx": int(summary["non2xx"]),
@@ -162,6 +178,10 @@ def settings(args: argparse.Namespace) -> str:
         said.append("--today BIN")
     if args.postgres:
         said.append("--postgres")
+    if args.only:
+        said.append(f"--only {args.only}")
+    if args.trace:
+        said.append("--trace")
     return " ".join(said)
 
 
@@ -179,6 +199,9 @@ def main() -> int:
     parser.add_argument("--levels", default="1,16,64")
     parser.add_argument("--postgres", action="store_true",
                         help="the service on PostgreSQL beside the service on SQLite")
+    parser.add_argument("--trace", action="store_true",
+                        help="record latency per delivery and the store's steps; draw them")
+    parser.add_argument("--only", help="the targets to run, by name (service,plain-normal)")
     parser.add_argument("--write", help="the markdown file whose ingest section is rewritten")
     parser.add_argument("--results", default="target/bench/ingest.json")
     args = parser.parse_args()
@@ -194,6 +217,8 @@ def main() -> int:
     levels = [int(n) for n in args.levels.split(",")]
     plan = postgres_targets(args.service, args.today) if args.postgres else targets(
         args.service, args.plain, args.today)
+    if args.only:
+        plan = [t for t in plan if t["name"] in args.only.split(",")]
     loads = [load_average()]
     started, t0 = time.time(), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="faultline-ingest-") as tmp:
@@ -216,10 +241,13 @@ def main() -> int:
 def report(results: dict, write: str | None) -> None:
     """Prints the table, and rewrites its section of `write` when given."""
     on_postgres = bool(results.get("postgres"))
-    table = render_postgres(results) if on_postgres else render(results)
+    traced = any("trace" in r for r in results["runs"])
+    table = (render_postgres(results) if on_postgres
+             else render_traces(results) if traced else render(results))
     print(table)
     if write:
-        section = (PG_BEGIN, PG_END) if on_postgres else (BEGIN, END)
+        section = ((PG_BEGIN, PG_END) if on_postgres else (TRACE_BEGIN, TRACE_END) if traced
+                   else (BEGIN, END))
         write_section(Path(write), table, *section)
 
 
@@ -234,16 +262,25 @@ def measure(args: argparse.Namespace, plan: list[dict], levels: list[int], tmp: 
             for target in plan:
                 step += 1
                 work = tmp / f"{step}-{target['name']}-{connections}"
-                r = run_one(target, connections, args.duration, work, f"r{step}", pg)
+                r = run_one(target, connections, args.duration, work, f"r{step}", pg,
+                            args.trace)
                 r["rep"] = rep
                 runs.append(r)
                 loads.append(load_average())
+                r["load"] = loads[-1]
                 print(f"[{step}/{steps}] {target['name']} c={connections}: "
                       f"{r['rate']:,.0f} acknowledged/s, p99 {r['p99_ms']:.1f} ms, "
                       f"{r['cpu_us']:.0f} µs CPU/delivery, {r['acked']} acknowledged, all "
-                      f"stored; non-2xx {r['non2xx']}, errors {r['errors']}{wal_said(r)}",
+                      f"stored; non-2xx {r['non2xx']}, errors {r['errors']}{wal_said(r)}"
+                      f"{traced_said(r)}",
                       flush=True)
     return runs
+
+
+def traced_said(r: dict) -> str:
+    if "traced_p99_ms" not in r:
+        return ""
+    return f"; p99 of the traced latencies {r['traced_p99_ms']:.1f} ms"
 
 
 def wal_said(r: dict) -> str:

@@ -14,6 +14,9 @@ END = "<!-- ingest:end -->"
 PG_BEGIN = ("<!-- ingest-postgres:begin (written by load-scripts/bench/ingest.sh --postgres; "
             "edits inside are lost) -->")
 PG_END = "<!-- ingest-postgres:end -->"
+TRACE_BEGIN = ("<!-- ingest-trace:begin (written by load-scripts/bench/ingest.sh --trace; edits "
+               "inside are lost) -->")
+TRACE_END = "<!-- ingest-trace:end -->"
 # The targets (issue 31, item 8): at or above the hand-written NORMAL receiver (no fsync) at
 # these levels, in the median of the repetitions' paired ratios;
 RATIO_LEVELS = (16, 64)
@@ -98,6 +101,9 @@ def render(results: dict) -> str:
     if any(t["name"] == "today" for t in results["targets"]):
         lines.append("| this service ÷ the earlier build, per repetition | " + " | ".join(
             ratio_cell(ratios(results, n, "service", "today")) for n in levels) + " |")
+        lines.append("| this service's p99 ÷ the earlier build's p99, per repetition | "
+                     + " | ".join(ratio_cell(ratios(results, n, "service", "today", "p99_ms"))
+                                  for n in levels) + " |")
     lines += ["", *verdicts(results)]
     return "\n".join(lines)
 
@@ -166,6 +172,25 @@ def render_postgres(results: dict) -> str:
         lines.append("| group commit ÷ a transaction per delivery, per repetition | " + " | ".join(
             ratio_cell(ratios(results, n, "service-pg", "today-pg")) for n in levels) + " |")
     return "\n".join(lines)
+
+
+def render_traces(results: dict) -> str:
+    """The table of a traced run, and the picture of each target's run with the median p99
+    at each level (`ingest_trace.py`)."""
+    lines = [render(results), ""]
+    for n in results["levels"]:
+        for target in results["targets"]:
+            runs = sorted((r for r in results["runs"]
+                           if r["target"] == target["name"] and r["connections"] == n
+                           and "trace" in r), key=lambda r: r["p99_ms"])
+            if runs:
+                middle = runs[(len(runs) - 1) // 2]
+                traced = middle.get("traced_p99_ms", float("nan"))
+                lines += [f"Its run with the median p99 ({middle['p99_ms']:.1f} ms by wrk, "
+                          f"{traced:.1f} ms over the traced latencies; load average "
+                          f"{middle.get('load', float('nan')):.1f} after it):", "",
+                          "```text", middle["trace"], "```", ""]
+    return "\n".join(lines).rstrip()
 
 
 def write_section(path: Path, table: str, begin: str = BEGIN, end: str = END) -> None:

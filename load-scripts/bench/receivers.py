@@ -13,7 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import ingest  # noqa: E402
-from harness.procs import Server  # noqa: E402
+from harness.procs import Server, server_env  # noqa: E402
+
+# The log filter of a traced run: the service's usual logs and its store's trace
+# (`store/sqlite/trace.rs`).
+TRACE_FILTER = "info,store_trace=trace"
 
 # The secret the hand-written receiver checks: it has no inboxes of its own.
 PLAIN_SECRET = "plain-receiver-bench-secret"
@@ -22,7 +26,7 @@ PLAIN_SECRET = "plain-receiver-bench-secret"
 class Receiver:
     """One server process of one target, on a fresh database in `work`."""
 
-    def __init__(self, target: dict, work: Path, pg=None):
+    def __init__(self, target: dict, work: Path, pg=None, traced: bool = False):
         self.target, self.work, self.pg = target, work, pg
         self.db = work / "store.db"
         location = str(self.db)
@@ -32,8 +36,9 @@ class Receiver:
             self.wal_before["pg_cpu_us"] = pg.cpu_seconds() * 1e6
         args = ["--db", location] + target["args"]
         if target["kind"] == "service":
+            log_env = server_env(RUST_LOG=TRACE_FILTER) if traced else None
             self.server = ingest.start(target["bin"], work, args, name="server",
-                                       spool=work / "spool")
+                                       spool=work / "spool", env=log_env)
             try:
                 env = ingest.setup(self.server.url, ["github"], "bench")
             except BaseException:
@@ -45,6 +50,10 @@ class Receiver:
                                             PLAIN_SECRET], work)
             self.path, self.secret = "/hook", PLAIN_SECRET
         self.port = self.server.port
+
+    def log(self) -> Path:
+        """The server's stderr, kept in its work directory."""
+        return self.server.log_path
 
     def cpu_seconds(self) -> float:
         return self.server.cpu_seconds()

@@ -3,12 +3,15 @@
 //! Every write goes to one writer thread that owns the only writing connection, through a
 //! bounded queue: SQLite admits one writer at a time anyway, and a full queue answers "busy"
 //! at once instead of parking requests. The writer commits every job waiting in one
-//! transaction (`writer`), and answers none before that commit is on disk. Reads run on
+//! transaction (`writer`), and answers none before that commit is on disk. A thread of its
+//! own copies the WAL into the database file (`checkpointer`), so that no commit waits for
+//! a checkpoint until the WAL reaches its bound. Reads run on
 //! tokio's blocking pool over a few read-only connections, which WAL lets proceed beside the
 //! writer. A `:memory:` store has a single connection, so its reads queue behind the writer
 //! too.
 
 mod catchup;
+mod checkpointer;
 mod deliveries;
 mod ids;
 mod inboxes;
@@ -18,6 +21,7 @@ mod refusals;
 mod replays;
 mod schema;
 mod syncer;
+mod trace;
 mod writer;
 
 use std::path::Path;
@@ -82,7 +86,7 @@ impl SqliteStore {
         writer.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
         writer
             .busy_timeout(BUSY_TIMEOUT)
-            .and_then(|()| retry_while_busy(|| set_up(&mut writer, in_memory)))
+            .and_then(|()| retry_while_busy(BUSY_RETRY, || set_up(&mut writer, in_memory)))
             .map_err(|e| StoreError::Open(e.into()))?;
         let readers = if in_memory {
             Vec::new()
@@ -96,7 +100,11 @@ impl SqliteStore {
             (false, SqliteSync::Full) => Some(start_syncer(path)?),
             _ => None,
         };
-        let writer = Arc::new(writer::Writer::new(writer, syncer));
+        let checkpointer = match in_memory {
+            false => Some(checkpointer::Checkpointer::start(path)?),
+            true => None,
+        };
+        let writer = Arc::new(writer::Writer::new(writer, syncer, checkpointer));
         let (queue, jobs) = mpsc::sync_channel::<Job>(WRITE_QUEUE_DEPTH);
         let thread = Arc::clone(&writer);
         std::thread::Builder::new()
@@ -224,15 +232,19 @@ fn set_up(writer: &mut Connection, in_memory: bool) -> rusqlite::Result<()> {
     migrate(writer)
 }
 
-/// Runs `step` again while SQLite answers busy, for up to [`BUSY_TIMEOUT`]. Switching a new
-/// file to WAL takes an exclusive lock without waiting for it (SQLite calls no busy handler
-/// there), so nodes opening one new file at once would otherwise fail their start.
-fn retry_while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+/// Runs `step` again, `pause` after each try, while SQLite answers busy, for up to
+/// [`BUSY_TIMEOUT`], where SQLite calls no busy handler itself: switching a new file to WAL
+/// takes an exclusive lock without waiting for it, so nodes opening one new file at once would
+/// otherwise fail their start; and a checkpoint is refused at once while another runs.
+fn retry_while_busy<T>(
+    pause: Duration,
+    mut step: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     loop {
         match step() {
             Err(error) if is_busy(&error) && Instant::now() < deadline => {
-                std::thread::sleep(BUSY_RETRY);
+                std::thread::sleep(pause);
             }
             done => return done,
         }

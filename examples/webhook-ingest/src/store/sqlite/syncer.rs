@@ -14,6 +14,8 @@ use std::sync::mpsc::Receiver;
 
 use rusqlite::ffi;
 
+use super::trace::{By, Step};
+
 /// What a job leaves for after the commit: it sends the job's answer, given how the commit
 /// ended, so that a success is never answered before it is durable.
 pub(super) type Reply = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
@@ -48,7 +50,10 @@ pub(super) fn run(wal: File, committed: Receiver<Committed>) {
         // them all.
         let mut round = vec![first];
         round.extend(committed.try_iter());
+        let step = Step::start();
         let synced = sync(&wal);
+        let jobs = round.iter().map(|batch| batch.replies.len()).sum();
+        step.synced(By::Syncer, round.len(), jobs);
         for batch in round {
             batch.answer(synced.as_ref().map(|_| ()));
         }

@@ -22,7 +22,9 @@ use rusqlite::hooks::Wal;
 use rusqlite::{ffi, Connection};
 use tokio::runtime::RuntimeFlavor;
 
+use super::checkpointer::{self, Checkpointer, WAL_LIMIT_FRAMES};
 use super::syncer::{self, Committed, Reply};
+use super::trace::{By, Step};
 
 /// Most jobs in one transaction. The queue holds up to 1,024 jobs; at this size a batch is a
 /// few milliseconds of inserts, so the first job of a batch is not kept waiting behind a
@@ -48,11 +50,13 @@ pub(super) struct Writer {
     connection: Mutex<Connection>,
     /// `None` for a store that does not wait for the disk.
     durability: Option<Durability>,
+    /// `None` for a store in memory, which has no WAL.
+    checkpointer: Option<Checkpointer>,
     /// Jobs handed to the store and not yet answered (or given up by their request). Only a
     /// hint of whether the store is idle, on which no answer depends: a stale read costs at
     /// most one job run in place beside a batch, with an fsync of its own.
     active: AtomicUsize,
-    /// A commit run in place found the WAL due for a checkpoint and left it to the writer
+    /// A commit run in place found the WAL at its limit and left the checkpoint to the writer
     /// thread: the next job goes there, whose commit checkpoints.
     checkpoint_due: AtomicBool,
     /// The last commit held one job, and no job has found the store busy since: deliveries
@@ -74,10 +78,15 @@ impl Drop for Active<'_> {
 }
 
 impl Writer {
-    pub(super) fn new(connection: Connection, durability: Option<Durability>) -> Writer {
+    pub(super) fn new(
+        connection: Connection,
+        durability: Option<Durability>,
+        checkpointer: Option<Checkpointer>,
+    ) -> Writer {
         Writer {
             connection: Mutex::new(connection),
             durability,
+            checkpointer,
             active: AtomicUsize::new(0),
             checkpoint_due: AtomicBool::new(false),
             alone: AtomicBool::new(true),
@@ -130,19 +139,36 @@ impl Writer {
             // A batch of jobs whose requests went is still running.
             Err(TryLockError::WouldBlock) => return Err(job),
         };
+        let step = Step::start();
         let committed = InPlace::commit(&connection, job);
         drop(connection);
+        step.committed(By::InPlace, 1, self.ask_for_checkpoint());
         if committed.left_checkpoint {
             self.checkpoint_due.store(true, Ordering::Relaxed);
         }
-        self.sync_here(committed.batch);
+        self.sync_here(committed.batch, By::InPlace);
         Ok(())
     }
 
+    /// Asks the checkpointer for a checkpoint if the commit just made on this thread left
+    /// the WAL long enough for one; returns the WAL's length in frames.
+    fn ask_for_checkpoint(&self) -> c_int {
+        let frames = WAL_FRAMES.with(|frames| frames.replace(0));
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.note(frames);
+        }
+        frames
+    }
+
     /// Answers `committed` once it is durable, an fsync run here: nothing would overlap it.
-    fn sync_here(&self, committed: Committed) {
+    fn sync_here(&self, committed: Committed, by: By) {
         let synced = match &self.durability {
-            Some(durability) => syncer::sync(&durability.wal),
+            Some(durability) => {
+                let step = Step::start();
+                let synced = syncer::sync(&durability.wal);
+                step.synced(by, 1, committed.replies.len());
+                synced
+            }
             None => Ok(()),
         };
         committed.answer(synced.as_ref().map(|_| ()));
@@ -178,42 +204,43 @@ pub(super) fn run(writer: Arc<Writer>, jobs: Receiver<Job>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-        let lone = batch.len() == 1;
+        let (jobs_in_batch, step) = (batch.len(), Step::start());
+        let lone = jobs_in_batch == 1;
         let connection = writer
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let committed = commit_batch(&connection, batch);
         drop(connection);
+        step.committed(By::Writer, jobs_in_batch, writer.ask_for_checkpoint());
         // This commit ran the checkpoint a commit in place left (`checkpoint_hook`).
         writer.checkpoint_due.store(false, Ordering::Relaxed);
         writer.alone.store(lone, Ordering::Relaxed);
         waiting = jobs.try_recv().ok();
         match waiting {
             Some(_) => writer.hand_to_syncer(committed),
-            None => writer.sync_here(committed),
+            None => writer.sync_here(committed, By::Writer),
         }
     }
 }
 
-/// Frames in the WAL from which a commit checkpoints it: SQLite's own default, about 4 MB.
-/// Past a checkpoint the WAL is written again from its start, in place, and an fsync of
-/// pages written in place costs about half one of pages that grow the file (measured on
-/// this machine's ext4: 100 against 160–210 µs), so the threshold stays small.
-const CHECKPOINT_FRAMES: c_int = 1000;
-
 thread_local! {
+    /// The WAL's length in frames after this thread's last commit, for the checkpointer
+    /// (`Writer::ask_for_checkpoint`).
+    static WAL_FRAMES: Cell<c_int> = const { Cell::new(0) };
     /// Set while this thread commits a job in place; its commit's checkpoint, if due, is
     /// left to the writer thread and noted here.
     static IN_PLACE: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
-/// The WAL hook of the writing connection, in place of SQLite's auto-checkpoint (the same
-/// threshold and the same passive checkpoint): a checkpoint copies the WAL into the
-/// database and fsyncs both, milliseconds of disk that a commit run in place would spend
-/// blocking its tokio worker. That commit leaves it to the writer thread instead.
+/// The WAL hook of the writing connection, in place of SQLite's auto-checkpoint: it notes
+/// the WAL's length for the checkpointer (`checkpointer`), and checkpoints in the commit
+/// only past [`WAL_LIMIT_FRAMES`], the checkpointer having fallen behind. That checkpoint is
+/// milliseconds of disk, which a commit run in place would spend blocking its tokio worker:
+/// that commit leaves it to the writer thread instead.
 pub(super) fn checkpoint_hook(wal: &Wal, frames: c_int) -> rusqlite::Result<()> {
-    if frames < CHECKPOINT_FRAMES {
+    WAL_FRAMES.with(|noted| noted.set(frames));
+    if frames < WAL_LIMIT_FRAMES {
         return Ok(());
     }
     let left = IN_PLACE.with(|in_place| {
@@ -226,11 +253,7 @@ pub(super) fn checkpoint_hook(wal: &Wal, frames: c_int) -> rusqlite::Result<()> 
     if left {
         return Ok(());
     }
-    // As SQLite's own hook, a checkpoint that fails (a reader in the way) only waits for the
-    // next commit: an error here would make the commit, which stands, report a failure.
-    if let Err(error) = wal.checkpoint() {
-        tracing::debug!(%error, "the WAL checkpoint did not run");
-    }
+    checkpointer::in_commit(wal, frames);
     Ok(())
 }
 
