@@ -417,10 +417,10 @@ async fn a_resend_gitlab_cannot_make_is_passed_over_with_a_warning() {
     );
     let service = service().await;
     let fixture = service.setup().await;
-    let (_, secret) = fixture.inbox(Vcs::Gitlab);
+    let (_, secret) = fixture.inbox(Provider::Gitlab);
     let kept = stand_in.add_hook(PROJECT + 1, HOOK, GITLAB_TOKEN, closed_port().await, secret);
     stand_in.push(kept, "kept", gitlab_push(), None).await;
-    stand_in.set_target(kept, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    stand_in.set_target(kept, service.url(&fixture.hook_path(Provider::Gitlab)));
     let kept_hook = Hook::GitLab {
         url: stand_in.url(),
         project: PROJECT + 1,
@@ -480,7 +480,7 @@ async fn a_limit_is_waited_out_before_the_next_call() {
     gitlab
         .push(hook, "limited", named(&gitlab_push(), "limited"), None)
         .await;
-    gitlab.set_target(hook, service.url(&fixture.hook_path(Vcs::Gitlab)));
+    gitlab.set_target(hook, service.url(&fixture.hook_path(Provider::Gitlab)));
     gitlab.script([Scripted {
         status: 429,
         headers: vec![("retry-after", "3".into())],
