@@ -200,9 +200,11 @@ async fn down_then_resent(service: Service) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let last = series_sum(
+    let (inbox, _) = fixture.inbox(Provider::Gitlab);
+    let last = series_sum_where(
         &service,
         "webhook_ingest_catchup_last_success_timestamp_seconds",
+        &format!("inbox=\"{inbox}\""),
     )
     .await;
     assert!(

@@ -143,9 +143,16 @@ pub async fn within_bound(what: &str, mut done: impl AsyncFnMut() -> bool) {
 
 /// The sum of the series of `name` on the service's `/metrics`.
 pub async fn series_sum(service: &Service, name: &str) -> f64 {
+    series_sum_where(service, name, "").await
+}
+
+/// The sum of the series of `name` whose labels hold `label` (`inbox="ID"`): on a PostgreSQL
+/// database shared with other tests, the service also works their inboxes.
+pub async fn series_sum_where(service: &Service, name: &str, label: &str) -> f64 {
     let text = metrics_text(service).await;
     text.lines()
         .filter(|line| line.starts_with(name) && line[name.len()..].starts_with('{'))
+        .filter(|line| line.contains(label))
         .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
         .sum()
 }

@@ -2,17 +2,29 @@
 //! service's unit tests use it too (by `#[path]`), so it needs nothing of `common` but
 //! `tracing` and `tracing-subscriber`.
 
-use std::sync::{Arc, Mutex};
-
-use tracing::subscriber::DefaultGuard;
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex, Once};
 
 /// What this thread logged since [`Logs::capture`], until its guard is dropped.
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<u8>>>);
 
-impl std::io::Write for Logs {
+thread_local! {
+    /// The capture this thread's events are written to, if any.
+    static CURRENT: RefCell<Option<Logs>> = const { RefCell::new(None) };
+}
+
+/// The writer of the process's one subscriber: an event goes to the capture of the thread
+/// that logged it, or nowhere.
+struct ThisThread;
+
+impl std::io::Write for ThisThread {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
+        CURRENT.with(|current| {
+            if let Some(logs) = &*current.borrow() {
+                logs.0.lock().unwrap().extend_from_slice(bytes);
+            }
+        });
         Ok(bytes.len())
     }
 
@@ -21,21 +33,37 @@ impl std::io::Write for Logs {
     }
 }
 
+/// Ends a capture when dropped: the thread's events go back to the capture before it.
+pub struct Capturing(Option<Logs>);
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        CURRENT.with(|current| *current.borrow_mut() = previous);
+    }
+}
+
 impl Logs {
     /// Keeps what this thread logs (every task of a current-thread runtime included) until
     /// the guard is dropped.
-    pub fn capture() -> (Logs, DefaultGuard) {
+    ///
+    /// One subscriber serves the whole process, set once as its global default, and writes
+    /// each event to the capture of its thread. A subscriber per test, set as the thread's
+    /// default, lost events: `tracing` caches whether a callsite is wanted process-wide, and
+    /// a test running beside it without a subscriber could cache it as unwanted.
+    pub fn capture() -> (Logs, Capturing) {
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(|| ThisThread)
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("a process that captures logs sets no other global subscriber");
+        });
         let logs = Logs::default();
-        let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
-        // Another test may have met the same callsites with no subscriber, which caches them
-        // as unwanted: asked again, with this one.
-        tracing::callsite::rebuild_interest_cache();
-        (logs, guard)
+        let previous = CURRENT.with(|current| current.borrow_mut().replace(logs.clone()));
+        (logs, Capturing(previous))
     }
 
     /// The whole log.
