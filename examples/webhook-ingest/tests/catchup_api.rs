@@ -137,10 +137,19 @@ async fn refused_credentials_are_reported_once_and_not_asked_again() {
 
 #[tokio::test]
 async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
+    let (logs, _guard) = Logs::capture();
     let github = GitHubStandIn::start().await;
     let service = service_on(Store::open(":memory:").await.unwrap(), None, &github, None).await;
     let fixture = service.setup().await;
+    let (_, secret) = fixture.inbox(Provider::Github);
+    let public = include_str!("fixtures/catchup/app-key.pub.pem");
     let private = include_str!("fixtures/catchup/app-key.pem");
+    github.add_hook(
+        HookKind::App,
+        Credential::App(42, public.into()),
+        closed_port().await,
+        secret.into(),
+    );
     let given = give(
         &service,
         &fixture,
@@ -159,6 +168,10 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
             answer.text
         );
     }
+    within_bound("a pass asks with the App's JWT", async || {
+        github.calls(Method::GET, "/app/hook/deliveries") >= 1
+    })
+    .await;
     let refused = [
         json!({ "repository": "octo/hello", "token": TOKEN }),
         json!({ "repository": "octo", "hook_id": 1, "token": TOKEN }),
@@ -208,6 +221,13 @@ async fn the_api_keeps_the_credentials_secret_and_refuses_what_cannot_work() {
     assert_eq!(deleted.status, 204);
     let gone = shown(&service, &fixture, &catchup_path(&fixture)).await;
     gone.assert_problem(422, "invalid-field");
+    // A pass asked with the App's JWT, and every refused body carried a token or the key:
+    // none of them, nor the JWT (base64url of JSON, `eyJ…`), is in a log line.
+    let text = logs.text();
+    assert!(text.contains("catch-up credentials given"), "{text}");
+    for secret in ["PRIVATE KEY", &private[40..80], TOKEN, "eyJ"] {
+        assert!(!text.contains(secret), "{secret} in the log: {text}");
+    }
 }
 
 #[tokio::test]

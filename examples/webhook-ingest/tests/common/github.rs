@@ -393,9 +393,26 @@ fn authorized(credential: &Credential, headers: &HeaderMap) -> bool {
             validation.set_required_spec_claims(&["exp", "iat", "iss"]);
             validation.set_issuer(&[id.to_string()]);
             let key = jsonwebtoken::DecodingKey::from_rsa_pem(public.as_bytes()).unwrap();
-            jsonwebtoken::decode::<Value>(bearer, &key, &validation).is_ok()
+            jsonwebtoken::decode::<Value>(bearer, &key, &validation)
+                .is_ok_and(|token| app_jwt_times_fit(&token.claims))
         }
     }
+}
+
+/// The longest an App's JWT may live from now, as GitHub refuses one "too far in the future".
+const APP_JWT_MAX_SECS: u64 = 10 * 60;
+
+/// GitHub's rules for an App's JWT beyond its signature and expiry ("Generating a JSON Web
+/// Token (JWT) for a GitHub App"): issued in the past, and expiring within ten minutes.
+fn app_jwt_times_fit(claims: &Value) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (Some(iat), Some(exp)) = (claims["iat"].as_u64(), claims["exp"].as_u64()) else {
+        return false;
+    };
+    iat <= now && exp <= now + APP_JWT_MAX_SECS
 }
 
 /// A page of the hook's deliveries, newest first, from after the cursor.
