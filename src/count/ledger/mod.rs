@@ -134,7 +134,8 @@ impl Ledger {
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         let routes = RouteSlots::new(limits.max_routes);
-        let minute = budget::minute_now();
+        let reporter = Reporter::new(limits.reports);
+        let minute = budget::minute_at(&reporter, 0);
         let stripe = || {
             CachePadded::new(Stripe {
                 counts: Counts::default(),
@@ -152,7 +153,7 @@ impl Ledger {
                 routes,
                 sampled: AtomicU64::new(minute),
                 history: Mutex::new(History::new(minute)),
-                reporter: Reporter::new(limits.reports),
+                reporter,
                 waiters: Waiters::default(),
                 unread: UnreadCounters::default(),
                 exported: Exported::default(),
@@ -257,7 +258,9 @@ impl Ledger {
     /// suppressed. The caller writes the event (it runs the subscriber's code, with no lock of
     /// the ledger held), then counts the request's end with [`finish`](Self::finish).
     pub(crate) fn fail(&self, summary: &Summary, meta: &RequestMeta) -> Option<ToReport> {
-        self.observe_minute(budget::minute_now());
+        let reporter = &self.inner.reporter;
+        let nanos = reporter.elapsed_nanos();
+        self.observe_minute(budget::minute_at(reporter, nanos));
         let (stripe, here) = self.stripe();
         let route = meta.route();
         let fingerprint = fingerprint(summary, route);
@@ -271,9 +274,7 @@ impl Ledger {
                 !TALLY_PANICS.with(|armed| armed.replace(false)),
                 "the tally of this failure panics, as a test asked"
             );
-            self.inner
-                .reporter
-                .judge(reports, fingerprint, summary, route)
+            reporter.judge(reports, fingerprint, summary, route, nanos)
         };
         match verdict {
             Verdict::Suppress => {
