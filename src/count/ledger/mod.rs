@@ -112,6 +112,21 @@ struct Stripe {
 struct Failures {
     series: SeriesTable,
     reports: ThreadReports,
+    last: Option<LastFailure>,
+}
+
+/// What this thread's last failure was found to be: a run of the same failure (a client
+/// sending the same bad request, a flood) takes its fingerprint and its series from here
+/// instead of hashing its labels twice (`bench-smoke`'s `/handled`, BENCHMARKS.md, "Fourth
+/// round"). Its series is checked by its labels ([`SeriesTable::count_again`]), which also
+/// finds it gone after the table is emptied; the fingerprint depends on the outcome, the code,
+/// the route and the panic site, of which the series checks the code and the route: only a
+/// failure without a site is kept.
+#[derive(Debug, Clone, Copy)]
+struct LastFailure {
+    outcome: Outcome,
+    fingerprint: u64,
+    series_at: usize,
 }
 
 impl Default for Ledger {
@@ -143,6 +158,7 @@ impl Ledger {
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
                     reports: ThreadReports::default(),
+                    last: None,
                 }),
             })
         };
@@ -263,18 +279,39 @@ impl Ledger {
         self.observe_minute(budget::minute_at(reporter, nanos));
         let (stripe, here) = self.stripe();
         let route = meta.route();
-        let fingerprint = fingerprint(summary, route);
-        let verdict = {
+        let (fingerprint, verdict) = {
             let mut failures = lock(&stripe.failures);
-            let Failures { series, reports } = &mut *failures;
-            let status = summary.status.as_u16();
-            series.record_local(route, summary.code, status, &self.inner.series);
+            let Failures {
+                series,
+                reports,
+                last,
+            } = &mut *failures;
+            let (code, status) = (summary.code, summary.status.as_u16());
+            let again = last.filter(|last| {
+                last.outcome == summary.outcome
+                    && summary.site.is_none()
+                    && series.count_again(last.series_at, route, code, status)
+            });
+            let fingerprint = match again {
+                Some(again) => again.fingerprint,
+                None => {
+                    let fingerprint = fingerprint(summary, route);
+                    let at = series.record_local(route, code, status, &self.inner.series);
+                    *last = at.filter(|_| summary.site.is_none()).map(|at| LastFailure {
+                        outcome: summary.outcome,
+                        fingerprint,
+                        series_at: at,
+                    });
+                    fingerprint
+                }
+            };
             #[cfg(all(test, not(loom)))]
             assert!(
                 !TALLY_PANICS.with(|armed| armed.replace(false)),
                 "the tally of this failure panics, as a test asked"
             );
-            reporter.judge(reports, fingerprint, summary, route, nanos)
+            let verdict = reporter.judge(reports, fingerprint, summary, route, nanos);
+            (fingerprint, verdict)
         };
         match verdict {
             Verdict::Suppress => {
