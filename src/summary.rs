@@ -68,6 +68,7 @@ impl Summary {
 
     /// Gives the message's buffer, emptied, to this thread for its next failure's message.
     /// A summary without one (a rejection without text) leaves the kept one as it is.
+    #[inline]
     pub(crate) fn keep_message_buffer(self) {
         let mut message = self.message;
         if message.capacity() == 0 || message.capacity() > KEPT_MESSAGE_CAPACITY {
