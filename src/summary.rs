@@ -307,6 +307,13 @@ mod tests {
         assert_eq!(third.message, "third");
         third.keep_message_buffer();
 
+        // A buffer of the cap itself is kept.
+        let mut at_cap = summary_of("at the cap");
+        at_cap.message = String::with_capacity(KEPT_MESSAGE_CAPACITY);
+        at_cap.keep_message_buffer();
+        assert_eq!(kept_capacity(), KEPT_MESSAGE_CAPACITY);
+        drop(summary_of("taken"));
+
         let mut large = summary_of("large");
         large.message.reserve(KEPT_MESSAGE_CAPACITY + 1);
         large.keep_message_buffer();

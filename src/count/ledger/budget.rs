@@ -281,6 +281,28 @@ mod tests {
     use crate::count::ledger::Ledger;
     use crate::request::{InternedRoute, RouteKey};
 
+    /// The budget's minute, read through the reporter's clock, is the wall clock's minute
+    /// since the Unix epoch (to within the one it may turn into between the reads).
+    #[test]
+    fn the_budgets_minute_is_the_wall_clocks() {
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let wall = || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                / 60
+        };
+        let ledger = Ledger::new();
+        let before = wall();
+        let minute = ledger.minute_now();
+        let after = wall();
+        assert!(
+            (before..=after + 1).contains(&minute),
+            "{before} {minute} {after}"
+        );
+    }
+
     fn count(ledger: &Ledger, text: &'static str, outcome: Outcome, status: u16, n: u64) {
         let key = RouteKey::Interned(InternedRoute {
             text,
