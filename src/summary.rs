@@ -1,6 +1,7 @@
 //! One bounded summary per failure: what the problem body, the report and the ledger read.
 //! Every text in it went through the bounded writer, so its cost was capped before the work.
 
+use std::cell::Cell;
 use std::error::Error as StdError;
 
 use http::StatusCode;
@@ -14,6 +15,25 @@ use crate::text::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARAT
 
 /// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
 const MESSAGE_CAPACITY: usize = 128;
+
+/// The largest message buffer a thread keeps for its next failure: one grown past it, for a
+/// long message under a high `max_message_bytes`, is freed rather than held by every thread.
+const KEPT_MESSAGE_CAPACITY: usize = 4096;
+
+thread_local! {
+    /// The message buffer of the last summary this thread answered with, empty, for the next
+    /// failure's message: a run of failures allocates none for it (`bench-smoke`'s
+    /// `/handled`, BENCHMARKS.md, "Fourth round").
+    static KEPT_MESSAGE: Cell<String> = const { Cell::new(String::new()) };
+}
+
+/// An empty buffer for a message with room for [`MESSAGE_CAPACITY`] bytes: the one this
+/// thread kept, if any. In a thread-local destructor, a new one.
+fn message_buffer() -> String {
+    let mut message = KEPT_MESSAGE.try_with(Cell::take).unwrap_or_default();
+    message.reserve(MESSAGE_CAPACITY);
+    message
+}
 
 /// A bounded account of one failure, computed once and used by the problem body, the report
 /// and the ledger.
@@ -46,6 +66,18 @@ impl Summary {
         }
     }
 
+    /// Gives the message's buffer, emptied, to this thread for its next failure's message.
+    /// A summary without one (a rejection without text) leaves the kept one as it is.
+    #[inline]
+    pub(crate) fn keep_message_buffer(self) {
+        let mut message = self.message;
+        if message.capacity() == 0 || message.capacity() > KEPT_MESSAGE_CAPACITY {
+            return;
+        }
+        message.clear();
+        let _ = KEPT_MESSAGE.try_with(|kept| kept.set(message));
+    }
+
     /// A handler's error, as its [`Fault`] implementation describes it.
     pub(crate) fn from_fault(fault: &dyn Fault, config: &Config) -> Self {
         let outcome = if fault.counts_as_rejection() {
@@ -54,7 +86,7 @@ impl Summary {
             Outcome::Handled
         };
         let mut summary = Self::new(outcome, fault.status(), fault.code());
-        summary.message.reserve(MESSAGE_CAPACITY);
+        summary.message = message_buffer();
         let cap = config.max_message_bytes;
         write_bounded(&mut summary.message, cap, &fault);
         write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
@@ -85,7 +117,7 @@ impl Summary {
             _ => codes::PANIC,
         };
         let mut summary = Self::new(outcome, status, code);
-        summary.message.reserve(MESSAGE_CAPACITY);
+        summary.message = message_buffer();
         write_panic_payload(
             &mut summary.message,
             config.max_message_bytes,
@@ -127,7 +159,7 @@ impl Summary {
         config: &Config,
     ) -> Self {
         let mut summary = Self::new(outcome, status, code);
-        summary.message.reserve(MESSAGE_CAPACITY);
+        summary.message = message_buffer();
         write_bounded(&mut summary.message, config.max_message_bytes, &error);
         write_chain(
             &mut summary.chain,
@@ -232,4 +264,62 @@ pub(crate) enum Public {
     Message,
     /// A text of its own.
     Text(String),
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    fn summary_of(message: &str) -> Summary {
+        let fault = Error::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+            message.to_owned(),
+        );
+        Summary::from_fault(fault.as_fault(), &Config::default())
+    }
+
+    /// The buffer a summary leaves is the next one's, emptied: the next message holds its own
+    /// text only. One grown past the cap is not kept.
+    #[test]
+    fn a_message_buffer_is_kept_emptied_for_the_next_failure_and_a_large_one_is_not() {
+        let first = summary_of("the first message");
+        let buffer = first.message.as_ptr();
+        first.keep_message_buffer();
+        let second = summary_of("second");
+        assert_eq!(second.message, "second");
+        assert_eq!(second.message.as_ptr(), buffer);
+        second.keep_message_buffer();
+        // A summary without a buffer leaves the kept one.
+        let kept_capacity = || {
+            KEPT_MESSAGE.with(|kept| {
+                let buffer = kept.take();
+                let capacity = buffer.capacity();
+                kept.set(buffer);
+                capacity
+            })
+        };
+        assert!(kept_capacity() >= MESSAGE_CAPACITY);
+        Summary::new(Outcome::Rejected, StatusCode::NOT_FOUND, "not-found").keep_message_buffer();
+        assert!(kept_capacity() >= MESSAGE_CAPACITY);
+        let third = summary_of("third");
+        assert_eq!(third.message, "third");
+        third.keep_message_buffer();
+
+        // A buffer of the cap itself is kept.
+        let mut at_cap = summary_of("at the cap");
+        at_cap.message = String::with_capacity(KEPT_MESSAGE_CAPACITY);
+        at_cap.keep_message_buffer();
+        assert_eq!(kept_capacity(), KEPT_MESSAGE_CAPACITY);
+        drop(summary_of("taken"));
+
+        let mut large = summary_of("large");
+        large.message.reserve(KEPT_MESSAGE_CAPACITY + 1);
+        large.keep_message_buffer();
+        let next = summary_of("next");
+        assert_eq!(next.message, "next");
+        // A new buffer (the allocator may hand out the same address again).
+        assert!(next.message.capacity() <= KEPT_MESSAGE_CAPACITY);
+    }
 }

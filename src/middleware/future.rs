@@ -296,6 +296,7 @@ fn answer<B>(
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), id_value);
     guard.settle_failure(&summary, id_text);
+    summary.keep_message_buffer();
     Response::from_parts(head, FaultBody::problem(body))
 }
 

@@ -79,15 +79,16 @@ impl Reporter {
         }
     }
 
-    /// Tallies one failure in its group and decides whether its event is written.
+    /// Tallies one failure in its group and decides whether its event is written; `nanos`
+    /// is [`elapsed_nanos`](Self::elapsed_nanos) read for this failure.
     pub(crate) fn judge(
         &self,
         local: &mut ThreadReports,
         fingerprint: u64,
         summary: &Summary,
         route: &str,
+        nanos: u64,
     ) -> Verdict {
-        let nanos = self.elapsed_nanos();
         let now_ms = self.unix_ms_at(nanos);
         if !local.groups.note_known(fingerprint, summary, now_ms) {
             if local.groups.is_full() {
@@ -116,7 +117,7 @@ impl Reporter {
     /// wall clock read once at the start plus the monotonic time since, so that a failure
     /// reads one clock, not two. A step of the wall clock after the start (a manual reset;
     /// NTP slews, which the monotonic clock follows) does not show in the group times.
-    fn unix_ms_at(&self, nanos: u64) -> u64 {
+    pub(crate) fn unix_ms_at(&self, nanos: u64) -> u64 {
         const NANOS_PER_MS: u64 = 1_000_000;
         self.started_unix_ms.saturating_add(nanos / NANOS_PER_MS)
     }

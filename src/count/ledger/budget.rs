@@ -3,8 +3,9 @@
 //!
 //! The history is a ring of cumulative per-route totals, one sample per minute, taken from
 //! the stripes by whoever first sees a new minute on the failure path or on a read. Nothing is
-//! added to the success path; a failure adds a read of the wall clock (a vDSO call, no
-//! system call) and one relaxed load of the last sampled minute, and once a minute one
+//! added to the success path; a failure adds one relaxed load of the last sampled minute
+//! (its minute comes from the clock read that flood control and the error groups take for
+//! it: [`minute_at`]), and once a minute one
 //! failure takes the sample (the history's lock and the allocation of its vector; no other
 //! request waits for it). A ticker thread would sample every minute, but one thread per
 //! ledger for a figure that only a failure or a read can change did not earn its place. A minute with neither failures nor
@@ -13,11 +14,10 @@
 
 use std::collections::VecDeque;
 use std::time::Duration;
-#[cfg(not(loom))]
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::routes::RouteRequests;
 use super::Ledger;
+use crate::count::failures::Reporter;
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::sync::{weakenable, Ordering};
@@ -53,20 +53,24 @@ pub struct RouteBudget {
     pub minutes: u64,
 }
 
-/// The current minute since the Unix epoch.
+/// The minute since the Unix epoch `nanos` after `reporter` started, on its clock: the wall
+/// clock at its start plus the monotonic time since, the clock of the error groups' times.
+/// A failure reads that clock once for its flood window, its group and its minute here (two
+/// reads before, the wall clock's for the minute: `bench-smoke`'s `/handled`, BENCHMARKS.md,
+/// "Fourth round"). A step of the wall clock after the start does not show in the minutes,
+/// as it does not in the group times; the history is keyed by this clock alone.
 #[cfg(not(loom))]
-pub(super) fn minute_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 60)
+pub(super) fn minute_at(reporter: &Reporter, nanos: u64) -> u64 {
+    const MS_PER_MINUTE: u64 = 60_000;
+    reporter.unix_ms_at(nanos) / MS_PER_MINUTE
 }
 
 /// Under loom, a fixed minute. A model is explored many times and must take the same path
-/// each time: with the wall clock, an exploration that crossed a minute took the sample and
+/// each time: with the clock, an exploration that crossed a minute took the sample and
 /// the ones before it had not, and loom stopped on a model that was not deterministic. The
 /// model of the sample (`loom_models.rs`) passes its new minute to `observe_minute` itself.
 #[cfg(loom)]
-pub(super) fn minute_now() -> u64 {
+pub(super) fn minute_at(_reporter: &Reporter, _nanos: u64) -> u64 {
     0
 }
 
@@ -253,7 +257,13 @@ impl Ledger {
     /// # }
     /// ```
     pub fn budget(&self, slo: f64, window: Duration) -> Vec<RouteBudget> {
-        self.budget_at(slo, window, minute_now())
+        self.budget_at(slo, window, self.minute_now())
+    }
+
+    /// The current minute since the Unix epoch, on the reporter's clock ([`minute_at`]).
+    pub(super) fn minute_now(&self) -> u64 {
+        let reporter = &self.inner.reporter;
+        minute_at(reporter, reporter.elapsed_nanos())
     }
 
     fn budget_at(&self, slo: f64, window: Duration, now: u64) -> Vec<RouteBudget> {
@@ -270,6 +280,28 @@ mod tests {
     use super::*;
     use crate::count::ledger::Ledger;
     use crate::request::{InternedRoute, RouteKey};
+
+    /// The budget's minute, read through the reporter's clock, is the wall clock's minute
+    /// since the Unix epoch (to within the one it may turn into between the reads).
+    #[test]
+    fn the_budgets_minute_is_the_wall_clocks() {
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let wall = || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                / 60
+        };
+        let ledger = Ledger::new();
+        let before = wall();
+        let minute = ledger.minute_now();
+        let after = wall();
+        assert!(
+            (before..=after + 1).contains(&minute),
+            "{before} {minute} {after}"
+        );
+    }
 
     fn count(ledger: &Ledger, text: &'static str, outcome: Outcome, status: u16, n: u64) {
         let key = RouteKey::Interned(InternedRoute {

@@ -96,7 +96,7 @@ fn two_threads_see_a_new_minute() {
         let ledger = Ledger::builder().max_routes(LOOM_ROUTES).build();
         ledger.start();
         ledger.finish(Outcome::Ok, meta().route_key());
-        let start = budget::minute_now();
+        let start = ledger.minute_now();
         let threads: Vec<_> = (0..2)
             .map(|_| {
                 let ledger = ledger.clone();

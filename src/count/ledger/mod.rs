@@ -112,6 +112,21 @@ struct Stripe {
 struct Failures {
     series: SeriesTable,
     reports: ThreadReports,
+    last: Option<LastFailure>,
+}
+
+/// What this thread's last failure was found to be: a run of the same failure (a client
+/// sending the same bad request, a flood) takes its fingerprint and its series from here
+/// instead of hashing its labels twice (`bench-smoke`'s `/handled`, BENCHMARKS.md, "Fourth
+/// round"). Its series is checked by its labels ([`SeriesTable::count_again`]), which also
+/// finds it gone after the table is emptied; the fingerprint depends on the outcome, the code,
+/// the route and the panic site, of which the series checks the code and the route: only a
+/// failure without a site is kept.
+#[derive(Debug, Clone, Copy)]
+struct LastFailure {
+    outcome: Outcome,
+    fingerprint: u64,
+    series_at: usize,
 }
 
 impl Default for Ledger {
@@ -134,7 +149,8 @@ impl Ledger {
 
     pub(crate) fn with_limits(limits: LedgerLimits) -> Self {
         let routes = RouteSlots::new(limits.max_routes);
-        let minute = budget::minute_now();
+        let reporter = Reporter::new(limits.reports);
+        let minute = budget::minute_at(&reporter, 0);
         let stripe = || {
             CachePadded::new(Stripe {
                 counts: Counts::default(),
@@ -142,6 +158,7 @@ impl Ledger {
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
                     reports: ThreadReports::default(),
+                    last: None,
                 }),
             })
         };
@@ -152,7 +169,7 @@ impl Ledger {
                 routes,
                 sampled: AtomicU64::new(minute),
                 history: Mutex::new(History::new(minute)),
-                reporter: Reporter::new(limits.reports),
+                reporter,
                 waiters: Waiters::default(),
                 unread: UnreadCounters::default(),
                 exported: Exported::default(),
@@ -257,23 +274,44 @@ impl Ledger {
     /// suppressed. The caller writes the event (it runs the subscriber's code, with no lock of
     /// the ledger held), then counts the request's end with [`finish`](Self::finish).
     pub(crate) fn fail(&self, summary: &Summary, meta: &RequestMeta) -> Option<ToReport> {
-        self.observe_minute(budget::minute_now());
+        let reporter = &self.inner.reporter;
+        let nanos = reporter.elapsed_nanos();
+        self.observe_minute(budget::minute_at(reporter, nanos));
         let (stripe, here) = self.stripe();
         let route = meta.route();
-        let fingerprint = fingerprint(summary, route);
-        let verdict = {
+        let (fingerprint, verdict) = {
             let mut failures = lock(&stripe.failures);
-            let Failures { series, reports } = &mut *failures;
-            let status = summary.status.as_u16();
-            series.record_local(route, summary.code, status, &self.inner.series);
+            let Failures {
+                series,
+                reports,
+                last,
+            } = &mut *failures;
+            let (code, status) = (summary.code, summary.status.as_u16());
+            let again = last.filter(|last| {
+                last.outcome == summary.outcome
+                    && summary.site.is_none()
+                    && series.count_again(last.series_at, route, code, status)
+            });
+            let fingerprint = match again {
+                Some(again) => again.fingerprint,
+                None => {
+                    let fingerprint = fingerprint(summary, route);
+                    let at = series.record_local(route, code, status, &self.inner.series);
+                    *last = at.filter(|_| summary.site.is_none()).map(|at| LastFailure {
+                        outcome: summary.outcome,
+                        fingerprint,
+                        series_at: at,
+                    });
+                    fingerprint
+                }
+            };
             #[cfg(all(test, not(loom)))]
             assert!(
                 !TALLY_PANICS.with(|armed| armed.replace(false)),
                 "the tally of this failure panics, as a test asked"
             );
-            self.inner
-                .reporter
-                .judge(reports, fingerprint, summary, route)
+            let verdict = reporter.judge(reports, fingerprint, summary, route, nanos);
+            (fingerprint, verdict)
         };
         match verdict {
             Verdict::Suppress => {

@@ -71,7 +71,7 @@ impl SeriesTable {
 
     /// Counts `n` failures under these labels; refuses (and counts nothing) when they are
     /// new and the table is full.
-    fn add(&mut self, route: &str, code: &'static str, status: u16, n: u64) -> Result<(), Full> {
+    fn add(&mut self, route: &str, code: &'static str, status: u16, n: u64) -> Result<usize, Full> {
         let mut hasher = FxHasher::default();
         (route, code, status).hash(&mut hasher);
         let hash = hasher.finish();
@@ -82,7 +82,7 @@ impl SeriesTable {
         });
         if let Some(&(_, i)) = known {
             self.entries[i].count += n;
-            return Ok(());
+            return Ok(i);
         }
         // Past the cap nothing new is stored, not even an index slot.
         if self.entries.len() >= self.max {
@@ -96,7 +96,31 @@ impl SeriesTable {
             status,
             count: n,
         });
-        Ok(())
+        Ok(self.entries.len() - 1)
+    }
+
+    /// Counts one more failure in the series at `at` (where [`record_local`](Self::record_local)
+    /// counted one), if it is still the series of these labels: the code compared by address
+    /// (equal addresses are equal texts), the route by text. False, counting nothing, when the
+    /// table was emptied since or the labels differ.
+    pub(crate) fn count_again(
+        &mut self,
+        at: usize,
+        route: &str,
+        code: &'static str,
+        status: u16,
+    ) -> bool {
+        match self.entries.get_mut(at) {
+            Some(entry)
+                if entry.status == status
+                    && std::ptr::eq(entry.code, code)
+                    && *entry.route == *route =>
+            {
+                entry.count += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Counts `n` failures under these labels, or under the overflow series past the cap.
@@ -107,17 +131,21 @@ impl SeriesTable {
     }
 
     /// Counts one failure in a thread's own table, first handing the table's counts to
-    /// `shared` when it is full.
+    /// `shared` when it is full. Returns where its series is in this table.
     pub(crate) fn record_local(
         &mut self,
         route: &str,
         code: &'static str,
         status: u16,
         shared: &Mutex<SeriesTable>,
-    ) {
-        if self.add(route, code, status, 1).is_err() {
-            self.hand_over(&mut lock(shared), true);
-            self.record(route, code, status, 1);
+    ) -> Option<usize> {
+        match self.add(route, code, status, 1) {
+            Ok(at) => Some(at),
+            Err(Full) => {
+                self.hand_over(&mut lock(shared), true);
+                self.record(route, code, status, 1);
+                None
+            }
         }
     }
 

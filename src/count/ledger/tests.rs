@@ -289,3 +289,85 @@ fn groups_keep_count_first_and_last_seen_and_the_latest_summary() {
     // A read hands over and zeroes what threads held: counts are not taken twice.
     assert_eq!(ledger.groups()[0].count, 5);
 }
+
+/// Runs of one failure and failures that differ from the one before in one label each (the
+/// route, the code, the status, the outcome, the panic site), before and after the thread's
+/// series table is emptied, count each under its own series and its own group: what the
+/// thread keeps of its last failure is used only for the same failure.
+#[test]
+fn runs_of_the_same_failure_and_their_neighbours_count_under_their_own_series_and_groups() {
+    use std::collections::HashMap;
+
+    let ledger = Ledger::new();
+    let (a, b) = ("/a", "/b");
+    let handled = Outcome::Handled;
+    let rejected = Outcome::Rejected;
+    // Each differs from the one before in one label at most.
+    let pattern = [
+        (a, "one", 422, handled, None),
+        (a, "one", 422, handled, None),
+        (b, "one", 422, handled, None),
+        (b, "one", 422, handled, None),
+        (b, "two", 422, handled, None),
+        (b, "one", 422, handled, None),
+        (b, "one", 409, handled, None),
+        (b, "one", 422, handled, None),
+        (b, "one", 422, rejected, None),
+        (b, "one", 422, handled, None),
+        (b, "one", 422, handled, Some(7)),
+        (b, "one", 422, handled, Some(7)),
+        (b, "one", 422, handled, None),
+    ];
+    let mut series = HashMap::new();
+    let mut groups = HashMap::new();
+    for pass in 0..3 {
+        for &(route, code, status, outcome, line) in &pattern {
+            let mut meta = meta();
+            meta.refine_route(crate::request::InternedRoute {
+                text: route,
+                index: u16::from(route == b),
+            });
+            let mut summary = summary(code, "m", line);
+            summary.status = StatusCode::from_u16(status).unwrap();
+            summary.outcome = outcome;
+            ledger.start();
+            let _ = ledger.fail(&summary, &meta);
+            ledger.finish_answered(outcome, summary.status, RouteKey::Unmatched);
+            *series.entry((route, code, status)).or_insert(0) += 1;
+            *groups.entry((route, code, outcome, line)).or_insert(0) += 1;
+        }
+        // The thread's table emptied: past its size, it hands over and starts again.
+        for n in 0..SERIES_PER_THREAD + pass {
+            let mut failures = lock(&ledger.stripe().0.failures);
+            let route = format!("/fill{n}");
+            failures
+                .series
+                .record_local(&route, "fill", 400, &ledger.inner.series);
+        }
+    }
+    let counted: HashMap<_, _> = ledger
+        .snapshot()
+        .series
+        .into_iter()
+        .filter(|s| s.code != "fill")
+        .map(|s| ((s.route, s.code, s.status), s.count))
+        .collect();
+    let expected: HashMap<_, _> = series
+        .into_iter()
+        .map(|((route, code, status), n)| ((route.to_owned(), code.to_owned(), status), n))
+        .collect();
+    assert_eq!(counted, expected);
+    let counted: HashMap<_, _> = ledger
+        .groups()
+        .into_iter()
+        .map(|g| ((g.route, g.code, g.outcome, g.location), g.count))
+        .collect();
+    let expected: HashMap<_, _> = groups
+        .into_iter()
+        .map(|((route, code, outcome, line), n)| {
+            let location = line.map(|line| format!("src/hook.rs:{line}"));
+            ((route.to_owned(), code.to_owned(), outcome, location), n)
+        })
+        .collect();
+    assert_eq!(counted, expected);
+}
