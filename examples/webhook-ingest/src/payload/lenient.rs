@@ -30,17 +30,12 @@ impl<T> Default for Object<T> {
 }
 
 /// An array: absent or null is `Absent`, anything but an array `Other`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) enum List<T> {
+    #[default]
     Absent,
     Items(Vec<T>),
     Other,
-}
-
-impl<T> Default for List<T> {
-    fn default() -> Self {
-        Self::Absent
-    }
 }
 
 /// An object's key, borrowed from the payload unless it holds an escape.
