@@ -133,6 +133,8 @@ step bench-smoke/ingest "the service beside a hand-written receiver, every ackno
     'bash load-scripts/bench/ingest.sh --quick'
 step bench-smoke/ingest-postgres "the service on a real PostgreSQL, every acknowledged delivery found in the database" \
     'bash load-scripts/bench/ingest.sh --quick --postgres'
+step bench-smoke/ingest-grind "the service's and the hand-written receiver's instructions per delivery under callgrind, every delivery stored" \
+    'bash load-scripts/bench/ingest-grind.sh --quick'
 step bench-smoke/ledger-grind "the in-process rows' instructions under callgrind" \
     'bash load-scripts/bench/ledger-grind.sh --quick'
 

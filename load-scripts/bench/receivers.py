@@ -26,8 +26,12 @@ PLAIN_SECRET = "plain-receiver-bench-secret"
 class Receiver:
     """One server process of one target, on a fresh database in `work`."""
 
-    def __init__(self, target: dict, work: Path, pg=None, traced: bool = False):
+    def __init__(self, target: dict, work: Path, pg=None, traced: bool = False,
+                 wrap: list | None = None, timeout_s: float | None = None):
+        """`wrap` runs the server under another program (callgrind), given `timeout_s` to
+        start and to stop."""
         self.target, self.work, self.pg = target, work, pg
+        slow = {"timeout_s": timeout_s, "stop_timeout_s": timeout_s} if timeout_s else {}
         self.db = work / "store.db"
         location = str(self.db)
         if target.get("store") == "postgres":
@@ -38,7 +42,7 @@ class Receiver:
         if target["kind"] == "service":
             log_env = server_env(RUST_LOG=TRACE_FILTER) if traced else None
             self.server = ingest.start(target["bin"], work, args, name="server",
-                                       spool=work / "spool", env=log_env)
+                                       spool=work / "spool", env=log_env, wrap=wrap, **slow)
             try:
                 env = ingest.setup(self.server.url, ["github"], "bench")
             except BaseException:
@@ -46,8 +50,8 @@ class Receiver:
                 raise
             self.path, self.secret = ingest.hook_path(env, "github"), env["inboxes"]["github"]["secret"]
         else:
-            self.server = Server("server", [target["bin"], "--port", 0, *args, "--secret",
-                                            PLAIN_SECRET], work)
+            self.server = Server("server", [*(wrap or []), target["bin"], "--port", 0, *args,
+                                            "--secret", PLAIN_SECRET], work, **slow)
             self.path, self.secret = "/hook", PLAIN_SECRET
         self.port = self.server.port
 

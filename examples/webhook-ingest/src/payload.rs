@@ -6,9 +6,13 @@
 //! absent, because a provider does not redeliver after a 4xx and refusing would lose the
 //! whole push for one optional field.
 
+mod lenient;
+
 use serde_json::Value;
 
 use faultline::Fault;
+
+use lenient::{fields, List, Object, Text};
 
 use crate::provider::Shape;
 use crate::store::Commit;
@@ -31,54 +35,113 @@ const NULL_SHA: &str = "0000000000000000000000000000000000000000";
 
 /// The commits of a push payload of `shape`.
 pub fn parse_push(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, Malformed> {
-    let payload: Value =
-        serde_json::from_slice(body).map_err(|e| Malformed(format!("is not valid JSON: {e}")))?;
     match shape {
-        Shape::Github => parse_flat(&payload, github_repository(&payload)?),
-        Shape::Gitlab => parse_flat(
-            &payload,
-            text_at(&payload, &["project", "path_with_namespace"], "")?,
-        ),
-        Shape::BitbucketCloud => parse_bitbucket_cloud(&payload),
-        Shape::BitbucketServer => parse_bitbucket_server(&payload),
+        Shape::Github | Shape::Gitlab => parse_flat(shape, body),
+        Shape::BitbucketCloud => parse_bitbucket_cloud(&parse_json(body)?),
+        Shape::BitbucketServer => parse_bitbucket_server(&parse_json(body)?),
     }
 }
 
-/// GitHub names the repository `full_name`; payloads from before that field (still sent by
-/// some GitHub Enterprise hooks) carry only `owner.name` and `name`.
-fn github_repository(payload: &Value) -> Result<String, Malformed> {
-    if let Ok(full_name) = text_at(payload, &["repository", "full_name"], "") {
-        return Ok(full_name.to_owned());
+fn parse_json<'de, T: serde::Deserialize<'de>>(body: &'de [u8]) -> Result<T, Malformed> {
+    serde_json::from_slice(body).map_err(|e| Malformed(format!("is not valid JSON: {e}")))
+}
+
+fields! {
+    /// What a GitHub push (and Gitea's and Forgejo's, which are GitHub's) or a GitLab push
+    /// is read for: one ref and a `commits` array, and the repository each names its way.
+    struct FlatPush {
+        git_ref: Text = "ref",
+        repository: Object<Repository> = "repository",
+        project: Object<Project> = "project",
+        commits: List<Object<FlatCommit>> = "commits",
     }
-    let name = text_at(payload, &["repository", "name"], "")
-        .map_err(|_| Malformed::missing("repository.full_name"))?;
-    Ok(match optional(payload, &["repository", "owner", "name"]) {
-        Some(owner) => format!("{owner}/{name}"),
-        None => name.to_owned(),
-    })
+}
+
+fields! {
+    /// GitHub's repository.
+    struct Repository {
+        full_name: Text = "full_name",
+        name: Text = "name",
+        owner: Object<Named> = "owner",
+    }
+}
+
+fields! {
+    /// GitLab's project.
+    struct Project {
+        path_with_namespace: Text = "path_with_namespace",
+    }
+}
+
+fields! {
+    /// A commit's author, or a repository's owner.
+    struct Named {
+        name: Text = "name",
+    }
+}
+
+fields! {
+    /// A commit of a GitHub or GitLab push.
+    struct FlatCommit {
+        id: Text = "id",
+        message: Text = "message",
+        author: Object<Named> = "author",
+        timestamp: Text = "timestamp",
+    }
 }
 
 /// GitHub and GitLab: one ref and a `commits` array; a push that deletes a ref or pushes a
 /// tag may carry none.
-fn parse_flat(payload: &Value, repository: impl Into<String>) -> Result<Vec<Commit>, Malformed> {
-    let repository = repository.into();
-    let git_ref = text_at(payload, &["ref"], "")?;
-    let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(git_ref);
-    let commits = optional_array(payload, "commits", "")?;
+fn parse_flat(shape: Shape, body: &[u8]) -> Result<Vec<Commit>, Malformed> {
+    let push: Object<FlatPush> = parse_json(body)?;
+    let push = push.0.unwrap_or_default();
+    let repository = if shape == Shape::Gitlab {
+        let project = push.project.0.unwrap_or_default();
+        project
+            .path_with_namespace
+            .0
+            .ok_or_else(|| Malformed::missing("project.path_with_namespace"))?
+    } else {
+        github_repository(push.repository.0.unwrap_or_default())?
+    };
+    let git_ref = push.git_ref.0.ok_or_else(|| Malformed::missing("ref"))?;
+    let branch = git_ref.strip_prefix("refs/heads/").unwrap_or(&git_ref);
+    let commits = match push.commits {
+        List::Absent => Vec::new(),
+        List::Items(commits) => commits,
+        List::Other => return Err(Malformed::missing("commits")),
+    };
     commits
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, commit)| {
+            let commit = commit.0.unwrap_or_default();
             Ok(Commit {
-                sha: text_at(commit, &["id"], &format!("commits[{i}]."))?.to_owned(),
-                message: optional(commit, &["message"]),
-                author: optional(commit, &["author", "name"]),
-                timestamp: optional(commit, &["timestamp"]),
+                sha: commit
+                    .id
+                    .0
+                    .ok_or_else(|| Malformed::missing(format_args!("commits[{i}].id")))?,
+                message: commit.message.0,
+                author: commit.author.0.and_then(|author| author.name.0),
+                timestamp: commit.timestamp.0,
                 repository: repository.clone(),
                 branch: branch.to_owned(),
             })
         })
         .collect()
+}
+
+/// GitHub names the repository `full_name`; payloads from before that field (still sent by
+/// some GitHub Enterprise hooks) carry only `owner.name` and `name`.
+fn github_repository(repository: Repository) -> Result<String, Malformed> {
+    if let Some(full_name) = repository.full_name.0 {
+        return Ok(full_name);
+    }
+    let name = (repository.name.0).ok_or_else(|| Malformed::missing("repository.full_name"))?;
+    Ok(match repository.owner.0.and_then(|owner| owner.name.0) {
+        Some(owner) => format!("{owner}/{name}"),
+        None => name,
+    })
 }
 
 /// Bitbucket Cloud: a change whose `new` is null deleted a ref and brings no commits; a tag

@@ -27,24 +27,23 @@ impl Deliveries for SqliteStore {
             // The write is one savepoint of the writer's batch, atomic on its own. The
             // conflict is settled inside the transaction by the primary key, not by a
             // look-up before it: that holds whatever reaches the database at the same time.
-            let redeliveries: i64 = tx
+            // No `RETURNING` (see `replays::take_for_delivery`): the insert says whether it
+            // added the row.
+            let (inbox_id, delivery) = (&inbox.id, delivery_id.as_str());
+            let inserted = tx
                 .prepare_cached(
                     "INSERT INTO deliveries (inbox_id, delivery_id, instance_id, commit_count)
                      VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (inbox_id, delivery_id)
-                     DO UPDATE SET redeliveries = redeliveries + 1
-                     RETURNING redeliveries",
+                     ON CONFLICT (inbox_id, delivery_id) DO NOTHING",
                 )?
-                .query_row(
-                    params![
-                        inbox.id,
-                        delivery_id.as_str(),
-                        instance,
-                        commits.len() as i64
-                    ],
-                    |row| row.get(0),
-                )?;
-            if redeliveries > 0 {
+                .execute(params![inbox_id, delivery, instance, commits.len() as i64])?
+                == 1;
+            if !inserted {
+                tx.prepare_cached(
+                    "UPDATE deliveries SET redeliveries = redeliveries + 1
+                     WHERE inbox_id = ?1 AND delivery_id = ?2",
+                )?
+                .execute(params![inbox_id, delivery])?;
                 return Ok(Ingested::Duplicate);
             }
             {
