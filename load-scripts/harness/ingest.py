@@ -40,11 +40,15 @@ def release_profile() -> bool:
     return profile == "release"
 
 
-def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False) -> Path:
-    """Builds `package` (the service by default) and returns its binary's path."""
-    subprocess.run(["cargo", "build", "--quiet", "-p", package] + (["--release"] if release else []),
-                   check=True)
-    return target_dir() / ("release" if release else "debug") / binary
+def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False,
+          example: str | None = None) -> Path:
+    """Builds `package` (the service by default), or its example EXAMPLE, and returns the
+    binary's path."""
+    what = ["--example", example] if example else []
+    subprocess.run(["cargo", "build", "--quiet", "-p", package, *what]
+                   + (["--release"] if release else []), check=True)
+    built = target_dir() / ("release" if release else "debug")
+    return built / "examples" / example if example else built / binary
 
 
 def start(binary: Path, work: Path, args: list, name: str = "service", port: int = 0,
