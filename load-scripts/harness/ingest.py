@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .client import Conn
 from .procs import Failure, Server, server_env
-from .signing import FORGES
+from .signing import PROVIDERS
 
 # The package and binary: the one place to change when the service moves.
 PACKAGE = "webhook-ingest"
@@ -73,7 +73,7 @@ def created(conn: Conn, path: str, body: dict | None, key: str | None = None) ->
     return answer
 
 
-def setup(url: str, providers=FORGES, description: str = "load") -> dict:
+def setup(url: str, providers=PROVIDERS, description: str = "load") -> dict:
     """An instance, a digest and an inbox per provider: {instance, key, digest, inboxes:
     {vcs: {id, secret}}, setup_requests} (the requests it took, each answered 201)."""
     conn = Conn(url)
