@@ -48,10 +48,11 @@ fn sign_stdin() -> io::Result<()> {
     Ok(())
 }
 
-async fn serve_node(args: Cli, adjust: impl FnOnce(&mut Config)) -> io::Result<()> {
-    // Logs go through a background writer, so no request ever waits on stderr; when it falls
-    // behind, lines are dropped rather than requests slowed.
-    let (writer, _flush_on_exit) = tracing_appender::non_blocking(io::stderr());
+/// The log subscriber: logs go through a background writer, so no request ever waits on
+/// stderr; when it falls behind, lines are dropped rather than requests slowed. The guard
+/// flushes what is left when dropped, at the end.
+fn log_to_stderr() -> tracing_appender::non_blocking::WorkerGuard {
+    let (writer, flush_on_exit) = tracing_appender::non_blocking(io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -59,45 +60,19 @@ async fn serve_node(args: Cli, adjust: impl FnOnce(&mut Config)) -> io::Result<(
         .with_writer(writer)
         .with_ansi(io::stderr().is_terminal())
         .init();
-    faultline::install_panic_hook();
+    flush_on_exit
+}
 
+/// The node from start to stop: the store and the spools opened, `adjust` applied, the
+/// socket bound and served until a signal, the leases given back, the last counts logged.
+async fn serve_node(args: Cli, adjust: impl FnOnce(&mut Config)) -> io::Result<()> {
+    let _flush_on_exit = log_to_stderr();
+    faultline::install_panic_hook();
     // The location as logs may show it: a PostgreSQL URL's password is masked.
     let db = store::redacted(&args.db);
-    let options = store::OpenOptions {
-        db_ca: args.db_ca.clone(),
-        sqlite_sync: args.sqlite_sync,
-    };
-    let store = open_store(&args.db, options).await.map_err(|e| {
-        // Every cause, so that a refused certificate says why (an unknown issuer, a host name
-        // the certificate does not name); none of them carries the URL.
-        // A pool's error repeats its cause in its own text: each is said once.
-        let mut said = format!("{e} at `{db}`");
-        let mut cause = std::error::Error::source(&e);
-        while let Some(c) = cause {
-            let text = c.to_string();
-            if !said.contains(&text) {
-                said.push_str(&format!(": {text}"));
-            }
-            cause = c.source();
-        }
-        io::Error::other(said)
-    })?;
-    let spool_config = args.spool_config();
-    let spool_dir = spool_config.dir.clone();
-    let unverified_max_bytes = args.unverified_max_bytes.get();
-    let (spool, unverified) = tokio::task::spawn_blocking(move || {
-        let spool = Spool::open(spool_config)?;
-        let unverified = unverified::open(spool.dir(), unverified_max_bytes)?;
-        Ok::<_, io::Error>((spool, unverified))
-    })
-    .await
-    .map_err(io::Error::other)?
-    .map_err(|e| {
-        io::Error::other(format!(
-            "opening the spool at `{}`: {e}",
-            spool_dir.display()
-        ))
-    })?;
+    let store = open_store_said(&args, &db).await?;
+    let spool_dir = args.spool_config().dir;
+    let (spool, unverified) = open_spools(&args).await?;
     let spooled = spool.stats();
     let store_kind = store.kind();
     let mut config = Config {
@@ -138,6 +113,56 @@ async fn serve_node(args: Cli, adjust: impl FnOnce(&mut Config)) -> io::Result<(
     if let Err(error) = leases.release_leases(node).await {
         tracing::warn!(%error, "catch-up's leases could not be given back; they run out by themselves");
     }
+    log_final_ledger(&ledger);
+    Ok(())
+}
+
+/// The store the flags name, or why it cannot be opened, said with `db` (the location with
+/// its password masked).
+async fn open_store_said(args: &Cli, db: &str) -> io::Result<Store> {
+    let options = store::OpenOptions {
+        db_ca: args.db_ca.clone(),
+        sqlite_sync: args.sqlite_sync,
+    };
+    open_store(&args.db, options).await.map_err(|e| {
+        // Every cause, so that a refused certificate says why (an unknown issuer, a host name
+        // the certificate does not name); none of them carries the URL.
+        // A pool's error repeats its cause in its own text: each is said once.
+        let mut said = format!("{e} at `{db}`");
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !said.contains(&text) {
+                said.push_str(&format!(": {text}"));
+            }
+            cause = c.source();
+        }
+        io::Error::other(said)
+    })
+}
+
+/// The spool and the unverified spool the flags describe, opened off the runtime's threads.
+async fn open_spools(args: &Cli) -> io::Result<(Spool, Spool)> {
+    let spool_config = args.spool_config();
+    let spool_dir = spool_config.dir.clone();
+    let unverified_max_bytes = args.unverified_max_bytes.get();
+    tokio::task::spawn_blocking(move || {
+        let spool = Spool::open(spool_config)?;
+        let unverified = unverified::open(spool.dir(), unverified_max_bytes)?;
+        Ok::<_, io::Error>((spool, unverified))
+    })
+    .await
+    .map_err(io::Error::other)?
+    .map_err(|e| {
+        io::Error::other(format!(
+            "opening the spool at `{}`: {e}",
+            spool_dir.display()
+        ))
+    })
+}
+
+/// The ledger's counts at the end, logged once.
+fn log_final_ledger(ledger: &faultline::Ledger) {
     let counts = ledger.snapshot();
     tracing::info!(
         started = counts.started,
@@ -152,7 +177,6 @@ async fn serve_node(args: Cli, adjust: impl FnOnce(&mut Config)) -> io::Result<(
         consistent = counts.is_consistent(),
         "final ledger"
     );
-    Ok(())
 }
 
 /// The base URL of callback URLs and of the first page: `--public-url`, else built from the
