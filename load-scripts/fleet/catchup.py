@@ -12,9 +12,10 @@ ones, none twice after more passes), and each node's /metrics must reconcile: wh
 found failed, asked for and recovered adds up to the failed pushes, and each ledger's
 `started` to its outcomes.
 
-With `plant=NAME` a bug is planted through the service's hidden `--catchup-plant` (the cursor
-not saved, the lease ignored, the stored-id check skipped), and the run passes only if the
-checks above catch it.
+With `plant=NAME` the nodes are the service's `planted_catchup` example instead, the same node
+with a bug planted in front of catch-up's store (`--plant NAME`: the cursor not saved, the
+lease ignored, the stored-id check skipped), and the run passes only if the checks above catch
+it.
 
     catchup.py [--release] [sqlite|postgres ...] [plant=cursor-not-saved|lease-ignored|stored-check-skipped]
 """
@@ -42,12 +43,14 @@ SETTLE_S = 5
 TOKEN = "ghp_catchup_load_token"
 STORES = {"sqlite": ["c1"], "postgres": ["c1", "c2"]}
 PLANTS = ("cursor-not-saved", "lease-ignored", "stored-check-skipped")
+# The service's example that runs its node with a plant (examples/webhook-ingest/examples/).
+PLANTED = "planted_catchup"
 
 
 def start_nodes(run, names, db, gh, plant, ports=None):
     args = ["--db", db, "--github-api", gh.url, "--catchup-every", CATCHUP_EVERY]
     if plant:
-        args += ["--catchup-plant", plant]
+        args += ["--plant", plant]
     return [run.add(ingest.start(run.binary, run.work, args, name=name,
                                  port=(ports[i] if ports else 0)))
             for i, name in enumerate(names)]
@@ -150,6 +153,9 @@ def reconcile(run, store, db, gh, urls, failed, late):
 def scenario(run, args):
     plant = next((a.removeprefix("plant=") for a in args if a.startswith("plant=")), None)
     stores = [a for a in args if a in STORES] or list(STORES)
+    if plant:
+        # The nodes of a planted run: the same node as the service's binary, its plant added.
+        run.binary = ingest.build(example=PLANTED, release=run.release)
     for store in stores:
         if plant is None:
             store_run(run, store, None)

@@ -31,7 +31,7 @@ FLEET_BAD_SIGNATURES = 45
 FLEET_IGNORED = 45
 # Commits in a fleet push cycle through 0..MAX_COMMITS-1, so tag-like empty pushes are in the
 # mix.
-PROVIDERS = signing.FORGES
+PROVIDERS = signing.PROVIDERS
 
 ROWS_SQL = (
     "SELECT d.delivery_id, d.commit_count, d.redeliveries, "
@@ -46,7 +46,7 @@ def setup(url):
 
 
 def headers(env, vcs, delivery, body, event=None, secret=None):
-    return signing.forge_headers(vcs, secret or env["inboxes"][vcs]["secret"], delivery, body, event)
+    return signing.provider_headers(vcs, secret or env["inboxes"][vcs]["secret"], delivery, body, event)
 
 
 def fleet_jobs(env, nodes):

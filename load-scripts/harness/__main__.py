@@ -8,7 +8,7 @@
   sign-serve                 the same for many bodies, one process for all of them: reads a
                              secret line, a byte count line and that many bytes, writes the hex
                              and a newline, until stdin ends
-  setup URL ENV              an instance, a digest and an inbox per forge -> ENV, as the
+  setup URL ENV              an instance, a digest and an inbox per provider -> ENV, as the
                              variables the scenario scripts source
   postgres start WORK        a fresh server in WORK/pg; prints PG_URL, PG_PASSWORD, PG_PORT,
                              PG_PID, PG_DIR, PG_BIN as shell assignments to eval

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .client import Conn
 from .procs import Failure, Server, server_env
-from .signing import FORGES
+from .signing import PROVIDERS
 
 # The package and binary: the one place to change when the service moves.
 PACKAGE = "webhook-ingest"
@@ -40,11 +40,15 @@ def release_profile() -> bool:
     return profile == "release"
 
 
-def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False) -> Path:
-    """Builds `package` (the service by default) and returns its binary's path."""
-    subprocess.run(["cargo", "build", "--quiet", "-p", package] + (["--release"] if release else []),
-                   check=True)
-    return target_dir() / ("release" if release else "debug") / binary
+def build(package: str = PACKAGE, binary: str = BINARY, release: bool = False,
+          example: str | None = None) -> Path:
+    """Builds `package` (the service by default), or its example EXAMPLE, and returns the
+    binary's path."""
+    what = ["--example", example] if example else []
+    subprocess.run(["cargo", "build", "--quiet", "-p", package, *what]
+                   + (["--release"] if release else []), check=True)
+    built = target_dir() / ("release" if release else "debug")
+    return built / "examples" / example if example else built / binary
 
 
 def start(binary: Path, work: Path, args: list, name: str = "service", port: int = 0,
@@ -69,7 +73,7 @@ def created(conn: Conn, path: str, body: dict | None, key: str | None = None) ->
     return answer
 
 
-def setup(url: str, providers=FORGES, description: str = "load") -> dict:
+def setup(url: str, providers=PROVIDERS, description: str = "load") -> dict:
     """An instance, a digest and an inbox per provider: {instance, key, digest, inboxes:
     {vcs: {id, secret}}, setup_requests} (the requests it took, each answered 201)."""
     conn = Conn(url)

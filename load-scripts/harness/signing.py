@@ -11,8 +11,8 @@ import base64
 import hashlib
 import hmac
 
-# The forges whose pushes the ingest service takes.
-FORGES = ("github", "gitlab", "bitbucket", "gitea", "forgejo")
+# The providers whose pushes the ingest service takes.
+PROVIDERS = ("github", "gitlab", "bitbucket", "gitea", "forgejo")
 
 
 def hmac_sha256(secret: str, body: bytes) -> bytes:
@@ -36,8 +36,8 @@ def github_headers(secret: str, delivery: str, body: bytes, event: str = "push")
             "content-type": "application/json"}
 
 
-def forge_headers(vcs: str, secret: str, delivery: str, body: bytes, event: str | None = None) -> dict:
-    """The headers `vcs` (one of FORGES) sends with a delivery of `event` (its push event by
+def provider_headers(vcs: str, secret: str, delivery: str, body: bytes, event: str | None = None) -> dict:
+    """The headers `vcs` (one of PROVIDERS) sends with a delivery of `event` (its push event by
     default), signed with `secret`."""
     digest = hex_signature(secret, body)
     signature = "sha256=" + digest

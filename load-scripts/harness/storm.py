@@ -11,7 +11,7 @@ from collections import Counter
 from .client import Conn, label
 from .ingest import hook_path, push_body
 from .procs import Failure
-from .signing import FORGES, forge_headers
+from .signing import PROVIDERS, provider_headers
 
 # A storm's pushes carry 1 to MAX_COMMITS - 1 commits.
 MAX_COMMITS = 6
@@ -97,7 +97,7 @@ def storm(env: dict, urls: list[str], log_path: str, prefix: str, senders: int,
     log = open(log_path, "a")
 
     def send(conns, i, vcs, delivery, commits, body):
-        status, answer, _ = conns[i].request("POST", hook_path(env, vcs), body, forge_headers(
+        status, answer, _ = conns[i].request("POST", hook_path(env, vcs), body, provider_headers(
             vcs, env["inboxes"][vcs]["secret"], delivery, body))
         line = json.dumps({"delivery": delivery, "vcs": vcs, "commits": commits, "node": i,
                            "opened": conns[i].opened, "t": time.time(), "status": status,
@@ -115,7 +115,7 @@ def storm(env: dict, urls: list[str], log_path: str, prefix: str, senders: int,
                 n = next(numbers, None)
             if n is None:
                 return
-            vcs, commits = FORGES[n % len(FORGES)], 1 + n % (MAX_COMMITS - 1)
+            vcs, commits = PROVIDERS[n % len(PROVIDERS)], 1 + n % (MAX_COMMITS - 1)
             delivery = f"{prefix}-{n}"
             body = push_body(vcs, delivery, commits)
             send(conns, n % len(urls), vcs, delivery, commits, body)

@@ -57,15 +57,15 @@ class SigningTest(unittest.TestCase):
         self.assertEqual(signing.hex_signature("It's a Secret to Everybody", b"Hello, World!"),
                          "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
 
-    def test_each_forge_signs_with_its_own_headers(self):
+    def test_each_provider_signs_with_its_own_headers(self):
         body = b"{}"
         hex_tag = signing.hex_signature("s", body)
-        self.assertEqual(signing.forge_headers("github", "s", "d", body)["x-hub-signature-256"],
+        self.assertEqual(signing.provider_headers("github", "s", "d", body)["x-hub-signature-256"],
                          "sha256=" + hex_tag)
-        self.assertEqual(signing.forge_headers("gitlab", "s", "d", body)["x-gitlab-token"], "s")
-        self.assertEqual(signing.forge_headers("bitbucket", "s", "d", body)["x-hub-signature"],
+        self.assertEqual(signing.provider_headers("gitlab", "s", "d", body)["x-gitlab-token"], "s")
+        self.assertEqual(signing.provider_headers("bitbucket", "s", "d", body)["x-hub-signature"],
                          "sha256=" + hex_tag)
-        forgejo = signing.forge_headers("forgejo", "s", "d", body)
+        forgejo = signing.provider_headers("forgejo", "s", "d", body)
         self.assertEqual((forgejo["x-forgejo-signature"], forgejo["x-gitea-signature"]),
                          (hex_tag, hex_tag))
 

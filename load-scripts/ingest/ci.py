@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import client, ingest, script  # noqa: E402
 from harness.procs import Failure  # noqa: E402
-from harness.signing import FORGES  # noqa: E402
+from harness.signing import PROVIDERS  # noqa: E402
 from scenarios import Scenarios  # noqa: E402
 
 LOAD_SCRIPTS = Path(__file__).resolve().parents[1]
@@ -25,11 +25,11 @@ CLASSIC_REQUESTS = 50
 MIXED_CLIENTS = 4
 MIXED_REQUESTS = 20
 # Every scenario of the folder, at once in the mixed run.
-MIXED = ("post-github-push.sh", "post-forge-push.sh", "post-bitbucket-pull-request.sh",
+MIXED = ("post-github-push.sh", "post-gitea-forgejo-push.sh", "post-bitbucket-pull-request.sh",
          "post-bad-signature.sh", "post-malformed.sh", "post-duplicate-delivery.sh",
          "post-new-digest.sh", "query-real-instance.sh", "query-non-existent-instance.sh")
 # The secrets of the scenarios' environment file: the API key and every inbox's secret.
-SECRETS = ("API_KEY", *(f"{vcs.upper()}_SECRET" for vcs in FORGES))
+SECRETS = ("API_KEY", *(f"{vcs.upper()}_SECRET" for vcs in PROVIDERS))
 
 
 def body(run: script.Run) -> None:

@@ -121,7 +121,7 @@ def checks(t, before, after, scrapes, stats_before, stats_after):
             rows.append((f"ledger: {label} {status}", t["by_label"][(status, label)],
                          delta(FAILURE_SERIES, code=label, status=status)))
     by = t["by_script"]
-    stored = by[("post-github-push", "201")] + by[("post-forge-push", "201")] + \
+    stored = by[("post-github-push", "201")] + by[("post-gitea-forgejo-push", "201")] + \
         by[("post-duplicate-delivery", "201")]
     rows += [("store: deliveries", stored, stat("deliveries")),
              ("store: commits", t["commits"], stat("commits")),

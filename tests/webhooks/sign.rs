@@ -42,14 +42,14 @@ pub fn standard_key(secret: &str) -> Vec<u8> {
 pub fn signed(sender: Sender, secret: &str, body: &[u8], at: SystemTime) -> Headers {
     match sender {
         Sender::GitHub | Sender::GitLab | Sender::Bitbucket | Sender::Gitea | Sender::Forgejo => {
-            signed_by_forge(sender, secret, body)
+            signed_by_code_host(sender, secret, body)
         }
         _ => signed_with_time(sender, secret, body, at),
     }
 }
 
-/// The code forges, which sign no timestamp.
-fn signed_by_forge(sender: Sender, secret: &str, body: &[u8]) -> Headers {
+/// The code hosts, which sign no timestamp.
+fn signed_by_code_host(sender: Sender, secret: &str, body: &[u8]) -> Headers {
     let mac = hmac(secret.as_bytes(), body);
     match sender {
         Sender::GitHub => vec![
@@ -92,7 +92,7 @@ fn signed_by_forge(sender: Sender, secret: &str, body: &[u8]) -> Headers {
             ),
             ("x-forgejo-event", "push".into()),
         ],
-        other => panic!("{other} is not a forge"),
+        other => panic!("{other} is not a code host"),
     }
 }
 

@@ -146,11 +146,6 @@ pub struct Cli {
     #[arg(long, value_name = "URL", env = "WEBHOOK_INGEST_GITHUB_API", default_value = catchup::github::GITHUB_API, value_parser = public_url)]
     pub github_api: String,
 
-    /// A bug planted in catch-up on purpose, for the load script that must catch it; never
-    /// for a service
-    #[arg(long, value_name = "PLANT", hide = true, value_enum)]
-    pub catchup_plant: Option<catchup::Plant>,
-
     /// Time for a request head's arrival; also closes an idle HTTP/1 connection
     #[arg(long, value_name = "D", default_value_t = Span(serve::DEFAULT_HEADER_TIMEOUT))]
     pub header_timeout: Span,
@@ -292,7 +287,6 @@ impl Cli {
             catchup: catchup::CatchUp {
                 api: self.github_api.clone(),
                 every: self.catchup_every.0,
-                plant: self.catchup_plant,
                 ..catchup::CatchUp::default()
             },
             ..Config::default()

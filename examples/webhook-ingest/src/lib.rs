@@ -12,7 +12,8 @@
 //! the signature checks and the inboxes as last seen ([`verify`]), the errors ([`error`]),
 //! then the one path of a delivery ([`pipeline`]), which the webhook route ([`receive`]) and
 //! the drainers run; [`manage`] is the API that creates instances and inboxes, and
-//! [`app`](mod@app) assembles the router.
+//! [`app`](mod@app) assembles the router, [`cli`] reads the flags and [`node`] runs one
+//! node of the service from them.
 
 // The floors, ground first, each a blank line apart so that the order stays as written: a
 // module uses only those declared above it (tests/module_order.rs reads the uses and checks
@@ -63,5 +64,8 @@ pub mod app;
 
 // The command line.
 pub mod cli;
+
+// One node run as the binary runs it.
+pub mod node;
 
 pub use crate::app::{app, Config, DEFAULT_BODY_LIMIT, DEFAULT_PUBLIC_URL, MAX_BODY_LIMIT};

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::catchup::*;
+use common::plants::Plant;
 use common::*;
 use reqwest::Method;
-use webhook_ingest::catchup::{CatchUp, Plant};
+use webhook_ingest::catchup::CatchUp;
 use webhook_ingest::ids::InboxId;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::store::catchup::PassEnd;

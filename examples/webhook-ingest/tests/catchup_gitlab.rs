@@ -37,7 +37,7 @@ async fn service_on_db(db: &str) -> Service {
             api: "http://127.0.0.1:9".into(),
             every: Duration::from_millis(200),
             backoff: Duration::from_millis(10),
-            plant: None,
+            wrap_store: None,
             node: None,
         },
         ..Service::config(TEST_BODY_LIMIT)

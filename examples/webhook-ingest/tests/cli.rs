@@ -64,6 +64,8 @@ fn help_shows_every_default_and_hides_secret_values() {
         "[default: 8s]",
         "[default: 100]",
         "[default: 24h]",
+        // Catch-up's period: a push lost in an outage back within five minutes.
+        "[default: 300s]",
         "WEBHOOK_INGEST_SECRET_GRACE",
         "WEBHOOK_INGEST_DB_CA",
         "WEBHOOK_INGEST_LISTEN",

@@ -34,7 +34,7 @@ fn every_use_points_at_a_module_declared_before() {
 fn lib_rs_declares_the_floors_ground_first() {
     let graph = graph(&src());
     assert_eq!(graph.modules.first().map(String::as_str), Some("ids"));
-    assert_eq!(graph.modules.last().map(String::as_str), Some("cli"));
+    assert_eq!(graph.modules.last().map(String::as_str), Some("node"));
     for (from, to) in [
         ("pipeline", "store"),
         ("pipeline", "spool"),

@@ -36,7 +36,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::ids::InboxId;
-use crate::store::Store;
+use crate::store::{CatchUps, Store};
 use metrics::CatchUpMetrics;
 use providers::Providers;
 
@@ -49,19 +49,6 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// Inboxes with catch-up one node looks after at most per round: a bound on one read.
 const MAX_CATCHUP_INBOXES: u32 = 10_000;
 
-/// A bug the tests plant on purpose, to see the check that must catch it fail
-/// (`tests/catchup.rs`, and `load-scripts/fleet/catchup.py` through the hidden
-/// `--catchup-plant`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Plant {
-    /// The cursor is never moved: the next pass asks again.
-    CursorNotSaved,
-    /// Every node works every inbox at once.
-    LeaseIgnored,
-    /// A failed delivery is asked for even when the store holds it.
-    StoredCheckSkipped,
-}
-
 /// How catch-up runs.
 #[derive(Debug, Clone)]
 pub struct CatchUp {
@@ -72,11 +59,51 @@ pub struct CatchUp {
     pub every: Duration,
     /// The first wait after a 5xx.
     pub backoff: Duration,
-    /// A bug planted for a test; always `None` in the service.
-    pub plant: Option<Plant>,
+    /// What catch-up's calls to the store go through; the service's store itself when
+    /// `None`.
+    pub wrap_store: Option<WrapStore>,
     /// This node's name in the leases; a fresh one ([`node_name`]) when `None`. The binary
     /// names it, to give its leases back at a clean stop.
     pub node: Option<String>,
+}
+
+/// A store in front of the one catch-up works through: given the service's store (its
+/// catch-up operations, [`CatchUps`]), it makes the one catch-up's loop calls instead, which
+/// sees every question the loop asks (the lease, the cursor, whether a delivery is stored) and
+/// may change the answer. The way in for what sits between catch-up and its store: a trace of
+/// its leases, a count of its calls, or a bug put there on purpose to see the checks that must
+/// catch it fail, as the service's catch-up tests and its fleet scenario do
+/// (`docs/reference-service.md` says how).
+///
+/// ```
+/// use std::sync::Arc;
+/// use webhook_ingest::catchup::{CatchUp, WrapStore};
+///
+/// // The store as it is: what a wrapper returns when it changes nothing.
+/// let unchanged = WrapStore::new(|store| store);
+/// let config = CatchUp { wrap_store: Some(unchanged), ..CatchUp::default() };
+/// // A function has nothing to show: the configuration's `Debug` says only that one is set.
+/// assert!(format!("{config:?}").contains("wrap_store: Some(WrapStore(..))"));
+/// ```
+#[derive(Clone)]
+pub struct WrapStore(Arc<WrapFn>);
+
+/// What a [`WrapStore`] runs: the service's store in, the one catch-up calls out.
+type WrapFn = dyn Fn(Arc<dyn CatchUps>) -> Arc<dyn CatchUps> + Send + Sync;
+
+impl WrapStore {
+    /// The wrapper `wrap` makes of the service's store.
+    pub fn new(
+        wrap: impl Fn(Arc<dyn CatchUps>) -> Arc<dyn CatchUps> + Send + Sync + 'static,
+    ) -> Self {
+        WrapStore(Arc::new(wrap))
+    }
+}
+
+impl std::fmt::Debug for WrapStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WrapStore(..)")
+    }
 }
 
 /// Random bytes in a node's name: a name only has to differ from the fleet's others.
@@ -95,7 +122,7 @@ impl Default for CatchUp {
             api: github::GITHUB_API.to_owned(),
             every: DEFAULT_CATCHUP_EVERY,
             backoff: DEFAULT_BACKOFF,
-            plant: None,
+            wrap_store: None,
             node: None,
         }
     }
@@ -118,13 +145,13 @@ impl Handle {
 
 /// The loop of one node.
 pub(crate) struct Runner {
-    store: Store,
+    /// The store's catch-up operations, through [`CatchUp::wrap_store`] when one is given.
+    store: Arc<dyn CatchUps>,
     providers: Providers,
     metrics: CatchUpMetrics,
     /// This node's name in the leases: random, new at each start.
     node: String,
     every: Duration,
-    plant: Option<Plant>,
     wake: Arc<Notify>,
     /// Inboxes waiting for a rate limit, and until when.
     wait_until: HashMap<InboxId, tokio::time::Instant>,
@@ -134,20 +161,19 @@ impl Runner {
     /// The loop of this node.
     pub(crate) fn new(store: Store, config: &CatchUp, handle: &Handle) -> Runner {
         let node = config.node.clone().unwrap_or_else(node_name);
+        let store = match &config.wrap_store {
+            Some(WrapStore(wrap)) => wrap(store.catchup_operations()),
+            None => store.catchup_operations(),
+        };
         Runner {
             store,
             providers: Providers::new(&config.api, config.backoff),
             metrics: handle.metrics.clone(),
             node,
             every: config.every,
-            plant: config.plant,
             wake: handle.wake.clone(),
             wait_until: HashMap::new(),
         }
-    }
-
-    fn planted(&self, plant: Plant) -> bool {
-        self.plant == Some(plant)
     }
 
     /// A round now, then one every `every` or when woken, until the task is aborted.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::client::{CallError, Delivery};
 use super::credentials::{Auth, Hook};
 use super::metrics::InboxLabels;
-use super::{Plant, Runner};
+use super::Runner;
 use crate::store::catchup::{CatchUpRow, PassEnd};
 use crate::store::StoreError;
 
@@ -65,7 +65,6 @@ impl Runner {
                 cursor,
                 ..row.clone()
             },
-            None if self.planted(Plant::LeaseIgnored) => row.clone(),
             None => return Ok(None),
         };
         let labels = InboxLabels::of(row);
@@ -142,8 +141,7 @@ impl Runner {
                 .store
                 .ask_state(row.inbox.clone(), delivery.guid.clone())
                 .await?;
-            let stored = state.stored && !self.planted(Plant::StoredCheckSkipped);
-            if !stored && state.asks < MAX_ASKS_PER_DELIVERY {
+            if !state.stored && state.asks < MAX_ASKS_PER_DELIVERY {
                 let pause = self.providers.redeliver(hook, auth, delivery.id).await?;
                 self.store
                     .record_ask(row.inbox.clone(), delivery.guid.clone())
@@ -199,16 +197,11 @@ impl Runner {
 
     /// Moves the inbox's cursor to `cursor` and renews the lease, while this node holds it.
     async fn advance(&self, row: &CatchUpRow, cursor: i64) -> Result<(), Stopped> {
-        let cursor = if self.planted(Plant::CursorNotSaved) {
-            row.cursor
-        } else {
-            cursor
-        };
         let held = self
             .store
             .advance_cursor(row.inbox.clone(), self.node.clone(), cursor, ms(LEASE_TTL))
             .await?;
-        if held || self.planted(Plant::LeaseIgnored) {
+        if held {
             Ok(())
         } else {
             Err(Stopped::LeaseLost)

@@ -178,6 +178,12 @@ impl Store {
         }
     }
 
+    /// The store's catch-up operations alone, as catch-up's loop holds them (and a
+    /// `catchup::WrapStore` may wrap them).
+    pub fn catchup_operations(&self) -> Arc<dyn CatchUps> {
+        self.operations.clone()
+    }
+
     /// Which kind of store this is (`sqlite` or `postgres`), for the start-up log.
     pub fn kind(&self) -> &'static str {
         self.kind

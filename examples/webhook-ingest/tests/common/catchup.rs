@@ -6,10 +6,11 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use webhook_ingest::catchup::{CatchUp, Plant};
+use webhook_ingest::catchup::CatchUp;
 use webhook_ingest::provider::Provider;
 use webhook_ingest::store::Store;
 
+use super::plants::Plant;
 use super::{github_push, Answer, Fixture, GitHubStandIn, Service, TEST_BODY_LIMIT};
 
 pub const TOKEN: &str = "ghp_token-for-tests-only";
@@ -21,12 +22,13 @@ pub const CLIENTS: usize = 12;
 /// binary at once.
 pub const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 
+/// Catch-up asking `github` every 200 ms, with `plant` planted if one is given.
 pub fn catchup_config(github: &GitHubStandIn, plant: Option<Plant>) -> CatchUp {
     CatchUp {
         api: github.api(),
         every: Duration::from_millis(200),
         backoff: Duration::from_millis(10),
-        plant,
+        wrap_store: plant.map(Plant::wrap_store),
         node: None,
     }
 }

@@ -2,8 +2,8 @@
 //! its setup and the pushes each provider sends ([`fixtures`]), deliveries signed as each
 //! provider signs them ([`requests`]), the refusals they must get ([`refusals`]), a spooled
 //! service watched through `/health` ([`spooled`]), the service's binary started for its
-//! first line ([`binary`]), what a test's thread logs ([`logs`]), and `promtool check metrics`
-//! ([`promtool`]).
+//! first line ([`binary`]), what a test's thread logs ([`logs`]), catch-up's planted bugs
+//! ([`plants`]), and `promtool check metrics` ([`promtool`]).
 #![allow(dead_code, unused_imports)] // each test crate uses its own part
 
 mod binary;
@@ -13,6 +13,7 @@ mod github;
 mod gitlab;
 mod logs;
 mod outage;
+pub mod plants;
 mod refusals;
 mod requests;
 mod server;

@@ -2,7 +2,7 @@
 # M signed Gitea and Forgejo pushes, by turns, each with new commits and its own delivery id,
 # signed by their documented formula (the hex HMAC-SHA256 of the body, no prefix): all 201.
 source "$(dirname "$0")/lib.sh"
-SCRIPT_NAME=post-forge-push
+SCRIPT_NAME=post-gitea-forgejo-push
 # Signs every request: one signer process for the copy.
 SIGNING=1
 EXPECTED="201:-"
@@ -13,16 +13,16 @@ body=$SCRATCH/body
 for ((i = 1; i <= REQUESTS; i++)); do
     in_time || break
     if ((i % 2)); then
-        forge=Gitea inbox=$GITEA_INBOX secret=$GITEA_SECRET
+        provider=Gitea inbox=$GITEA_INBOX secret=$GITEA_SECRET
     else
-        forge=Forgejo inbox=$FORGEJO_INBOX secret=$FORGEJO_SECRET
+        provider=Forgejo inbox=$FORGEJO_INBOX secret=$FORGEJO_SECRET
     fi
-    push_body "$body" "load/${forge,,}" "$i" "$COMMITS_PER_PUSH"
+    push_body "$body" "load/${provider,,}" "$i" "$COMMITS_PER_PUSH"
     signature=$(sign_file "$secret" "$body")
     request POST "/api/$INSTANCE_ID/inboxes/$inbox/commits" \
-        -H 'content-type: application/json' -H "X-$forge-Event: push" \
-        -H "X-$forge-Delivery: forge-$RUNNER_ID-$COPY-$$-$i" \
-        -H "X-$forge-Signature: $signature" --data-binary "@$body"
+        -H 'content-type: application/json' -H "X-$provider-Event: push" \
+        -H "X-$provider-Delivery: ${provider,,}-$RUNNER_ID-$COPY-$$-$i" \
+        -H "X-$provider-Signature: $signature" --data-binary "@$body"
     if [[ $STATUS == 201 ]]; then
         COMMITS_ACCEPTED=$((COMMITS_ACCEPTED + COMMITS_PER_PUSH))
     fi
