@@ -83,9 +83,6 @@ impl<'de> Deserialize<'de> for Text {
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Text, E> {
                 Ok(Text(Some(text.to_owned())))
             }
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Text, E> {
-                Ok(Text(Some(text)))
-            }
             fn visit_unit<E: de::Error>(self) -> Result<Text, E> {
                 Ok(Text(None))
             }
