@@ -4,10 +4,10 @@ does (`status_code` 0 when nothing answered), and the two REST calls catch-up ma
 hook's deliveries (newest first, `per_page`, cursor pagination through `Link`, GitHub's rate
 limit headers) and redeliver one, which sends the same delivery again with the same
 `X-GitHub-Delivery` a moment later (GitHub's redelivery is asynchronous too), to the next of
-the hook's targets in turn (a load balancer in front of a fleet), as standin.py, which
-gitlab.py shares, does. The service's Rust tests have the full stand-in
-(`tests/common/github.rs`), checked against GitHub's OpenAPI description; this one answers the
-same shapes for the one hook kind the fleet scenario uses.
+the hook's targets in turn through standin.py's load balancer (which gitlab.py shares). The
+service's Rust tests have the full stand-in (`tests/common/github.rs`), checked against
+GitHub's OpenAPI description; this one answers the same shapes for the one hook kind the
+fleet scenario uses.
 """
 
 from __future__ import annotations
@@ -46,15 +46,16 @@ class StandIn(standin.StandIn):
             self.records.append({"id": self.new_id(), "guid": guid, "status_code": status,
                                  "redelivery": redelivery})
 
-    def send(self, guid: str, body: bytes, target: str) -> int:
-        """One delivery to TARGET (a URL with its path); the status, 0 for no answer."""
-        return self.post(target, body, github_headers(self.secret, guid, body))
+    def send(self, guid: str, body: bytes, first: int) -> int:
+        """One delivery, to the target FIRST or the next that answers; the status, 0 for no
+        answer."""
+        return self.post(first, body, github_headers(self.secret, guid, body))
 
     def push(self, guid: str, body: bytes, recorded_as: int | None = None) -> int:
         """A push sent as GitHub sends it, to the first target, and recorded; RECORDED_AS
         instead of what it got when GitHub gave up waiting."""
         self.bodies[guid] = body
-        status = self.send(guid, body, self.targets[0])
+        status = self.send(guid, body, 0)
         self.record(guid, status if recorded_as is None else recorded_as, False)
         return status
 
@@ -103,14 +104,14 @@ class StandIn(standin.StandIn):
         with self.lock:
             found = next((r for r in self.records if r["id"] == delivery_id), None)
             if found is not None:
-                target = self.asked_for(found["guid"])
+                first = self.asked_for(found["guid"])
         if found is None:
             return self.reply(handler, 404, {"message": "Not Found"})
         guid = found["guid"]
 
         def again():
             time.sleep(REDELIVERY_DELAY_S)
-            self.record(guid, self.send(guid, self.bodies[guid], target), True)
+            self.record(guid, self.send(guid, self.bodies[guid], first), True)
 
         threading.Thread(target=again, daemon=True).start()
         self.reply(handler, 202, {})

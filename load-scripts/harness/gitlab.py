@@ -6,9 +6,10 @@ under `/api/v4` with the token in `PRIVATE-TOKEN` (or as a bearer token): list t
 events ("List webhook events": newest first, `per_page` 1 to 20, `page`, the `status` filter,
 the next page in `X-Next-Page`) and resend one ("Resend a webhook event": sent again before
 the answer, with the same `Idempotency-Key` and a new `X-Gitlab-Event-UUID`, to the next of
-the hook's targets in turn; 201 with its `response_status`, or 422 when the sending got no
-answer). It keeps GitLab.com's resend limit, five a minute per hook, with GitLab's 429 and its
-headers, unless told not to. An error's body is GitLab's `{"message": …}`.
+the hook's targets in turn through standin.py's load balancer; 201 with its
+`response_status`, or 422 when the sending got no answer). It keeps GitLab.com's resend
+limit, five a minute per hook, with GitLab's 429 and its headers, unless told not to. An
+error's body is GitLab's `{"message": …}`.
 
 The service's Rust tests have the full stand-in (`tests/common/gitlab.rs`); this one answers
 the same shapes, and test_gitlab.py checks them against what GitLab publishes, the fixture
@@ -65,14 +66,15 @@ class StandIn(standin.StandIn):
         self.events: list[dict] = []
         super().__init__(secret)
 
-    def send(self, key: str, uuid: str, target: str) -> int:
-        """One sending of the push KEY to TARGET; the status, 0 for no answer."""
+    def send(self, key: str, uuid: str, first: int) -> int:
+        """One sending of the push KEY, to the target FIRST or the next that answers; the
+        status, 0 for no answer."""
         body = self.bodies[key]
         headers = forge_headers("gitlab", self.secret, key, body)
         headers.update({"user-agent": "GitLab/17.4.0", "x-gitlab-event-uuid": uuid,
                         "x-gitlab-instance": "https://gitlab.example.com",
                         "x-gitlab-webhook-uuid": WEBHOOK_UUID})
-        return self.post(target, body, headers)
+        return self.post(first, body, headers)
 
     def record(self, key: str, uuid: str, status: int) -> None:
         with self.lock:
@@ -84,7 +86,7 @@ class StandIn(standin.StandIn):
         instead of what it got when GitLab gave up waiting."""
         self.bodies[key] = body
         uuid = f"uuid-{key}-first"
-        status = self.send(key, uuid, self.targets[0])
+        status = self.send(key, uuid, 0)
         self.record(key, uuid, status if recorded_as is None else recorded_as)
         return status
 
@@ -160,7 +162,7 @@ class StandIn(standin.StandIn):
             limited = self.limited()
             found = next((e for e in self.events if e["id"] == event_id), None)
             if limited is None and found is not None:
-                target = self.asked_for(found["key"])
+                first = self.asked_for(found["key"])
         if limited is not None:
             text = "This endpoint has been requested too many times. Try again later."
             return self.reply(handler, 429, {"message": {"error": text}}, limited)
@@ -168,9 +170,10 @@ class StandIn(standin.StandIn):
             return self.reply(handler, 404, {"message": "404 Not Found"})
         # GitLab sends the event again before it answers, with the same key and a new UUID.
         uuid = f"uuid-{found['key']}-resent-{event_id}-{len(self.asked)}"
-        status = self.send(found["key"], uuid, target)
+        status = self.send(found["key"], uuid, first)
         self.record(found["key"], uuid, status)
         if status == 0:
+            target = self.targets[first % len(self.targets)]
             text = f"Failed to open TCP connection to {target}"
             return self.reply(handler, 422, {"message": text})
         self.reply(handler, 201, {"response_status": status})

@@ -1,7 +1,7 @@
 """What the stand-in providers (github.py, gitlab.py) share: a REST API on 127.0.0.1, each
-request answered on a thread of its own; a hook that sends deliveries to its targets, taken
-in turn when it sends one again (a load balancer in front of a fleet); the delivery id of
-every redelivery asked for, in order; and answers in JSON."""
+request answered on a thread of its own; a hook that sends deliveries to its targets through
+a load balancer (a redelivery to the next target in turn, a target that does not answer passed
+over); the delivery id of every redelivery asked for, in order; and answers in JSON."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class StandIn:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(POLL_S,),
+                                       daemon=True)
         self.thread.start()
 
     def answer(self, handler: BaseHTTPRequestHandler, method: str) -> None:
@@ -69,21 +70,26 @@ class StandIn:
         self.last_id += 1
         return self.last_id
 
-    def asked_for(self, guid: str) -> str:
-        """Records a redelivery asked for GUID; the target it goes to, the next in turn. The
-        caller holds the lock."""
+    def asked_for(self, guid: str) -> int:
+        """Records a redelivery asked for GUID; where it is sent first: the next target in
+        turn. The caller holds the lock."""
         self.asked.append(guid)
         self.turn += 1
-        return self.targets[self.turn % len(self.targets)]
+        return self.turn
 
-    @staticmethod
-    def post(target: str, body: bytes, headers: dict) -> int:
-        """One delivery to TARGET (a URL with its path); the status, 0 for no answer."""
-        base, _, path = target.partition("/api/")
-        conn = Conn(base)
-        status, _, _ = conn.raw("POST", "/api/" + path, body, headers)
-        conn.close()
-        return status
+    def post(self, first: int, body: bytes, headers: dict) -> int:
+        """One delivery through the load balancer in front of the targets: to the target
+        FIRST (counted in turn), or the next when it does not answer, as a balancer passes
+        over a node that is down (one that starts a moment after the others); the status,
+        0 when no target answered."""
+        for n in range(len(self.targets)):
+            base, _, path = self.targets[(first + n) % len(self.targets)].partition("/api/")
+            conn = Conn(base)
+            status, _, _ = conn.raw("POST", "/api/" + path, body, headers)
+            conn.close()
+            if status:
+                return status
+        return 0
 
     @staticmethod
     def reply(handler, status: int, body, headers=None) -> None:

@@ -174,7 +174,8 @@ class StandInGitLabTest(unittest.TestCase):
         status, body, _ = self.call("POST", f"/{first['id']}/resend")
         self.assertEqual((status, body), (201, {"response_status": 200}))
         (sent,) = self.receiver.headers
-        self.assertEqual((sent["idempotency-key"], sent["x-gitlab-token"]), ("failed-0", "glsecret"))
+        self.assertEqual((sent["idempotency-key"], sent["x-gitlab-token"]),
+                         ("failed-0", "glsecret"))
         self.assertNotEqual(sent["x-gitlab-event-uuid"], first["uuid"])
         self.assertEqual(self.gitlab.asked, ["failed-0"])
         self.assertEqual(self.gitlab.events[-1]["response_status"], "200")
