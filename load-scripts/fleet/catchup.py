@@ -18,8 +18,11 @@ failed.
 
 GitLab.com keeps resends to five a minute per hook (the stand-in keeps that limit by
 default, and test_gitlab.py checks its 429); the scenario lifts it, as an administrator of a
-self-managed GitLab can, so that GITLAB_PUSHES resends take seconds, not twenty minutes. The
-service's waiting at GitLab's 429 is tested in the Rust suite (`tests/catchup_gitlab.rs`).
+self-managed GitLab can, so that its 100 resends (PUSHES) take seconds, not twenty minutes.
+The service's waiting at GitLab's 429 is tested in the Rust suite (`tests/catchup_gitlab.rs`).
+GitLab sends a resend before it answers, so a planted bug that asks again once the first
+resend is stored (the cursor not saved) shows in /metrics, each pass finding every failed
+event again, rather than in a second resend.
 
 With `plant=NAME` a bug is planted through the service's hidden `--catchup-plant` (the cursor
 not saved, the lease ignored, the stored-id check skipped), and the run passes only if the
