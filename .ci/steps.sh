@@ -171,7 +171,7 @@ step fleet/flood "PostgreSQL stopped, made-up large pushes to unknown inboxes, a
     'bash load-scripts/fleet/flood.sh'
 step fleet/throughput "deliveries stored per second per store at 1, 8 and 64 senders" \
     'bash load-scripts/fleet/throughput.sh'
-step fleet/catchup "every node down while GitHub sends pushes: each asked for once and stored once, on SQLite and a PostgreSQL fleet; each planted bug caught" \
+step fleet/catchup "every node down while GitHub and GitLab send pushes: each asked for once and stored once, on SQLite and a PostgreSQL fleet; each planted bug caught" \
     'bash load-scripts/fleet/catchup.sh &&
      for plant in cursor-not-saved lease-ignored stored-check-skipped; do
          bash load-scripts/fleet/catchup.sh plant=$plant

@@ -14,8 +14,12 @@ as `python3 -m harness COMMAND` (see `__main__.py`) with `load-scripts/` as PYTH
     ingest      the webhook-ingest service: its build ($CI_PROFILE), its start, an instance and
                 its inboxes (also as the scenario scripts' environment file), push bodies
     lab         the failure lab's servers
+    standin     what the stand-in providers share: their API's server, a hook's targets, the
+                redeliveries asked for
     github      a stand-in GitHub: a hook that sends pushes, and the deliveries API catch-up
                 calls
+    gitlab      a stand-in GitLab: a project's hook that sends pushes, and the hook events API
+                catch-up calls (test_gitlab.py checks it against what GitLab publishes)
     postgres    a throwaway PostgreSQL server
     prometheus  a Prometheus scraping some targets, and its query API
     nginx       nginx in front of one upstream

@@ -4,21 +4,21 @@ does (`status_code` 0 when nothing answered), and the two REST calls catch-up ma
 hook's deliveries (newest first, `per_page`, cursor pagination through `Link`, GitHub's rate
 limit headers) and redeliver one, which sends the same delivery again with the same
 `X-GitHub-Delivery` a moment later (GitHub's redelivery is asynchronous too), to the next of
-the hook's targets in turn (a load balancer in front of a fleet). The service's Rust tests
-have the full stand-in (`tests/common/github.rs`), checked against GitHub's OpenAPI
-description; this one answers the same shapes for the one hook kind the fleet scenario uses.
+the hook's targets in turn through standin.py's load balancer (which gitlab.py shares). The
+service's Rust tests have the full stand-in (`tests/common/github.rs`), checked against
+GitHub's OpenAPI description; this one answers the same shapes for the one hook kind the
+fleet scenario uses.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from .client import Conn
+from . import standin
 from .signing import github_headers
 
 # GitHub's largest page and its default.
@@ -30,62 +30,32 @@ REDELIVERY_DELAY_S = 2.5
 ROUTE = re.compile(r"^/repos/([\w.-]+/[\w.-]+)/hooks/(\d+)/deliveries(?:/(\d+)/attempts)?$")
 
 
-class StandIn:
+class StandIn(standin.StandIn):
     """The stand-in: one repository hook `repository`/`hook_id` that accepts `token`; its
     API at `url`, stopped by `stop`."""
 
     def __init__(self, repository: str, hook_id: int, token: str, secret: str):
-        self.repository, self.hook_id, self.token, self.secret = repository, hook_id, token, secret
-        self.targets: list[str] = []
+        self.repository, self.hook_id, self.token = repository, hook_id, token
         self.records: list[dict] = []
-        self.bodies: dict[str, bytes] = {}
-        self.redeliveries: list[int] = []
         self.lists = 0
         self.list_delay_s = 0.0
-        self.lock = threading.Lock()
-        self.next_id = 1000
-        self.turn = 0
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                stand_in.answer(self, "GET")
-
-            def do_POST(self):
-                stand_in.answer(self, "POST")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(secret)
 
     def record(self, guid: str, status: int, redelivery: bool) -> None:
         with self.lock:
-            self.next_id += 1
-            self.records.append({"id": self.next_id, "guid": guid, "status_code": status,
+            self.records.append({"id": self.new_id(), "guid": guid, "status_code": status,
                                  "redelivery": redelivery})
 
-    def send(self, guid: str, body: bytes, target: str) -> int:
-        """One delivery to TARGET (a URL with its path); the status, 0 for no answer."""
-        base, _, path = target.partition("/api/")
-        conn = Conn(base)
-        status, _, _ = conn.raw("POST", "/api/" + path, body, github_headers(self.secret, guid, body))
-        conn.close()
-        return status
+    def send(self, guid: str, body: bytes, first: int) -> int:
+        """One delivery, to the target FIRST or the next that answers; the status, 0 for no
+        answer."""
+        return self.post(first, body, github_headers(self.secret, guid, body))
 
     def push(self, guid: str, body: bytes, recorded_as: int | None = None) -> int:
         """A push sent as GitHub sends it, to the first target, and recorded; RECORDED_AS
         instead of what it got when GitHub gave up waiting."""
         self.bodies[guid] = body
-        status = self.send(guid, body, self.targets[0])
+        status = self.send(guid, body, 0)
         self.record(guid, status if recorded_as is None else recorded_as, False)
         return status
 
@@ -134,28 +104,22 @@ class StandIn:
         with self.lock:
             found = next((r for r in self.records if r["id"] == delivery_id), None)
             if found is not None:
-                self.redeliveries.append(delivery_id)
-                self.turn += 1
-                target = self.targets[self.turn % len(self.targets)]
+                first = self.asked_for(found["guid"])
         if found is None:
             return self.reply(handler, 404, {"message": "Not Found"})
         guid = found["guid"]
 
         def again():
             time.sleep(REDELIVERY_DELAY_S)
-            self.record(guid, self.send(guid, self.bodies[guid], target), True)
+            self.record(guid, self.send(guid, self.bodies[guid], first), True)
 
         threading.Thread(target=again, daemon=True).start()
         self.reply(handler, 202, {})
 
     def reply(self, handler, status: int, body, headers=None) -> None:
-        data = json.dumps(body).encode()
-        handler.send_response(status)
-        for name, value in {"content-type": "application/json; charset=utf-8",
-                            "content-length": str(len(data)), "x-ratelimit-limit": "5000",
-                            "x-ratelimit-remaining": "4999",
-                            "x-ratelimit-reset": str(int(time.time()) + 3600),
-                            **(headers or {})}.items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
+        """A JSON answer with GitHub's rate limit headers, never near the limit."""
+        super().reply(handler, status, body, {"content-type": "application/json; charset=utf-8",
+                                              "x-ratelimit-limit": "5000",
+                                              "x-ratelimit-remaining": "4999",
+                                              "x-ratelimit-reset": str(int(time.time()) + 3600),
+                                              **(headers or {})})

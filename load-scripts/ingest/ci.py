@@ -1,9 +1,10 @@
 """The webhook ingestion service under parallel load, every total reconciled (ci.sh).
 
-Runs the harness's own checks (harness/test_harness.py), builds the service ($CI_PROFILE:
-debug or release), starts it on a fresh temporary database and a free port of 127.0.0.1,
-runs setup.sh, the classic 20 x 50 ignored Bitbucket pull requests, a mixed run of every
-scenario at once, and reconcile.sh; checks that no key or secret reached the service's log.
+Runs the harness's own checks (harness/test_harness.py, test_gitlab.py), builds the service
+($CI_PROFILE: debug or release), starts it on a fresh temporary database and a free port of
+127.0.0.1, runs setup.sh, the classic 20 x 50 ignored Bitbucket pull requests, a mixed run of
+every scenario at once, and reconcile.sh; checks that no key or secret reached the service's
+log.
 The server is stopped by its PID however the run ends.
 """
 
@@ -34,7 +35,8 @@ SECRETS = ("API_KEY", *(f"{vcs.upper()}_SECRET" for vcs in PROVIDERS))
 
 def body(run: script.Run) -> None:
     print("== the harness's own checks", flush=True)
-    subprocess.run([sys.executable, "-m", "unittest", "-q", "harness.test_harness"],
+    subprocess.run([sys.executable, "-m", "unittest", "-q", "harness.test_harness",
+                    "harness.test_gitlab"],
                    cwd=LOAD_SCRIPTS, check=True)
     release = ingest.release_profile()
     print(f"== build ({'release' if release else 'debug'})", flush=True)
