@@ -108,12 +108,18 @@ fn a_github_push_is_read_for_its_commits_and_the_rest_skipped() {
 fn an_optional_field_of_the_wrong_type_is_absent_and_the_push_kept() {
     let body = r#"{"ref":"refs/heads/main","repository":{"full_name":"acme/widgets"},
         "commits":[{"id":"a1","message":7,"timestamp":{"at":1},"author":"Ada"},
-                   {"id":"b2","message":null,"author":{"name":["Ada"]}}]}"#;
+                   {"id":"b2","message":null,"author":{"name":["Ada"]}},
+                   {"id":"c3","author":null},
+                   {"id":"d4","message":true,"timestamp":-1,"author":2.5},
+                   {"id":"e5","message":-2.5,"timestamp":false,"author":-3}]}"#;
     assert_eq!(
         github(body).unwrap(),
         vec![
             commit("a1", None, None, None),
-            commit("b2", None, None, None)
+            commit("b2", None, None, None),
+            commit("c3", None, None, None),
+            commit("d4", None, None, None),
+            commit("e5", None, None, None),
         ]
     );
 }
@@ -151,6 +157,7 @@ fn the_repository_and_the_ref_are_required_in_that_order() {
             r#"{"ref":"r","repository":"a/b"}"#,
             "`repository.full_name`",
         ),
+        (r#"{"ref":"r","repository":null}"#, "`repository.full_name`"),
         (r#"[1,2]"#, "`repository.full_name`"),
         (r#""text""#, "`repository.full_name`"),
         (r#"{"repository":{"full_name":"a/b"}}"#, "`ref`"),
