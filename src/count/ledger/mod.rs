@@ -11,6 +11,7 @@ mod budget;
 mod builder;
 mod counters;
 mod exported;
+mod memo;
 mod quiescent;
 mod routes;
 mod series;
@@ -29,6 +30,7 @@ pub use self::builder::LedgerBuilder;
 use self::counters::{Counts, Totals};
 use self::exported::Exported;
 pub use self::exported::{Counter, ExportCounters};
+use self::memo::LastFailure;
 use self::quiescent::{Quiescent, Waiters};
 pub use self::routes::RouteRequests;
 use self::routes::{Column, RouteCounts, RouteSlots};
@@ -38,7 +40,7 @@ pub use self::snapshot::Snapshot;
 pub use self::unread::UnreadBodies;
 use self::unread::UnreadCounters;
 use crate::config::LedgerLimits;
-use crate::count::failures::{fingerprint, Group, Reporter, ThreadReports, Verdict};
+use crate::count::failures::{Group, Reporter, ThreadReports, Verdict};
 use crate::outcome::Outcome;
 use crate::panic::lock;
 use crate::request::{RequestMeta, RouteKey};
@@ -112,21 +114,7 @@ struct Stripe {
 struct Failures {
     series: SeriesTable,
     reports: ThreadReports,
-    last: Option<LastFailure>,
-}
-
-/// What this thread's last failure was found to be: a run of the same failure (a client
-/// sending the same bad request, a flood) takes its fingerprint and its series from here
-/// instead of hashing its labels twice (`bench-smoke`'s `/handled`, BENCHMARKS.md, "Fourth
-/// round"). Its series is checked by its labels ([`SeriesTable::count_again`]), which also
-/// finds it gone after the table is emptied; the fingerprint depends on the outcome, the code,
-/// the route and the panic site, of which the series checks the code and the route: only a
-/// failure without a site is kept.
-#[derive(Debug, Clone, Copy)]
-struct LastFailure {
-    outcome: Outcome,
-    fingerprint: u64,
-    series_at: usize,
+    last: LastFailure,
 }
 
 impl Default for Ledger {
@@ -158,7 +146,7 @@ impl Ledger {
                 failures: Mutex::new(Failures {
                     series: SeriesTable::new(SERIES_PER_THREAD),
                     reports: ThreadReports::default(),
-                    last: None,
+                    last: LastFailure::default(),
                 }),
             })
         };
@@ -286,25 +274,7 @@ impl Ledger {
                 reports,
                 last,
             } = &mut *failures;
-            let (code, status) = (summary.code, summary.status.as_u16());
-            let again = last.filter(|last| {
-                last.outcome == summary.outcome
-                    && summary.site.is_none()
-                    && series.count_again(last.series_at, route, code, status)
-            });
-            let fingerprint = match again {
-                Some(again) => again.fingerprint,
-                None => {
-                    let fingerprint = fingerprint(summary, route);
-                    let at = series.record_local(route, code, status, &self.inner.series);
-                    *last = at.filter(|_| summary.site.is_none()).map(|at| LastFailure {
-                        outcome: summary.outcome,
-                        fingerprint,
-                        series_at: at,
-                    });
-                    fingerprint
-                }
-            };
+            let fingerprint = last.count(series, &self.inner.series, summary, route);
             #[cfg(all(test, not(loom)))]
             assert!(
                 !TALLY_PANICS.with(|armed| armed.replace(false)),

@@ -41,10 +41,15 @@ pub(super) enum List<T> {
 /// An object's key, borrowed from the payload unless it holds an escape.
 pub(super) struct Key<'de>(pub(super) Cow<'de, str>);
 
-/// Visits any JSON value: `found` maps what the caller takes (a string, an object, an
-/// array, null), and everything else becomes `missed`, skipped without being built.
+/// The arms of a visitor that takes any JSON value: `expecting`, and every kind of value the
+/// caller does not take, each `missed`. Numbers and booleans are always missed; the kinds
+/// named after the `;` (`unit` for null, `str`, `seq`, `map`) are too, skipped without being
+/// built. The visitor writes the arms of the kinds it takes.
 macro_rules! skip_the_rest {
-    ($missed:expr) => {
+    ($missed:expr; $($kind:ident),*) => {
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok($missed)
         }
@@ -57,19 +62,30 @@ macro_rules! skip_the_rest {
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok($missed)
         }
+        $(skip_the_rest!(@$kind $missed);)*
     };
-}
-
-/// Skips every element of an array.
-fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-/// Skips every entry of an object.
-fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
+    (@unit $missed:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($missed)
+        }
+    };
+    (@str $missed:expr) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($missed)
+        }
+    };
+    (@seq $missed:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($missed)
+        }
+    };
+    (@map $missed:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($missed)
+        }
+    };
 }
 
 impl<'de> Deserialize<'de> for Text {
@@ -77,22 +93,10 @@ impl<'de> Deserialize<'de> for Text {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Text;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Text, E> {
                 Ok(Text(Some(text.to_owned())))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text, A::Error> {
-                skip_seq(seq).map(|()| Text(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text, A::Error> {
-                skip_map(map).map(|()| Text(None))
-            }
-            skip_the_rest!(Text(None));
+            skip_the_rest!(Text(None); unit, seq, map);
         }
         deserializer.deserialize_any(V)
     }
@@ -103,22 +107,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
         struct V<T>(PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = Object<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Object<T>, A::Error> {
                 T::deserialize(MapAccessDeserializer::new(map)).map(|t| Object(Some(t)))
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Object<T>, E> {
-                Ok(Object(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Object<T>, E> {
-                Ok(Object(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Object<T>, A::Error> {
-                skip_seq(seq).map(|()| Object(None))
-            }
-            skip_the_rest!(Object(None));
+            skip_the_rest!(Object(None); unit, str, seq);
         }
         deserializer.deserialize_any(V(PhantomData))
     }
@@ -129,9 +121,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
         struct V<T>(PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = List<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
                 let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
                 while let Some(item) = seq.next_element()? {
@@ -142,13 +131,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
             fn visit_unit<E: de::Error>(self) -> Result<List<T>, E> {
                 Ok(List::Absent)
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<List<T>, E> {
-                Ok(List::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<List<T>, A::Error> {
-                skip_map(map).map(|()| List::Other)
-            }
-            skip_the_rest!(List::Other);
+            skip_the_rest!(List::Other; str, map);
         }
         deserializer.deserialize_any(V(PhantomData))
     }

@@ -1,4 +1,48 @@
+use serde_json::json;
+
 use super::*;
+use crate::provider::{classify, Event, Provider};
+
+/// Every push among the vendored payloads (`tests/fixtures`, each one a provider really
+/// sent) reads to exactly the commits `expected.json` lists for it: the parser alone, where
+/// `tests/provider_fixtures.rs` sends the same payloads to the service over TCP.
+#[test]
+fn every_vendored_push_reads_to_the_commits_its_manifest_lists() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let manifest = std::fs::read(format!("{dir}/expected.json")).unwrap();
+    let manifest: Vec<Value> = serde_json::from_slice(&manifest).unwrap();
+    let mut shapes = Vec::new();
+    for case in manifest {
+        let provider = Provider::parse(case["vcs"].as_str().unwrap()).unwrap();
+        let Event::Push(shape) = classify(provider, case["event"].as_str().unwrap()) else {
+            continue;
+        };
+        let file = case["file"].as_str().unwrap();
+        let body = std::fs::read(format!("{dir}/{file}")).unwrap();
+        let text = |commit: &Value, key: &str| commit[key].as_str().map(str::to_owned);
+        let listed: Vec<Commit> = (case["commits"].as_array().unwrap().iter())
+            .map(|c| Commit {
+                sha: text(c, "sha").unwrap(),
+                message: text(c, "message"),
+                author: text(c, "author"),
+                timestamp: text(c, "timestamp"),
+                repository: text(c, "repository").unwrap(),
+                branch: text(c, "branch").unwrap(),
+            })
+            .collect();
+        let read = parse_push(shape, &body).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(read, listed, "{file}");
+        shapes.push(shape);
+    }
+    for shape in [
+        Shape::Github,
+        Shape::Gitlab,
+        Shape::BitbucketCloud,
+        Shape::BitbucketServer,
+    ] {
+        assert!(shapes.contains(&shape), "no vendored push of {shape:?}");
+    }
+}
 
 #[test]
 fn a_refs_changed_update_stores_the_new_tip_and_a_delete_nothing() {
@@ -64,12 +108,18 @@ fn a_github_push_is_read_for_its_commits_and_the_rest_skipped() {
 fn an_optional_field_of_the_wrong_type_is_absent_and_the_push_kept() {
     let body = r#"{"ref":"refs/heads/main","repository":{"full_name":"acme/widgets"},
         "commits":[{"id":"a1","message":7,"timestamp":{"at":1},"author":"Ada"},
-                   {"id":"b2","message":null,"author":{"name":["Ada"]}}]}"#;
+                   {"id":"b2","message":null,"author":{"name":["Ada"]}},
+                   {"id":"c3","author":null},
+                   {"id":"d4","message":true,"timestamp":-1,"author":2.5},
+                   {"id":"e5","message":-2.5,"timestamp":false,"author":-3}]}"#;
     assert_eq!(
         github(body).unwrap(),
         vec![
             commit("a1", None, None, None),
-            commit("b2", None, None, None)
+            commit("b2", None, None, None),
+            commit("c3", None, None, None),
+            commit("d4", None, None, None),
+            commit("e5", None, None, None),
         ]
     );
 }
@@ -107,6 +157,7 @@ fn the_repository_and_the_ref_are_required_in_that_order() {
             r#"{"ref":"r","repository":"a/b"}"#,
             "`repository.full_name`",
         ),
+        (r#"{"ref":"r","repository":null}"#, "`repository.full_name`"),
         (r#"[1,2]"#, "`repository.full_name`"),
         (r#""text""#, "`repository.full_name`"),
         (r#"{"repository":{"full_name":"a/b"}}"#, "`ref`"),
@@ -168,4 +219,155 @@ fn a_gitlab_push_names_its_project_and_a_github_repository_is_not_read_for_it() 
     .unwrap_err()
     .to_string();
     assert!(error.contains("`project.path_with_namespace`"), "{error}");
+}
+
+/// A vendored payload, to be read as sent or with one field changed.
+fn vendored(file: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn read(shape: Shape, payload: &Value) -> Result<Vec<Commit>, Malformed> {
+    parse_push(shape, &serde_json::to_vec(payload).unwrap())
+}
+
+/// The field a malformed payload is refused for, as its error names it.
+fn refused_for(shape: Shape, payload: &Value) -> String {
+    match read(shape, payload) {
+        Ok(commits) => panic!("read, not refused: {commits:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// Bitbucket Cloud's forced push (one change, five commits, each with `{raw, user}`), with
+/// each field the parser needs taken away or of the wrong type: refused, naming that field
+/// where it sits.
+#[test]
+fn a_bitbucket_cloud_push_without_what_it_needs_names_the_field() {
+    let forced = vendored("bitbucket/repo-push-forced.json");
+    for (path, value, field) in [
+        (
+            "/repository/full_name",
+            Value::Null,
+            "`repository.full_name`",
+        ),
+        ("/push", Value::Null, "`push.changes`"),
+        ("/push/changes", json!({}), "`push.changes`"),
+        (
+            "/push/changes/0/new/name",
+            json!(7),
+            "`push.changes[0].new.name`",
+        ),
+        (
+            "/push/changes/0/commits",
+            json!("5"),
+            "`push.changes[0].commits`",
+        ),
+        (
+            "/push/changes/0/commits/1/hash",
+            json!(null),
+            "`push.changes[0].commits[1].hash`",
+        ),
+    ] {
+        let mut payload = forced.clone();
+        *payload.pointer_mut(path).unwrap() = value;
+        let error = refused_for(Shape::BitbucketCloud, &payload);
+        assert!(error.contains(field), "{path}: {error}");
+    }
+    let mut payload = forced.clone();
+    payload.as_object_mut().unwrap().remove("push");
+    assert!(refused_for(Shape::BitbucketCloud, &payload).contains("`push`"));
+}
+
+/// A change with no `new` key, or a null one, deleted a ref: it stores nothing, and the
+/// change after it is read as usual. A change whose `commits` is absent or null (a tag)
+/// stores nothing either.
+#[test]
+fn a_bitbucket_cloud_change_without_new_or_commits_stores_nothing() {
+    let forced = vendored("bitbucket/repo-push-forced.json");
+    let change = forced["push"]["changes"][0].clone();
+    let kept = read(Shape::BitbucketCloud, &forced).unwrap();
+    assert_eq!(kept.len(), 5);
+    let mut without_new = change.clone();
+    without_new.as_object_mut().unwrap().remove("new");
+    let mut null_new = change.clone();
+    null_new["new"] = Value::Null;
+    let mut null_commits = change.clone();
+    null_commits["commits"] = Value::Null;
+    let mut no_commits = change.clone();
+    no_commits.as_object_mut().unwrap().remove("commits");
+    let mut payload = forced.clone();
+    payload["push"]["changes"] = json!([without_new, null_new, null_commits, no_commits, change]);
+    assert_eq!(read(Shape::BitbucketCloud, &payload).unwrap(), kept);
+}
+
+/// A commit's author: the git author line (`raw`) first, then the account's display name,
+/// under `user` or (Atlassian's documented example) the author itself; none of them, absent.
+#[test]
+fn a_bitbucket_cloud_author_is_its_raw_line_then_its_display_name() {
+    let forced = vendored("bitbucket/repo-push-forced.json");
+    let raw = "Milana Stojadinov <milana.stojadinov@gmail.com>";
+    let author = |edit: &dyn Fn(&mut Value)| {
+        let mut payload = forced.clone();
+        edit(&mut payload["push"]["changes"][0]["commits"][0]["author"]);
+        read(Shape::BitbucketCloud, &payload).unwrap()[0]
+            .author
+            .clone()
+    };
+    assert_eq!(author(&|_| {}).as_deref(), Some(raw));
+    let no_raw = |a: &mut Value| {
+        a.as_object_mut().unwrap().remove("raw");
+    };
+    assert_eq!(author(&no_raw).as_deref(), Some("Milana Stojadinov"));
+    let flat = |a: &mut Value| *a = json!({"display_name": "Emma", "raw": 3});
+    assert_eq!(author(&flat).as_deref(), Some("Emma"));
+    assert_eq!(author(&|a| *a = json!({"user": {}})), None);
+}
+
+/// Bitbucket Data Center's ref deletion as sent, then as an update to a new tip: stored as
+/// the one commit of the change. Either sign of a deletion (the `DELETE` type, or the null
+/// commit as the new tip) stores nothing alone.
+#[test]
+fn a_bitbucket_server_change_stores_its_new_tip_unless_it_deleted_the_ref() {
+    let deleted = vendored("bitbucket-server/repo-refs-changed-delete.json");
+    assert_eq!(read(Shape::BitbucketServer, &deleted).unwrap(), vec![]);
+    let tip = "32a0b8a740c2963c6f56bd8baf3dc05683d299e1";
+    let change = |kind: &str, to: &str| {
+        let mut payload = deleted.clone();
+        payload["changes"][0]["type"] = json!(kind);
+        payload["changes"][0]["toHash"] = json!(to);
+        read(Shape::BitbucketServer, &payload).unwrap()
+    };
+    assert_eq!(
+        change("UPDATE", tip),
+        vec![Commit {
+            sha: tip.into(),
+            message: None,
+            author: None,
+            timestamp: None,
+            repository: "~gopher/webhook-test".into(),
+            branch: "feature/wip".into(),
+        }]
+    );
+    assert_eq!(change("DELETE", tip), vec![]);
+    assert_eq!(change("UPDATE", NULL_SHA), vec![]);
+}
+
+#[test]
+fn a_bitbucket_server_push_without_what_it_needs_names_the_field() {
+    let mut update = vendored("bitbucket-server/repo-refs-changed-delete.json");
+    update["changes"][0]["type"] = json!("UPDATE");
+    update["changes"][0]["toHash"] = json!("32a0b8a740c2963c6f56bd8baf3dc05683d299e1");
+    for (path, field) in [
+        ("/repository/project/key", "`repository.project.key`"),
+        ("/repository/slug", "`repository.slug`"),
+        ("/changes", "`changes`"),
+        ("/changes/0/toHash", "`changes[0].toHash`"),
+        ("/changes/0/ref/displayId", "`changes[0].ref.displayId`"),
+    ] {
+        let mut payload = update.clone();
+        *payload.pointer_mut(path).unwrap() = json!(1);
+        let error = refused_for(Shape::BitbucketServer, &payload);
+        assert!(error.contains(field), "{path}: {error}");
+    }
 }
