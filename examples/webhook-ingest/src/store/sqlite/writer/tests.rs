@@ -56,6 +56,64 @@ fn a_batch_commits_once_and_a_failing_job_rolls_back_alone() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// A job that inserts `key` and then fails, on a second insert of it, or panics: its first
+/// insert is in the transaction until something rolls it back.
+fn inserts_then_fails(key: i64, panics: bool, log: &Log) -> Job {
+    let log = Arc::clone(log);
+    Box::new(move |c| {
+        log.lock().unwrap().push(format!("ran {key}"));
+        c.execute("INSERT INTO t (k) VALUES (?1)", [key]).unwrap();
+        assert!(!panics, "job {key} panics after its insert");
+        let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
+        let kept = done.is_ok();
+        let reply: Reply = Box::new(move |commit| {
+            let answer = match (&done, commit) {
+                (Ok(_), Ok(())) => "stored",
+                _ => "failed",
+            };
+            log.lock().unwrap().push(format!("answered {key} {answer}"));
+        });
+        (kept, reply)
+    })
+}
+
+/// The first job of a batch runs without a savepoint of its own: when it fails or panics
+/// after writing, the whole transaction is rolled back, which holds nothing of another job,
+/// and the jobs behind it commit in a fresh one. Alone in its batch (one connection), the
+/// same: nothing of it is kept.
+#[test]
+fn a_first_job_that_fails_after_writing_leaves_nothing() {
+    for panics in [false, true] {
+        let (path, connection) = table_of_keys(&format!("first-{panics}"));
+        let log: Log = Arc::default();
+        let (jobs, queue) = mpsc::sync_channel(8);
+        jobs.send(inserts_then_fails(7, panics, &log)).unwrap();
+        jobs.send(insert(1, false, &log)).unwrap();
+        jobs.send(inserts_then_fails(8, false, &log)).unwrap();
+        jobs.send(insert(3, false, &log)).unwrap();
+        drop(jobs);
+        run(Arc::new(Writer::new(connection, None, None)), queue);
+        let mut expected = vec!["ran 7", "answered 7 failed"];
+        if panics {
+            expected.pop();
+        }
+        expected.extend(["ran 1", "ran 8", "ran 3", "answered 1 stored"]);
+        expected.extend(["answered 8 failed", "answered 3 stored"]);
+        assert_eq!(*log.lock().unwrap(), expected, "panics: {panics}");
+        assert_eq!(keys(&path), [1, 3], "panics: {panics}");
+        let _ = std::fs::remove_file(&path);
+
+        let (path, connection) = table_of_keys(&format!("lone-{panics}"));
+        let writer = Writer::new(connection, None, None);
+        let connection = writer.connection.lock().unwrap();
+        let batch = commit_batch(&connection, vec![inserts_then_fails(9, panics, &log)]);
+        drop(connection);
+        batch.answer(Ok(()));
+        assert!(keys(&path).is_empty(), "panics: {panics}");
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
 /// A job that ends the writer's savepoint itself after its insert, so that the writer's
 /// own end of it (`RELEASE job`, or `ROLLBACK TO job; RELEASE job` when `kept` is false)
 /// fails with "no such savepoint".
