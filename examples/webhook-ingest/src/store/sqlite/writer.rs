@@ -142,11 +142,20 @@ impl Writer {
         };
         let step = Step::start();
         let committed = InPlace::commit(&connection, job);
-        drop(connection);
-        step.committed(By::InPlace, 1, self.ask_for_checkpoint());
+        let frames = WAL_FRAMES.with(|frames| frames.replace(0));
+        step.committed(By::InPlace, 1, frames);
         if committed.left_checkpoint {
+            // Past the WAL's limit: milliseconds of disk, left to the writer thread.
             self.checkpoint_due.store(true, Ordering::Relaxed);
+        } else if let Some(checkpointer) = &self.checkpointer {
+            // Before the next commit, so that it reuses the WAL; its fsync of the WAL makes
+            // this commit durable too, and the fsync below finds nothing left to flush.
+            let due = checkpointer.due(frames);
+            if due && !checkpointer::in_place(&connection, frames) {
+                checkpointer.ask();
+            }
         }
+        drop(connection);
         self.sync_here(committed.batch, By::InPlace);
         Ok(())
     }

@@ -295,17 +295,42 @@ fn the_wal_stays_within_its_limit_when_the_checkpointer_falls_behind() {
     }
 }
 
+/// Commits run in place, one after the other as deliveries that come one at a time, keep
+/// the WAL within one checkpoint's worth of frames even when the checkpointer's thread never
+/// runs: the commit that is due for a checkpoint runs it, and the next one reuses the WAL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_in_place_checkpoint_the_wal_themselves_and_reuse_it() {
+    let (path, writer, _requests) = behind_a_stalled_checkpointer("in-place-reuse");
+    for key in 0..3 * WAL_LIMIT_FRAMES / 7 {
+        assert!(writer.try_in_place(blob(key)).is_ok(), "job {key} queued");
+    }
+    let wal = std::fs::metadata(format!("{}-wal", path.display()))
+        .unwrap()
+        .len();
+    let bound = wal_bytes(checkpointer::CHECKPOINT_FRAMES + 10);
+    assert!(wal <= bound, "{wal} bytes of WAL, bound {bound}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
 /// Past the limit a commit run in place leaves the checkpoint to the writer thread, whose
-/// commit runs it: a tokio worker never blocks for one.
+/// commit runs it: a tokio worker never blocks for one. A reader holding its snapshot keeps
+/// the checkpoints in place from copying anything, so that the WAL reaches the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_limit_a_commit_in_place_leaves_the_checkpoint_to_the_writer_thread() {
     let (path, writer, _requests) = behind_a_stalled_checkpointer("in-place-limit");
+    let reader = Connection::open(&path).unwrap();
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM blobs;")
+        .unwrap();
     let mut key = 0;
     while writer.try_in_place(blob(key)).is_ok() {
         key += 1;
         assert!(key < WAL_LIMIT_FRAMES, "every commit ran in place");
     }
     assert!(key >= WAL_LIMIT_FRAMES / 8, "in place until {key}");
+    reader.execute_batch("COMMIT").unwrap();
     let database = || std::fs::metadata(&path).unwrap().len();
     let before = database();
     let (jobs, queue) = mpsc::sync_channel(1);
