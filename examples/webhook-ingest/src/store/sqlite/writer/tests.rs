@@ -5,6 +5,19 @@ use super::*;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
+/// The answer of the job of `key`, logged: stored when its work (`done`) and the commit both
+/// went through.
+fn logged_reply<T: Send + 'static>(key: i64, done: rusqlite::Result<T>, log: &Log) -> Reply {
+    let log = Arc::clone(log);
+    Box::new(move |commit| {
+        let answer = match (&done, commit) {
+            (Ok(_), Ok(())) => "stored",
+            _ => "failed",
+        };
+        log.lock().unwrap().push(format!("answered {key} {answer}"));
+    })
+}
+
 /// A job inserting `key` into `t` (whose key is unique); it logs when it runs and when it
 /// is answered, and panics after its insert when asked to.
 fn insert(key: i64, panics: bool, log: &Log) -> Job {
@@ -13,15 +26,7 @@ fn insert(key: i64, panics: bool, log: &Log) -> Job {
         log.lock().unwrap().push(format!("ran {key}"));
         let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
         assert!(!panics, "job {key} panics after its insert");
-        let kept = done.is_ok();
-        let reply: Reply = Box::new(move |commit| {
-            let answer = match (&done, commit) {
-                (Ok(_), Ok(())) => "stored",
-                _ => "failed",
-            };
-            log.lock().unwrap().push(format!("answered {key} {answer}"));
-        });
-        (kept, reply)
+        (done.is_ok(), logged_reply(key, done, &log))
     })
 }
 
@@ -65,15 +70,7 @@ fn inserts_then_fails(key: i64, panics: bool, log: &Log) -> Job {
         c.execute("INSERT INTO t (k) VALUES (?1)", [key]).unwrap();
         assert!(!panics, "job {key} panics after its insert");
         let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
-        let kept = done.is_ok();
-        let reply: Reply = Box::new(move |commit| {
-            let answer = match (&done, commit) {
-                (Ok(_), Ok(())) => "stored",
-                _ => "failed",
-            };
-            log.lock().unwrap().push(format!("answered {key} {answer}"));
-        });
-        (kept, reply)
+        (done.is_ok(), logged_reply(key, done, &log))
     })
 }
 
@@ -124,14 +121,7 @@ fn ends_its_savepoint(key: i64, kept: bool, log: &Log) -> Job {
         let done = c
             .execute("INSERT INTO t (k) VALUES (?1)", [key])
             .and_then(|_| c.execute_batch("RELEASE job"));
-        let reply: Reply = Box::new(move |commit| {
-            let answer = match (&done, commit) {
-                (Ok(()), Ok(())) => "stored",
-                _ => "failed",
-            };
-            log.lock().unwrap().push(format!("answered {key} {answer}"));
-        });
-        (kept, reply)
+        (kept, logged_reply(key, done, &log))
     })
 }
 
@@ -298,12 +288,23 @@ fn the_wal_stays_within_its_limit_when_the_checkpointer_falls_behind() {
 /// Commits run in place, one after the other as deliveries that come one at a time, keep
 /// the WAL within one checkpoint's worth of frames even when the checkpointer's thread never
 /// runs: the commit that is due for a checkpoint runs it, and the next one reuses the WAL.
+/// Only that one: below the threshold the rows stay in the WAL, and the checkpointer's
+/// thread is never asked for what was done in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commits_in_place_checkpoint_the_wal_themselves_and_reuse_it() {
-    let (path, writer, _requests) = behind_a_stalled_checkpointer("in-place-reuse");
-    for key in 0..3 * WAL_LIMIT_FRAMES / 7 {
+    let (path, writer, requests) = behind_a_stalled_checkpointer("in-place-reuse");
+    let database = || std::fs::metadata(&path).unwrap().len();
+    let before = database();
+    let below_threshold = checkpointer::CHECKPOINT_FRAMES / 7 - 5;
+    for key in 0..below_threshold {
         assert!(writer.try_in_place(blob(key)).is_ok(), "job {key} queued");
     }
+    assert_eq!(database(), before, "a checkpoint ran below the threshold");
+    for key in below_threshold..3 * WAL_LIMIT_FRAMES / 7 {
+        assert!(writer.try_in_place(blob(key)).is_ok(), "job {key} queued");
+    }
+    assert!(database() > before, "no checkpoint ran");
+    assert!(requests.try_recv().is_err(), "the checkpointer was asked");
     let wal = std::fs::metadata(format!("{}-wal", path.display()))
         .unwrap()
         .len();
