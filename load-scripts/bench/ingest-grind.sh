@@ -2,7 +2,8 @@
 # Instructions per acknowledged delivery under callgrind: the reference service against the
 # hand-written receiver, the deterministic side of ingest.sh's CPU figures (ingest_grind.py).
 #
-#   load-scripts/bench/ingest-grind.sh [--today BIN] [--top K]   # 200 and 2,200 deliveries
+#   load-scripts/bench/ingest-grind.sh [--today BIN] [--top K] [--clients N] [--keep DIR]
+#                                                                # 200 and 2,200 deliveries
 #   load-scripts/bench/ingest-grind.sh --quick                   # 20 and 220 (CI)
 #
 # Needs cargo, python3 and valgrind; installs nothing. Prints a markdown table.

@@ -12,14 +12,18 @@ instructions, so both receivers' HMACs count as the portable code: the figures c
 each does per delivery, not the time.
 
 With --top K the service's K costliest functions per delivery are listed (the same difference,
-per function, from `callgrind_annotate`): where its instructions go.
+per function, from `callgrind_annotate`): where its instructions go. With --keep DIR every
+profile is copied there (`<receiver>-<deliveries>.out`), for `callgrind_annotate` or a
+per-function diff of the service against the hand-written receiver.
 
-usage: ingest_grind.py --service BIN --plain BIN [--today BIN] [--quick] [--top K]"""
+usage: ingest_grind.py --service BIN --plain BIN [--today BIN] [--quick] [--top K] [--keep DIR]
+                       [--clients N]"""
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,7 +41,8 @@ from measure import callgrind_total  # noqa: E402
 # Deliveries of the two runs per receiver; --quick divides them by ten.
 N1 = 200
 N2 = 2_200
-# The clients sending at once, each over its own keep-alive connection.
+# The clients sending at once, each over its own keep-alive connection (`--clients`; 1 is
+# `ingest.sh`'s 1-connection case, where every write runs alone in place).
 CLIENTS = 8
 # Under callgrind a server starts, answers and stops some fifty times slower.
 SLOW_S = 300.0
@@ -45,14 +50,14 @@ SLOW_S = 300.0
 COMPARED = ("today", "service", "plain-normal")
 
 
-def send(receiver: Receiver, count: int, run: str) -> list[str]:
-    """`count` pushes from CLIENTS clients; the delivery ids answered 2xx, or a failure."""
+def send(receiver: Receiver, count: int, run: str, clients: int) -> list[str]:
+    """`count` pushes from `clients` clients; the delivery ids answered 2xx, or a failure."""
     acked, failures = [], []
 
     def client(first: int) -> None:
         conn = Conn(receiver.server.url, timeout_s=SLOW_S)
         try:
-            for n in range(first, count, CLIENTS):
+            for n in range(first, count, clients):
                 delivery, body = f"{run}-{n}", push(n)
                 status, answer, _ = conn.request(
                     "POST", receiver.path, body,
@@ -62,7 +67,7 @@ def send(receiver: Receiver, count: int, run: str) -> list[str]:
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -72,7 +77,7 @@ def send(receiver: Receiver, count: int, run: str) -> list[str]:
     return acked
 
 
-def grind(target: dict, count: int, work: Path) -> Path:
+def grind(target: dict, count: int, work: Path, clients: int) -> Path:
     """One run of `count` deliveries under callgrind; its profile. Every delivery acknowledged
     must be in the store once the server has stopped."""
     work.mkdir()
@@ -81,7 +86,7 @@ def grind(target: dict, count: int, work: Path) -> Path:
                                             f"--callgrind-out-file={profile}"],
                         timeout_s=SLOW_S)
     try:
-        acked = send(receiver, count, work.name)
+        acked = send(receiver, count, work.name, clients)
     finally:
         receiver.stop()
     missing = set(acked) - receiver.stored()
@@ -111,19 +116,28 @@ def main() -> int:
     parser.add_argument("--today", help="an earlier build of the service, ground beside it")
     parser.add_argument("--quick", action="store_true", help="N1 and N2 divided by ten (CI)")
     parser.add_argument("--top", type=int, default=0, help="the service's costliest functions")
+    parser.add_argument("--clients", type=int, default=CLIENTS,
+                        help="clients sending at once, each on its own connection")
+    parser.add_argument("--keep", type=Path, help="a directory to copy every profile into")
     args = parser.parse_args()
     n1, n2 = (N1 // 10, N2 // 10) if args.quick else (N1, N2)
     plan = [t for t in targets(args.service, args.plain, args.today) if t["name"] in COMPARED]
     per, profiles = {}, {}
     with tempfile.TemporaryDirectory(prefix="faultline-ingest-grind-") as tmp:
         for target in plan:
-            runs = [grind(target, n, Path(tmp) / f"{target['name']}-{n}") for n in (n1, n2)]
+            runs = [grind(target, n, Path(tmp) / f"{target['name']}-{n}", args.clients)
+                    for n in (n1, n2)]
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for n, run in zip((n1, n2), runs):
+                    shutil.copy(run, args.keep / f"{target['name']}-{n}.out")
             per[target["name"]] = (callgrind_total(runs[1]) - callgrind_total(runs[0])) / (n2 - n1)
             if target["name"] == "service" and args.top:
                 profiles = {n: per_function(p) for n, p in zip((n1, n2), runs)}
             print(f"{target['name']}: {per[target['name']]:,.0f} instructions per delivery",
                   flush=True)
-    print(f"\n{n1} and {n2} deliveries per receiver from {CLIENTS} clients, under callgrind\n")
+    print(f"\n{n1} and {n2} deliveries per receiver from {args.clients} clients, "
+          "under callgrind\n")
     print("| receiver | instructions per delivery | ÷ hand-written NORMAL |")
     print("|---|---|---|")
     for target in plan:

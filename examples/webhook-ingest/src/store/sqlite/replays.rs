@@ -12,6 +12,13 @@ use crate::store::replays::{unix_ms, KEPT_WITH_THE_DELIVERY, PURGED_PER_REMEMBER
 use crate::store::Replays;
 use crate::store::StoreError;
 
+/// Deletes a few rows expired by `?1`, at most `?2`. The second condition is always true of
+/// an expired row (`?1` is a moment, never `i64::MAX`); it is the expiry index's own
+/// (`schema::EXPIRING_REPLAYS_INDEXED`), which SQLite must find in the query to read that
+/// partial index instead of the whole table.
+pub(super) const PURGE: &str = "DELETE FROM replays WHERE key IN (
+     SELECT key FROM replays WHERE until_ms <= ?1 AND until_ms < 9223372036854775807 LIMIT ?2)";
+
 #[async_trait]
 impl Replays for SqliteStore {
     /// Reserves `key` until `lease` unless a row holds it past `now`, and deletes a few rows
@@ -44,11 +51,8 @@ impl Replays for SqliteStore {
                     Seen::Held
                 }
             };
-            tx.prepare_cached(
-                "DELETE FROM replays WHERE key IN (
-                     SELECT key FROM replays WHERE until_ms <= ?1 LIMIT ?2)",
-            )?
-            .execute(params![now, PURGED_PER_REMEMBER])?;
+            tx.prepare_cached(PURGE)?
+                .execute(params![now, PURGED_PER_REMEMBER])?;
             Ok(found)
         })
         .await

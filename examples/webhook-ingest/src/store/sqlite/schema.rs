@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-pub(super) const MIGRATIONS: [&str; 9] = [
+pub(super) const MIGRATIONS: [&str; 10] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
@@ -15,6 +15,7 @@ pub(super) const MIGRATIONS: [&str; 9] = [
     FEWER_PAGES_PER_DELIVERY,
     REPLAYS_RESERVED,
     super::catchup::CATCHUP,
+    EXPIRING_REPLAYS_INDEXED,
 ];
 
 pub(super) const SCHEMA_V1: &str = "
@@ -197,6 +198,17 @@ DROP TABLE deliveries;
 ALTER TABLE deliveries_v2 RENAME TO deliveries;
 ALTER TABLE commits_v3 RENAME TO commits;
 CREATE INDEX commits_by_digest ON commits (digest_id, seq);
+";
+
+/// The expiry index holds only the keys that expire: a key the service's own ingest takes
+/// with its delivery is kept for good (`until_ms` is `KEPT_WITH_THE_DELIVERY`, `i64::MAX`),
+/// which no purge reaches, and its entry was one more b-tree written at a random place in
+/// every delivery's commit (a WAL frame, its checksum and its checkpoint). The purge names
+/// the index's condition (`replays::PURGE`), which is what lets SQLite use a partial index.
+/// The rows stay as they were; only the index is made anew.
+const EXPIRING_REPLAYS_INDEXED: &str = "
+DROP INDEX replays_by_until;
+CREATE INDEX replays_by_until ON replays (until_ms) WHERE until_ms < 9223372036854775807;
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the

@@ -249,6 +249,55 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     remove_db(&path);
 }
 
+/// The purge of expired replay keys reads the expiry index, which holds the keys that
+/// expire and not those taken with their delivery for good: a delivery's commit writes no
+/// entry of it.
+#[tokio::test]
+async fn the_expiry_index_holds_only_keys_that_expire_and_the_purge_reads_it() {
+    use crate::store::replays::KEPT_WITH_THE_DELIVERY;
+    use crate::store::Replays;
+    use rusqlite::params;
+    let path = temp_db("expiry-index");
+    let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
+    let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+    let expiring = faultline::webhooks::ReplayKey::from_bytes([1; 32]);
+    let lease = at + std::time::Duration::from_secs(60);
+    store.reserve_at(expiring, lease, at).await.unwrap();
+    store
+        .write(|tx| {
+            let inbox = InboxId::stored("ib".into());
+            let delivery = crate::ids::DeliveryId::parse("d-1").unwrap();
+            super::replays::take_for_delivery(tx, &[2; 32], &inbox, &delivery)
+        })
+        .await
+        .unwrap();
+    let reader = Connection::open(&path).unwrap();
+    let indexed = |sql: &str| -> i64 {
+        reader
+            .query_row(sql, [KEPT_WITH_THE_DELIVERY], |row| row.get(0))
+            .unwrap()
+    };
+    // Both rows are there; the index's own leaves hold one entry.
+    assert_eq!(indexed("SELECT count(*) FROM replays WHERE ?1 = ?1"), 2);
+    let entries = "SELECT sum(ncell) FROM dbstat
+                   WHERE name = 'replays_by_until' AND pagetype = 'leaf' AND ?1 = ?1";
+    assert_eq!(indexed(entries), 1);
+    let plan: Vec<String> = reader
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", super::replays::PURGE))
+        .unwrap()
+        .query_map(params![0, 8], |row| row.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("INDEX replays_by_until")),
+        "{plan:?}"
+    );
+    drop(store);
+    remove_db(&path);
+}
+
 /// A commit never waits for a checkpoint below the WAL's limit: the checkpointer copies the
 /// WAL into the database file on its own connection while the writes go on running in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! The writer thread's group commit: every job waiting when the last commit ended goes into
-//! one transaction, each under a savepoint of its own, and one commit holds them all. No job
+//! one transaction, each after the first under a savepoint of its own, and one commit holds
+//! them all. No job
 //! is answered before that commit is durable: the syncer (`syncer`) fsyncs the WAL for every
 //! batch committed since its last fsync, and answers them then, while the writer commits the
 //! next batch; when no job waits for a next batch, the writer fsyncs and answers itself.
@@ -141,11 +142,20 @@ impl Writer {
         };
         let step = Step::start();
         let committed = InPlace::commit(&connection, job);
-        drop(connection);
-        step.committed(By::InPlace, 1, self.ask_for_checkpoint());
+        let frames = WAL_FRAMES.with(|frames| frames.replace(0));
+        step.committed(By::InPlace, 1, frames);
         if committed.left_checkpoint {
+            // Past the WAL's limit: milliseconds of disk, left to the writer thread.
             self.checkpoint_due.store(true, Ordering::Relaxed);
+        } else if let Some(checkpointer) = &self.checkpointer {
+            // Before the next commit, so that it reuses the WAL; its fsync of the WAL makes
+            // this commit durable too, and the fsync below finds nothing left to flush.
+            let due = checkpointer.due(frames);
+            if due && !checkpointer::in_place(&connection, frames) {
+                checkpointer.ask();
+            }
         }
+        drop(connection);
         self.sync_here(committed.batch, By::InPlace);
         Ok(())
     }
@@ -289,6 +299,9 @@ impl InPlace {
 fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
     let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
     let mut open = begin(connection);
+    // Whether a job of the open transaction kept its writes: until one has, a job that fails
+    // takes the whole transaction with it, which loses no other job's work.
+    let mut kept_any = false;
     for job in batch {
         if let Err(error) = &open {
             // Not run: its answer sender drops with it, and the request is told the store
@@ -298,15 +311,18 @@ fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
             open = begin(connection);
             continue;
         }
-        run_job(connection, job, &mut replies);
+        let alone = if kept_any { Alone::No } else { Alone::Yes };
+        kept_any |= run_job(connection, job, &mut replies, alone);
         if connection.is_autocommit() {
-            // SQLite rolled the whole transaction back (a full disk, an I/O error): what the
-            // earlier jobs wrote is gone, so they are answered with a failure.
+            // The transaction was rolled back, by SQLite (a full disk, an I/O error) or for
+            // a job that failed alone in it: what the jobs before wrote is gone, so they are
+            // answered with a failure (a job that failed keeps its own error).
             let lost = transaction_lost();
             for reply in replies.drain(..) {
                 reply(Err(&lost));
             }
             open = begin(connection);
+            kept_any = false;
         }
     }
     let committed = match open {
@@ -314,7 +330,7 @@ fn commit_batch(connection: &Connection, batch: Vec<Job>) -> Committed {
         Err(error) => Err(error),
     };
     if committed.is_err() && !connection.is_autocommit() {
-        let _ = exec(connection, "ROLLBACK");
+        rollback(connection);
     }
     Committed {
         replies,
@@ -329,16 +345,32 @@ fn begin(connection: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Runs one of the writer's fixed statements, parsed once and kept in the connection's cache
-/// (`WRITER_STATEMENTS`): a delivery alone in its batch runs four of them (begin, savepoint,
-/// release, commit), and parsing each anew was a measurable part of its time on the writer.
+/// (`WRITER_STATEMENTS`): a delivery alone in its batch runs two of them (begin, commit), one
+/// in a batch with others four (and savepoint, release), and parsing each anew was a
+/// measurable part of its time on the writer.
 fn exec(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(drop)
 }
 
-/// Runs one job under a savepoint of its own: a job that fails or panics rolls back alone.
-fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
-    if exec(connection, "SAVEPOINT job").is_err() {
-        return;
+/// Whether a job is the only one of its transaction with writes to keep: then a failure
+/// rolls the whole transaction back and the job needs no savepoint of its own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    Yes,
+    No,
+}
+
+/// Runs one job, under a savepoint of its own when other jobs of the transaction kept their
+/// writes, so that a job that fails or panics rolls back alone; whether it kept its writes.
+///
+/// A job alone in its transaction (every job of a batch of one, as at one connection, and
+/// the first of every batch) runs without one: its failure rolls back the transaction,
+/// which holds nothing else. A savepoint costs its two statements and a copy of every page
+/// the job changes into the statement journal, about a tenth of a lone delivery's
+/// instructions (`BENCHMARKS.md`, "the 1-connection figure, instructions cut").
+fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>, alone: Alone) -> bool {
+    if alone == Alone::No && exec(connection, "SAVEPOINT job").is_err() {
+        return false;
     }
     let ran = panic::catch_unwind(AssertUnwindSafe(|| job(connection)));
     let kept = matches!(ran, Ok((true, _)));
@@ -347,22 +379,37 @@ fn run_job(connection: &Connection, job: Job, replies: &mut Vec<Reply>) {
     if !connection.is_autocommit() {
         // A panicking job drops its answer sender as it unwinds: its request is told the
         // store failed, and nothing it wrote stays.
-        let rolled_back = || exec(connection, "ROLLBACK TO job");
-        let ended = match kept {
-            true => Ok(()),
-            false => rolled_back(),
-        }
-        .and_then(|()| exec(connection, "RELEASE job"));
-        // A savepoint that cannot be ended leaves this job's writes in an unknown state
-        // inside the batch: the whole transaction goes, and the caller answers every job of
-        // it with a failure, rather than commit what this job was told it lost.
-        if ended.is_err() && !connection.is_autocommit() {
-            let _ = exec(connection, "ROLLBACK");
+        match alone {
+            Alone::Yes if !kept => rollback(connection),
+            Alone::Yes => {}
+            Alone::No => end_savepoint(connection, kept),
         }
     }
     if let Ok((_, reply)) = ran {
         replies.push(reply);
     }
+    kept
+}
+
+/// Ends a job's savepoint, keeping its writes or not. A savepoint that cannot be ended
+/// leaves the job's writes in an unknown state inside the batch: the whole transaction goes,
+/// and the caller answers every job of it with a failure, rather than commit what this job
+/// was told it lost.
+fn end_savepoint(connection: &Connection, kept: bool) {
+    let rolled_back = || exec(connection, "ROLLBACK TO job");
+    let ended = match kept {
+        true => Ok(()),
+        false => rolled_back(),
+    }
+    .and_then(|()| exec(connection, "RELEASE job"));
+    if ended.is_err() && !connection.is_autocommit() {
+        rollback(connection);
+    }
+}
+
+/// Rolls the open transaction back; the caller sees it gone (`is_autocommit`).
+fn rollback(connection: &Connection) {
+    let _ = exec(connection, "ROLLBACK");
 }
 
 /// The error of a job whose writes went with a transaction SQLite rolled back.

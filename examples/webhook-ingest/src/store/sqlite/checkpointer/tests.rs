@@ -5,9 +5,8 @@ fn asked(requests: &Receiver<()>) -> bool {
     requests.try_recv().is_ok()
 }
 
-/// A checkpoint is asked for once per `CHECKPOINT_FRAMES` written, counted from the WAL's
-/// length when one was last asked for, and from its start once it was written again from
-/// there.
+/// A checkpoint is asked for once per `CHECKPOINT_FRAMES` written since one was last asked
+/// for, a WAL written again from its start counting from there.
 #[test]
 fn a_checkpoint_is_asked_for_once_per_threshold_of_frames_written() {
     let (checkpointer, requests) = Checkpointer::new();
@@ -35,6 +34,14 @@ fn a_checkpoint_is_asked_for_once_per_threshold_of_frames_written() {
     );
     checkpointer.note(CHECKPOINT_FRAMES + 1);
     assert!(asked(&requests), "a threshold into a WAL written again");
+    // Written again, and past the length it had when last asked: a threshold since then.
+    checkpointer.note(10);
+    assert!(!asked(&requests), "a WAL written again");
+    checkpointer.note(CHECKPOINT_FRAMES + 5);
+    assert!(
+        asked(&requests),
+        "a threshold written since the last request, past its length then"
+    );
 }
 
 /// Past `CATCH_UP_FRAMES` every commit asks, so that a checkpoint can end between two commits

@@ -5,6 +5,19 @@ use super::*;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
+/// The answer of the job of `key`, logged: stored when its work (`done`) and the commit both
+/// went through.
+fn logged_reply<T: Send + 'static>(key: i64, done: rusqlite::Result<T>, log: &Log) -> Reply {
+    let log = Arc::clone(log);
+    Box::new(move |commit| {
+        let answer = match (&done, commit) {
+            (Ok(_), Ok(())) => "stored",
+            _ => "failed",
+        };
+        log.lock().unwrap().push(format!("answered {key} {answer}"));
+    })
+}
+
 /// A job inserting `key` into `t` (whose key is unique); it logs when it runs and when it
 /// is answered, and panics after its insert when asked to.
 fn insert(key: i64, panics: bool, log: &Log) -> Job {
@@ -13,15 +26,7 @@ fn insert(key: i64, panics: bool, log: &Log) -> Job {
         log.lock().unwrap().push(format!("ran {key}"));
         let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
         assert!(!panics, "job {key} panics after its insert");
-        let kept = done.is_ok();
-        let reply: Reply = Box::new(move |commit| {
-            let answer = match (&done, commit) {
-                (Ok(_), Ok(())) => "stored",
-                _ => "failed",
-            };
-            log.lock().unwrap().push(format!("answered {key} {answer}"));
-        });
-        (kept, reply)
+        (done.is_ok(), logged_reply(key, done, &log))
     })
 }
 
@@ -56,6 +61,56 @@ fn a_batch_commits_once_and_a_failing_job_rolls_back_alone() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// A job that inserts `key` and then fails, on a second insert of it, or panics: its first
+/// insert is in the transaction until something rolls it back.
+fn inserts_then_fails(key: i64, panics: bool, log: &Log) -> Job {
+    let log = Arc::clone(log);
+    Box::new(move |c| {
+        log.lock().unwrap().push(format!("ran {key}"));
+        c.execute("INSERT INTO t (k) VALUES (?1)", [key]).unwrap();
+        assert!(!panics, "job {key} panics after its insert");
+        let done = c.execute("INSERT INTO t (k) VALUES (?1)", [key]);
+        (done.is_ok(), logged_reply(key, done, &log))
+    })
+}
+
+/// The first job of a batch runs without a savepoint of its own: when it fails or panics
+/// after writing, the whole transaction is rolled back, which holds nothing of another job,
+/// and the jobs behind it commit in a fresh one. Alone in its batch (one connection), the
+/// same: nothing of it is kept.
+#[test]
+fn a_first_job_that_fails_after_writing_leaves_nothing() {
+    for panics in [false, true] {
+        let (path, connection) = table_of_keys(&format!("first-{panics}"));
+        let log: Log = Arc::default();
+        let (jobs, queue) = mpsc::sync_channel(8);
+        jobs.send(inserts_then_fails(7, panics, &log)).unwrap();
+        jobs.send(insert(1, false, &log)).unwrap();
+        jobs.send(inserts_then_fails(8, false, &log)).unwrap();
+        jobs.send(insert(3, false, &log)).unwrap();
+        drop(jobs);
+        run(Arc::new(Writer::new(connection, None, None)), queue);
+        let mut expected = vec!["ran 7", "answered 7 failed"];
+        if panics {
+            expected.pop();
+        }
+        expected.extend(["ran 1", "ran 8", "ran 3", "answered 1 stored"]);
+        expected.extend(["answered 8 failed", "answered 3 stored"]);
+        assert_eq!(*log.lock().unwrap(), expected, "panics: {panics}");
+        assert_eq!(keys(&path), [1, 3], "panics: {panics}");
+        let _ = std::fs::remove_file(&path);
+
+        let (path, connection) = table_of_keys(&format!("lone-{panics}"));
+        let writer = Writer::new(connection, None, None);
+        let connection = writer.connection.lock().unwrap();
+        let batch = commit_batch(&connection, vec![inserts_then_fails(9, panics, &log)]);
+        drop(connection);
+        batch.answer(Ok(()));
+        assert!(keys(&path).is_empty(), "panics: {panics}");
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
 /// A job that ends the writer's savepoint itself after its insert, so that the writer's
 /// own end of it (`RELEASE job`, or `ROLLBACK TO job; RELEASE job` when `kept` is false)
 /// fails with "no such savepoint".
@@ -66,14 +121,7 @@ fn ends_its_savepoint(key: i64, kept: bool, log: &Log) -> Job {
         let done = c
             .execute("INSERT INTO t (k) VALUES (?1)", [key])
             .and_then(|_| c.execute_batch("RELEASE job"));
-        let reply: Reply = Box::new(move |commit| {
-            let answer = match (&done, commit) {
-                (Ok(()), Ok(())) => "stored",
-                _ => "failed",
-            };
-            log.lock().unwrap().push(format!("answered {key} {answer}"));
-        });
-        (kept, reply)
+        (kept, logged_reply(key, done, &log))
     })
 }
 
@@ -237,17 +285,53 @@ fn the_wal_stays_within_its_limit_when_the_checkpointer_falls_behind() {
     }
 }
 
+/// Commits run in place, one after the other as deliveries that come one at a time, keep
+/// the WAL within one checkpoint's worth of frames even when the checkpointer's thread never
+/// runs: the commit that is due for a checkpoint runs it, and the next one reuses the WAL.
+/// Only that one: below the threshold the rows stay in the WAL, and the checkpointer's
+/// thread is never asked for what was done in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_in_place_checkpoint_the_wal_themselves_and_reuse_it() {
+    let (path, writer, requests) = behind_a_stalled_checkpointer("in-place-reuse");
+    let database = || std::fs::metadata(&path).unwrap().len();
+    let before = database();
+    let below_threshold = checkpointer::CHECKPOINT_FRAMES / 7 - 5;
+    for key in 0..below_threshold {
+        assert!(writer.try_in_place(blob(key)).is_ok(), "job {key} queued");
+    }
+    assert_eq!(database(), before, "a checkpoint ran below the threshold");
+    for key in below_threshold..3 * WAL_LIMIT_FRAMES / 7 {
+        assert!(writer.try_in_place(blob(key)).is_ok(), "job {key} queued");
+    }
+    assert!(database() > before, "no checkpoint ran");
+    assert!(requests.try_recv().is_err(), "the checkpointer was asked");
+    let wal = std::fs::metadata(format!("{}-wal", path.display()))
+        .unwrap()
+        .len();
+    let bound = wal_bytes(checkpointer::CHECKPOINT_FRAMES + 10);
+    assert!(wal <= bound, "{wal} bytes of WAL, bound {bound}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
 /// Past the limit a commit run in place leaves the checkpoint to the writer thread, whose
-/// commit runs it: a tokio worker never blocks for one.
+/// commit runs it: a tokio worker never blocks for one. A reader holding its snapshot keeps
+/// the checkpoints in place from copying anything, so that the WAL reaches the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_limit_a_commit_in_place_leaves_the_checkpoint_to_the_writer_thread() {
     let (path, writer, _requests) = behind_a_stalled_checkpointer("in-place-limit");
+    let reader = Connection::open(&path).unwrap();
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM blobs;")
+        .unwrap();
     let mut key = 0;
     while writer.try_in_place(blob(key)).is_ok() {
         key += 1;
         assert!(key < WAL_LIMIT_FRAMES, "every commit ran in place");
     }
     assert!(key >= WAL_LIMIT_FRAMES / 8, "in place until {key}");
+    reader.execute_batch("COMMIT").unwrap();
     let database = || std::fs::metadata(&path).unwrap().len();
     let before = database();
     let (jobs, queue) = mpsc::sync_channel(1);
