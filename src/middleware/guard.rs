@@ -22,7 +22,7 @@ use crate::panic::catch;
 use crate::report::emit;
 use crate::request::{
     note_nested_route, restore_nested_route, take_attached, take_nested_route, AnswerHook,
-    CountingFor, InternedRoute, RequestMeta, COUNTING,
+    CountingFor, InternedRoute, RequestId, RequestMeta, COUNTING,
 };
 use crate::summary::Summary;
 
@@ -309,7 +309,7 @@ impl Record {
         }
     }
 
-    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &str) {
+    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &RequestId) {
         if matches!(self.phase, Phase::Settled) {
             return;
         }
@@ -343,7 +343,7 @@ impl Record {
                     level,
                     summary,
                     &self.meta,
-                    request_id,
+                    request_id.text(),
                     fingerprint,
                     suppressed_since,
                 )
@@ -368,8 +368,7 @@ impl Record {
 
     /// Settles a failure that has no answer to render (the head is gone or never comes).
     pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
-        let request_id = self.meta.request_id();
-        self.settle_failure(summary, request_id.text());
+        self.settle_failure(summary, &self.meta.request_id());
     }
 }
 
