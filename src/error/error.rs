@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 
 use crate::error::codes;
-use crate::error::{Fault, FaultMarker};
+use crate::error::{leave_for_layer, Fault, FaultMarker};
 
 /// The error type for handlers that have no error enum of their own, and the catch-all for
 /// any `std::error::Error` met with `?`, which becomes a 500 whose text only the report sees.
@@ -132,10 +132,13 @@ impl fmt::Display for Error {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let mut response = self.status().into_response();
-        response
-            .extensions_mut()
-            .insert(FaultMarker::Fault(self.fault));
+        let status = self.status();
+        let mut response = status.into_response();
+        // To the layer polling the handler through the thread, when one does; else in the
+        // extensions, for whoever meets the response.
+        if let Err(fault) = leave_for_layer(self.fault, status) {
+            response.extensions_mut().insert(FaultMarker::Fault(fault));
+        }
         response
     }
 }

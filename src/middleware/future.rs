@@ -169,7 +169,10 @@ where
                 StateProj::Calling { future } => {
                     match guard.counting(|| catch(|| future.poll(cx))) {
                         Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(Ok(response))) if is_plain_success(&response) => {
+                        Ok(Poll::Ready(Ok(response)))
+                            if is_plain_success(&response)
+                                && !guard.has_fault_for(response.status()) =>
+                        {
                             // The common case, straight on: nothing here is moved more than
                             // once more.
                             this.state.set(State::Done);
@@ -180,7 +183,7 @@ where
                             let tap = this.tap.take().expect("checked above");
                             return pass_tapped(this.state, tap, guard, response, cx).map(Ok);
                         }
-                        polled => failed_or_marked(polled, guard.config()),
+                        polled => failed_or_marked(polled, guard.take_fault(), guard.config()),
                     }
                 }
                 StateProj::Reading { reading } => {
