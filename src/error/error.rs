@@ -16,9 +16,10 @@ use crate::error::{leave_for_layer, Fault, FaultMarker};
 /// The error type for handlers that have no error enum of their own, and the catch-all for
 /// any `std::error::Error` met with `?`, which becomes a 500 whose text only the report sees.
 ///
-/// It is a response: as a handler's `Err` it leaves its fault in the response extensions,
-/// where the [`FaultLayer`](crate::FaultLayer) finds it and renders the problem body. Without
-/// the layer the client gets the bare status.
+/// It is a response: as a handler's `Err` it hands its fault to the
+/// [`FaultLayer`](crate::FaultLayer) polling the handler (or, where none does, leaves it in
+/// the response extensions), and the layer renders the problem body. Without the layer the
+/// client gets the bare status.
 ///
 /// ```
 /// use axum::http::StatusCode;
