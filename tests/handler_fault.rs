@@ -124,3 +124,18 @@ fn faults_met_by_the_layers_of_two_ledgers_each_reach_their_own() {
     assert_eq!(tally(&inner_ledger), (1, 0, 0));
     assert_eq!(tally(&outer_ledger), (1, 0, 0));
 }
+
+#[test]
+fn a_fault_of_a_success_status_is_rendered_as_the_fault_it_is() {
+    // A fault's status is its own choice: one of 2xx is still the handler's fault, answered
+    // and counted as one, not passed on as the empty success its response is.
+    let accepted = service_fn(|_: Request<Body>| async {
+        Ok::<_, Infallible>(Error::new(StatusCode::ACCEPTED, "queued", "later").into_response())
+    });
+    let (layer, ledger) = FaultLayer::pair();
+    assert_eq!(
+        answer(layer.layer(accepted)),
+        (StatusCode::ACCEPTED, Some("queued".into()))
+    );
+    assert_eq!(tally(&ledger), (1, 0, 0));
+}
