@@ -11,14 +11,15 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode};
 
 use crate::error::codes;
-use crate::error::{Fault, FaultMarker};
+use crate::error::{leave_for_layer, Fault, FaultMarker};
 
 /// The error type for handlers that have no error enum of their own, and the catch-all for
 /// any `std::error::Error` met with `?`, which becomes a 500 whose text only the report sees.
 ///
-/// It is a response: as a handler's `Err` it leaves its fault in the response extensions,
-/// where the [`FaultLayer`](crate::FaultLayer) finds it and renders the problem body. Without
-/// the layer the client gets the bare status.
+/// It is a response: as a handler's `Err` it hands its fault to the
+/// [`FaultLayer`](crate::FaultLayer) polling the handler (or, where none does, leaves it in
+/// the response extensions), and the layer renders the problem body. Without the layer the
+/// client gets the bare status.
 ///
 /// ```
 /// use axum::http::StatusCode;
@@ -132,10 +133,13 @@ impl fmt::Display for Error {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let mut response = self.status().into_response();
-        response
-            .extensions_mut()
-            .insert(FaultMarker::Fault(self.fault));
+        let status = self.status();
+        let mut response = status.into_response();
+        // To the layer polling the handler through the thread, when one does; else in the
+        // extensions, for whoever meets the response.
+        if let Err(fault) = leave_for_layer(self.fault, status) {
+            response.extensions_mut().insert(FaultMarker::Fault(fault));
+        }
         response
     }
 }

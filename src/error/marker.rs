@@ -3,6 +3,15 @@
 //! that a fault layer outside it counts it under the same outcome and code and passes it on,
 //! instead of rendering it again.
 //!
+//! A handler's fault made into a response while a fault layer calls or polls the handler, on
+//! the thread doing so (nearly always), does not go into the extensions: it waits in a slot of
+//! the thread ([`leave_for_layer`]), and the layer takes it into the request's record when the
+//! call or poll returns, with the status it was made with. Inserted into the extensions, it
+//! allocated their map, its table and the boxed marker, and hashed its type twice (the
+//! ledger bench's handled row: BENCHMARKS.md, "Fifth round"). The layer renders the waiting
+//! fault for the response only when the response's status is the fault's: a layer in between
+//! that answered with another status answered for itself.
+//!
 //! An answer that replaced a handler's fault is marked by overwriting the fault's marker in
 //! place ([`FaultMarker::Rendered`]). Every other answer (a rejection, a service error, a
 //! panic) has a code that follows from its outcome and status, so it is marked with a
@@ -10,12 +19,67 @@
 //! costs no allocation of its own, where a marker with data costs one more (the extensions'
 //! map and its table are allocated either way).
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use http::{Extensions, StatusCode};
 
 use crate::error::{codes, Fault};
 use crate::outcome::Outcome;
+use crate::request::note_waiting_fault;
+
+/// A handler's fault waiting for the layer, with the status of the response made of it.
+pub(crate) type WaitingFault = (Arc<dyn Fault>, StatusCode);
+
+thread_local! {
+    /// The fault made into a response during the call or poll under way, until the layer
+    /// that counts the request takes it.
+    static WAITING: RefCell<Option<WaitingFault>> = const { RefCell::new(None) };
+}
+
+/// Leaves `fault`, made into a response with `status`, for the layer calling or polling the
+/// code that made it. Given back when no layer does so on this thread (the code runs outside
+/// a `FaultLayer`, or on a task of its own): it then travels in the response's extensions.
+/// A second fault in one call or poll replaces the first: the later response is the one
+/// more likely returned.
+pub(crate) fn leave_for_layer(
+    fault: Arc<dyn Fault>,
+    status: StatusCode,
+) -> Result<(), Arc<dyn Fault>> {
+    if !note_waiting_fault() {
+        return Err(fault);
+    }
+    let mut fault = Some((fault, status));
+    // A slot gone (a thread-local destructor) or in use leaves the fault here, for the
+    // extensions; the layer then finds the slot empty.
+    let _ = WAITING.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            *slot = fault.take();
+        }
+    });
+    match fault {
+        Some((fault, _)) => Err(fault),
+        None => Ok(()),
+    }
+}
+
+/// The fault left during the call or poll that just returned, for the layer whose note says
+/// so.
+pub(crate) fn take_waiting() -> Option<WaitingFault> {
+    WAITING
+        .try_with(|slot| slot.try_borrow_mut().ok()?.take())
+        .ok()
+        .flatten()
+}
+
+/// Puts a fault taken aside back in its slot, for the note it was left for.
+pub(crate) fn restore_waiting(fault: WaitingFault) {
+    let _ = WAITING.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            *slot = Some(fault);
+        }
+    });
+}
 
 /// What faultline leaves in the response extensions for a fault layer to find.
 #[derive(Clone)]

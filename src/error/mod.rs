@@ -17,5 +17,7 @@ pub use catalog::{Catalog, CatalogEntry};
 pub(crate) use error::taken_as;
 pub use error::Error;
 pub use fault::Fault;
-pub(crate) use marker::{mark, marked, FaultMarker};
+pub(crate) use marker::{
+    leave_for_layer, mark, marked, restore_waiting, take_waiting, FaultMarker, WaitingFault,
+};
 pub(crate) use rejection::as_rejection;

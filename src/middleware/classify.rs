@@ -12,7 +12,7 @@ use http_body::Body;
 use tower::BoxError;
 
 use crate::config::Config;
-use crate::error::{marked, FaultMarker};
+use crate::error::{marked, Fault, FaultMarker, WaitingFault};
 use crate::limits::MAX_READABLE_BODY_BYTES;
 use crate::middleware::guard::PassedFailure;
 use crate::outcome::Outcome;
@@ -74,6 +74,7 @@ pub(super) enum Step<B> {
 /// classify, a service error or a panic to answer.
 pub(super) fn failed_or_marked<B, E>(
     polled: Result<Poll<Result<Response<B>, E>>, Box<Caught>>,
+    waiting: Option<WaitingFault>,
     config: &Config,
 ) -> Step<B>
 where
@@ -82,7 +83,7 @@ where
 {
     match polled {
         Ok(Poll::Pending) => Step::Pending,
-        Ok(Poll::Ready(Ok(response))) => classify(response, config),
+        Ok(Poll::Ready(Ok(response))) => classify(response, waiting, config),
         Ok(Poll::Ready(Err(error))) => {
             Step::Answer(None, Summary::from_service_error(&*error.into(), config))
         }
@@ -96,29 +97,24 @@ pub(super) fn is_plain_success<B>(response: &Response<B>) -> bool {
     !is_error_status(response.status()) && response.extensions().get::<FaultMarker>().is_none()
 }
 
-/// What a response of the inner service that is not a plain success is: a fault to render,
-/// an answer already rendered, or an error status to re-render.
-fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
+/// What a response of the inner service that is not a plain success is: a fault to render
+/// (in its extensions, or `waiting` for a response of its status), an answer already
+/// rendered, or an error status to re-render.
+fn classify<B: Body>(
+    response: Response<B>,
+    waiting: Option<WaitingFault>,
+    config: &Config,
+) -> Step<B> {
     match response.extensions().get::<FaultMarker>().cloned() {
         Some(FaultMarker::Rendered { outcome, code }) => {
             let summary = Summary::already_answered(outcome, response.status(), code);
             Step::Forward(response, summary)
         }
-        Some(FaultMarker::Fault(fault)) => {
-            let mut head = response.into_parts().0;
-            // `status`, `code`, `headers` are the user's code: a panic there is a panicking
-            // request, not a crashed connection.
-            let described = catch(|| {
-                let summary = Summary::from_fault(&*fault, config);
-                fault.headers(&mut head.headers);
-                summary
-            });
-            match described {
-                Ok(summary) => Step::Answer(Some(head), summary),
-                Err(caught) => Step::Answer(None, panicked(*caught, config)),
-            }
-        }
+        Some(FaultMarker::Fault(fault)) => render_fault(response, &*fault, config),
         None => {
+            if let Some((fault, _)) = waiting.filter(|(_, made)| *made == response.status()) {
+                return render_fault(response, &*fault, config);
+            }
             // An error status: a plain success went on without coming here.
             if let Some((outcome, code)) = marked(response.extensions(), response.status()) {
                 let summary = Summary::already_answered(outcome, response.status(), code);
@@ -134,6 +130,22 @@ fn classify<B: Body>(response: Response<B>, config: &Config) -> Step<B> {
             let summary = Summary::from_rejection(head.status, &[], config);
             Step::Answer(Some(head), summary)
         }
+    }
+}
+
+/// A handler's fault to answer in place of `response`, keeping its head.
+fn render_fault<B>(response: Response<B>, fault: &dyn Fault, config: &Config) -> Step<B> {
+    let mut head = response.into_parts().0;
+    // `status`, `code`, `headers` are the user's code: a panic there is a panicking
+    // request, not a crashed connection.
+    let described = catch(|| {
+        let summary = Summary::from_fault(fault, config);
+        fault.headers(&mut head.headers);
+        summary
+    });
+    match described {
+        Ok(summary) => Step::Answer(Some(head), summary),
+        Err(caught) => Step::Answer(None, panicked(*caught, config)),
     }
 }
 

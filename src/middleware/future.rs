@@ -169,7 +169,10 @@ where
                 StateProj::Calling { future } => {
                     match guard.counting(|| catch(|| future.poll(cx))) {
                         Ok(Poll::Pending) => return Poll::Pending,
-                        Ok(Poll::Ready(Ok(response))) if is_plain_success(&response) => {
+                        Ok(Poll::Ready(Ok(response)))
+                            if is_plain_success(&response)
+                                && !guard.has_fault_for(response.status()) =>
+                        {
                             // The common case, straight on: nothing here is moved more than
                             // once more.
                             this.state.set(State::Done);
@@ -180,7 +183,7 @@ where
                             let tap = this.tap.take().expect("checked above");
                             return pass_tapped(this.state, tap, guard, response, cx).map(Ok);
                         }
-                        polled => failed_or_marked(polled, guard.config()),
+                        polled => failed_or_marked(polled, guard.take_fault(), guard.config()),
                     }
                 }
                 StateProj::Reading { reading } => {
@@ -272,9 +275,10 @@ fn answer<B>(
     let request_id = guard
         .meta()
         .request_id_or(|| head.headers.get(&config.request_id_header));
-    // Checked once (as UTF-8; it is printable ASCII, as `request_id` makes it).
-    let id_text = request_id.text();
-    let (body, id_at) = problem_body(&summary, &request_id, id_text, guard.meta().path(), config);
+    // The id's text is checked (as UTF-8) only where it is needed as text: a sent id's in the
+    // body, and either kind in a report that is written, which flood control holds back for
+    // most failures.
+    let (body, id_at) = problem_body(&summary, &request_id, guard.meta().path(), config);
     // One buffer: a made id's header value is the body's copy of it.
     let id_value = request_id.header_value(&body, id_at);
     head.status = summary.status;
@@ -295,7 +299,7 @@ fn answer<B>(
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(config.request_id_header.clone(), id_value);
-    guard.settle_failure(&summary, id_text);
+    guard.settle_failure(&summary, &request_id);
     summary.keep_message_buffer();
     Response::from_parts(head, FaultBody::problem(body))
 }

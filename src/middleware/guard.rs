@@ -16,13 +16,14 @@ use http::{Request, StatusCode};
 
 use crate::config::Config;
 use crate::count::ToReport;
+use crate::error::{restore_waiting, take_waiting, WaitingFault};
 use crate::middleware::shared::StripeHandle;
 use crate::outcome::Outcome;
 use crate::panic::catch;
 use crate::report::emit;
 use crate::request::{
     note_nested_route, restore_nested_route, take_attached, take_nested_route, AnswerHook,
-    CountingFor, InternedRoute, RequestMeta, COUNTING,
+    CountingFor, InternedRoute, RequestId, RequestMeta, COUNTING,
 };
 use crate::summary::Summary;
 
@@ -86,6 +87,9 @@ pub(crate) struct Record {
     /// Told the status of the answer's head, if code inside the request asked (a webhook
     /// delivery's replay reservation); dropped with the record otherwise.
     on_answer: Option<Box<dyn AnswerHook>>,
+    /// A handler's fault made into a response during a call or poll, with that response's
+    /// status, for the layer to render when the response comes ([`crate::error::leave_for_layer`]).
+    fault: Option<WaitingFault>,
     /// When the request started, if a metrics bridge records durations.
     #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
     started_at: Option<std::time::Instant>,
@@ -145,6 +149,32 @@ enum Phase {
     Settled,
 }
 
+/// What an outer layer's note had waiting in the thread's slots while an inner layer's note
+/// is on: a route template, a handler's fault.
+struct Kept {
+    route: Option<InternedRoute>,
+    fault: Option<WaitingFault>,
+}
+
+impl Kept {
+    /// Out of line: only nested layers of different ledgers with something waiting come here.
+    #[inline(never)]
+    fn take(outer: CountingFor) -> Option<Kept> {
+        let route = outer.has_nested_route().then(take_nested_route).flatten();
+        let fault = outer.has_waiting_fault().then(take_waiting).flatten();
+        (route.is_some() || fault.is_some()).then_some(Kept { route, fault })
+    }
+
+    fn restore(self) {
+        if let Some(route) = self.route {
+            restore_nested_route(route);
+        }
+        if let Some(fault) = self.fault {
+            restore_waiting(fault);
+        }
+    }
+}
+
 impl RequestGuard {
     /// Counts `request` as started, keeping what a failure of it needs.
     pub(crate) fn start<B>(shared: Arc<StripeHandle>, request: &Request<B>) -> Self {
@@ -164,6 +194,7 @@ impl RequestGuard {
             shared,
             phase: Phase::Waiting,
             on_answer: None,
+            fault: None,
         });
         Self { space: Some(space) }
     }
@@ -230,35 +261,53 @@ impl Record {
     pub(crate) fn counting<R>(&mut self, f: impl FnOnce() -> R) -> R {
         let note = CountingFor::new(self.shared.ledger.id());
         let outer = COUNTING.try_with(|counting| counting.replace(note));
-        // A route an outer layer's note has waiting shares the slot this note's would take:
+        // What an outer layer's note has waiting shares the slots this note's would take:
         // kept aside until this note is done.
         let kept = match outer {
-            Ok(outer) if outer.has_nested_route() => take_nested_route(),
+            Ok(outer) if outer.has_any_waiting() => Kept::take(outer),
             _ => None,
         };
         let result = f();
         let note = outer.and_then(|outer| COUNTING.try_with(|counting| counting.replace(outer)));
         if let Ok(note) = note {
-            if note.has_nested_route() {
-                self.take_route_left();
-            }
-            if note.has_attached_hook() {
-                self.attach(take_attached());
+            if note.has_any_waiting() {
+                self.take_left(note);
             }
         }
-        if let Some(route) = kept {
-            restore_nested_route(route);
+        if let Some(kept) = kept {
+            kept.restore();
         }
         result
     }
 
-    /// Takes the route template a layer passing the request through left, out of line: the
-    /// poll of a request without one stays as it was.
+    /// Takes what code inside left during the call or poll that returned, out of line: the
+    /// poll of a request that left nothing stays as it was.
     #[inline(never)]
-    fn take_route_left(&mut self) {
-        if let Some(route) = take_nested_route() {
-            self.meta.refine_route(route);
+    fn take_left(&mut self, note: CountingFor) {
+        if note.has_nested_route() {
+            if let Some(route) = take_nested_route() {
+                self.meta.refine_route(route);
+            }
         }
+        if note.has_attached_hook() {
+            self.attach(take_attached());
+        }
+        if note.has_waiting_fault() {
+            // The latest: the response made last is the one more likely returned.
+            if let Some(fault) = take_waiting() {
+                self.fault = Some(fault);
+            }
+        }
+    }
+
+    /// The handler's fault waiting for a response of `status`, if one waits.
+    pub(crate) fn has_fault_for(&self, status: StatusCode) -> bool {
+        self.fault.as_ref().is_some_and(|(_, made)| *made == status)
+    }
+
+    /// Takes the handler's fault waiting, for the response that came.
+    pub(crate) fn take_fault(&mut self) -> Option<WaitingFault> {
+        self.fault.take()
     }
 
     /// Keeps the hook attached during a poll, out of line: the poll of a request without one
@@ -309,7 +358,7 @@ impl Record {
         }
     }
 
-    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &str) {
+    pub(crate) fn settle_failure(&mut self, summary: &Summary, request_id: &RequestId) {
         if matches!(self.phase, Phase::Settled) {
             return;
         }
@@ -343,7 +392,7 @@ impl Record {
                     level,
                     summary,
                     &self.meta,
-                    request_id,
+                    request_id.text(),
                     fingerprint,
                     suppressed_since,
                 )
@@ -368,8 +417,7 @@ impl Record {
 
     /// Settles a failure that has no answer to render (the head is gone or never comes).
     pub(crate) fn settle_unanswered(&mut self, summary: &Summary) {
-        let request_id = self.meta.request_id();
-        self.settle_failure(summary, request_id.text());
+        self.settle_failure(summary, &self.meta.request_id());
     }
 }
 

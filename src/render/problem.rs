@@ -58,19 +58,17 @@ const USUAL_BODY_BYTES: usize = 1024;
 
 /// The problem body of `summary` for the request at `path`, rendered straight into this
 /// thread's scratch chunk: no buffer of its own and no copy. With it, where in it the
-/// request id's escaped text is, for the id's header value to share. `id_text` is
-/// `request_id`'s text, which the caller checked once, for its report too.
+/// request id's escaped text is, for the id's header value to share.
 pub(crate) fn problem_body(
     summary: &Summary,
     request_id: &RequestId,
-    id_text: &str,
     path: &str,
     config: &Config,
 ) -> (Bytes, Range<usize>) {
     let room = config.max_body_bytes.min(USUAL_BODY_BYTES);
     let mut id_at = 0..0;
     let body = freeze_written(room, |out| {
-        id_at = render(out, summary, (request_id, id_text), path, config);
+        id_at = render(out, summary, request_id, path, config);
     });
     (body, id_at)
 }
@@ -85,7 +83,7 @@ pub(crate) fn problem_body(
 fn render(
     out: &mut BytesMut,
     summary: &Summary,
-    (request_id, id_text): (&RequestId, &str),
+    request_id: &RequestId,
     path: &str,
     config: &Config,
 ) -> Range<usize> {
@@ -98,7 +96,8 @@ fn render(
     let id_start = out.len() - start;
     match request_id {
         RequestId::Made(made) => out.extend_from_slice(made),
-        RequestId::Sent(_) => push_escaped(out, id_text, REQUEST_ID_CAP),
+        // Only a sent id's text is checked (as UTF-8) and scanned: a made one is bytes here.
+        RequestId::Sent(_) => push_escaped(out, request_id.text(), REQUEST_ID_CAP),
     }
     let id_at = id_start..out.len() - start;
     out.extend_from_slice(b"\",\"instance\":\"");

@@ -10,7 +10,8 @@
 //! the request was moved into the extractor. So the thread's note of the request being
 //! polled ([`COUNTING`]) carries a flag, and the hook waits in a slot of the thread until
 //! the layer, when the poll returns, takes it into the request's record. A request with no
-//! hook pays one more test of a flag already loaded.
+//! hook pays one more test of a flag already loaded. A handler's fault reaches the layer the
+//! same way ([`note_waiting_fault`]; its slot is the error module's, which knows the type).
 
 use std::cell::{Cell, RefCell};
 
@@ -29,7 +30,7 @@ pub(crate) trait AnswerHook: Send + std::fmt::Debug {
 /// in one word: the ledger that counts it (by `Ledger::id`, the address of its shared state,
 /// whose low bits are 0; 0 for none), and in those low bits what code inside left in the
 /// thread's slots for the layer to take: a route template in [`NESTED`], a hook in
-/// [`ATTACHED`]. One word, so that noting the request around each call and poll is two swaps
+/// [`ATTACHED`], a handler's fault in the error module's slot. One word, so that noting the request around each call and poll is two swaps
 /// of a word: a note of the ledger, the route and the flag by value (40 bytes) cost the ok
 /// row 79 instructions per poll (BENCHMARKS.md, "Third round").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +41,9 @@ impl CountingFor {
     const NESTED_ROUTE: usize = 0b01;
     /// The note's bit saying a hook waits in [`ATTACHED`].
     const ATTACHED_HOOK: usize = 0b10;
-    const FLAGS: usize = Self::NESTED_ROUTE | Self::ATTACHED_HOOK;
+    /// The note's bit saying a handler's fault waits in the error module's slot.
+    const WAITING_FAULT: usize = 0b100;
+    const FLAGS: usize = Self::NESTED_ROUTE | Self::ATTACHED_HOOK | Self::WAITING_FAULT;
 
     /// The note of a request counted by `ledger`, nothing seen yet.
     pub(crate) const fn new(ledger: usize) -> Self {
@@ -64,6 +67,17 @@ impl CountingFor {
     /// Whether an [`AnswerHook`] waits in [`ATTACHED`] for the layer to take.
     pub(crate) fn has_attached_hook(self) -> bool {
         self.0 & Self::ATTACHED_HOOK != 0
+    }
+
+    /// Whether a handler's fault waits for the layer ([`note_waiting_fault`]).
+    pub(crate) fn has_waiting_fault(self) -> bool {
+        self.0 & Self::WAITING_FAULT != 0
+    }
+
+    /// Whether anything at all waits for the layer: one test on the path of a request that
+    /// left nothing.
+    pub(crate) fn has_any_waiting(self) -> bool {
+        self.0 & Self::FLAGS != 0
     }
 
     fn with(self, flag: usize) -> Self {
@@ -149,6 +163,22 @@ impl AnswerHook for Unreachable {
     fn answered(self: Box<Self>, _: StatusCode) {}
 }
 
+/// Notes that a handler's fault waits in the error module's slot for the layer counting the
+/// request being called or polled here; false, noting nothing, when no layer counts it here
+/// (the fault then travels in the response's extensions).
+pub(crate) fn note_waiting_fault() -> bool {
+    COUNTING
+        .try_with(|counting| {
+            let note = counting.get();
+            if note.ledger() == 0 {
+                return false;
+            }
+            counting.set(note.with(CountingFor::WAITING_FAULT));
+            true
+        })
+        .unwrap_or(false)
+}
+
 /// The hook attached during the poll that just returned, for the layer whose note said so.
 pub(crate) fn take_attached() -> Option<Box<dyn AnswerHook>> {
     ATTACHED
@@ -184,6 +214,11 @@ mod tests {
         let note = CountingFor::new(LEDGER);
         assert_eq!(note.ledger(), LEDGER);
         assert!(!note.has_nested_route() && !note.has_attached_hook());
+        assert!(!note.has_waiting_fault() && !note.has_any_waiting());
+        let faulted = note.with(CountingFor::WAITING_FAULT);
+        assert_eq!(faulted.ledger(), LEDGER);
+        assert!(faulted.has_waiting_fault() && faulted.has_any_waiting());
+        assert!(!faulted.has_attached_hook() && !faulted.has_nested_route());
         let routed = note.with(CountingFor::NESTED_ROUTE);
         assert_eq!(routed.ledger(), LEDGER);
         assert!(routed.has_nested_route() && !routed.has_attached_hook());

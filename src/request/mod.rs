@@ -13,8 +13,8 @@ mod route;
 #[cfg(feature = "webhooks")]
 pub(crate) use answer::attach;
 pub(crate) use answer::{
-    note_nested_route, restore_nested_route, take_attached, take_nested_route, AnswerHook,
-    CountingFor, COUNTING,
+    note_nested_route, note_waiting_fault, restore_nested_route, take_attached, take_nested_route,
+    AnswerHook, CountingFor, COUNTING,
 };
 pub(crate) use id::RequestId;
 pub(crate) use meta::RequestMeta;

@@ -167,7 +167,9 @@ struct Cached {
 
 impl CachedQuotas {
     /// Decides one failure of `fingerprint` in `window`. `shared` is locked only when the
-    /// cache lacks the fingerprint.
+    /// cache lacks the fingerprint. Inlined into the reporter's judging, its one caller: out
+    /// of line it costs a failure about 20 instructions more (BENCHMARKS.md, "Fifth round").
+    #[inline]
     pub(super) fn judge(
         &mut self,
         fingerprint: u64,

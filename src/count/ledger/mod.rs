@@ -172,10 +172,10 @@ impl Ledger {
     }
 
     /// What tells this ledger from every other one alive: the address of its shared state.
-    /// Never 0, and its two low bits are 0 (the state's alignment, checked when this
-    /// compiles): the thread's note of a counted request keeps two flags there.
+    /// Never 0, and its three low bits are 0 (the state's alignment, checked when this
+    /// compiles): the thread's note of a counted request keeps three flags there.
     pub(crate) fn id(&self) -> usize {
-        const _: () = assert!(std::mem::align_of::<Inner>() >= 4);
+        const _: () = assert!(std::mem::align_of::<Inner>() >= 8);
         Arc::as_ptr(&self.inner) as usize
     }
 

@@ -55,7 +55,7 @@ fn the_body_says_where_its_request_id_is_with_a_type_base_or_without() {
     let sent = RequestId::Sent(HeaderValue::from_static("say \"hi\""));
     for config in [&plain, &based] {
         for id in [&made, &sent] {
-            let (body, at) = problem_body(&summary, id, id.text(), "/hooks/7", config);
+            let (body, at) = problem_body(&summary, id, "/hooks/7", config);
             let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
             assert_eq!(json["request_id"], id.text());
             // Where it says: the escaped text, which is the id itself when nothing in it
@@ -78,12 +78,12 @@ fn a_status_detail_is_copied_as_it_is_only_where_nothing_needs_escaping_and_it_f
     // A cap too small for the detail still cuts it, marker and all.
     let summary = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &Config::default());
     let id = RequestId::Made(*b"0a1b2c3d-000000000001");
-    let whole = problem_body(&summary, &id, id.text(), "/", &Config::default()).0;
+    let whole = problem_body(&summary, &id, "/", &Config::default()).0;
     let config = Config {
         max_body_bytes: whole.len() - 5,
         ..Config::default()
     };
-    let (body, _) = problem_body(&summary, &id, id.text(), "/", &config);
+    let (body, _) = problem_body(&summary, &id, "/", &config);
     assert!(body.len() <= config.max_body_bytes, "{}", body.len());
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert!(json["detail"]
@@ -103,7 +103,7 @@ fn the_detail_is_a_public_text_but_a_server_errors_only_in_development() {
         let mut summary = Summary::from_rejection(status, b"", &config);
         summary.public = Public::Text(public.to_owned());
         let id = RequestId::Made(*b"0a1b2c3d-000000000001");
-        let (body, _) = problem_body(&summary, &id, id.text(), "/", &config);
+        let (body, _) = problem_body(&summary, &id, "/", &config);
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         json["detail"].as_str().unwrap().to_owned()
     };
