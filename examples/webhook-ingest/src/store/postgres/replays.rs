@@ -10,6 +10,16 @@ use crate::store::StoreError;
 use async_trait::async_trait;
 use faultline::webhooks::{ReplayKey, Seen};
 
+/// Deletes a few rows expired by `$1`, at most `$2`. The second condition is always true of
+/// an expired row (`$1` is a moment, never `i64::MAX`); it is the expiry index's own
+/// (`schema::EXPIRING_REPLAYS_INDEXED`), which the planner must find in the query to read
+/// that partial index in a plan made for any `$1`. Rows another node is deleting or renewing
+/// are skipped, not waited for: no two nodes' purges wait on each other, nor on a key being
+/// reserved.
+pub(super) const PURGE: &str = "DELETE FROM replays WHERE key IN (
+     SELECT key FROM replays WHERE until_ms <= $1 AND until_ms < 9223372036854775807 LIMIT $2
+     FOR UPDATE SKIP LOCKED)";
+
 #[async_trait]
 impl Replays for PgStore {
     /// Reserves `key` until `lease` unless a row holds it past `now`, and deletes a few rows
@@ -34,15 +44,7 @@ impl Replays for PgStore {
         let taken = client
             .prepare_cached("SELECT taken FROM replays WHERE key = $1")
             .await?;
-        // Rows another node is deleting or renewing are skipped, not waited for: no two
-        // nodes' purges wait on each other, nor on a key being reserved.
-        let purge = client
-            .prepare_cached(
-                "DELETE FROM replays WHERE key IN (
-                     SELECT key FROM replays WHERE until_ms <= $1 LIMIT $2
-                     FOR UPDATE SKIP LOCKED)",
-            )
-            .await?;
+        let purge = client.prepare_cached(PURGE).await?;
         let tx = client.transaction().await?;
         let found = if tx.execute(&reserve, &[&&key[..], &lease, &now]).await? == 1 {
             Seen::First

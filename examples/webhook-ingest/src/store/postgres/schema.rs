@@ -2,7 +2,7 @@
 //! database has not had yet).
 
 /// The schema, one migration per version, recorded in `schema_migrations`.
-pub(super) const MIGRATIONS: [&str; 6] = [
+pub(super) const MIGRATIONS: [&str; 7] = [
     "
 CREATE TABLE instances (
     id TEXT PRIMARY KEY,
@@ -94,4 +94,16 @@ ALTER TABLE replays ADD COLUMN taken BOOLEAN NOT NULL DEFAULT true,
 ",
     // Catch-up's credentials, cursor and lease per inbox (`catchup.rs`).
     super::catchup::CATCHUP,
+    EXPIRING_REPLAYS_INDEXED,
 ];
+
+/// The expiry index holds only the keys that expire: a key the service's own ingest takes
+/// with its delivery is kept for good (`until_ms` is `KEPT_WITH_THE_DELIVERY`, `i64::MAX`),
+/// which no purge reaches, and its entry was one more index written in every delivery's
+/// statement. The purge names the index's condition (`replays::PURGE`): a prepared
+/// statement's generic plan cannot prove it from `until_ms <= $1` alone. The rows stay as
+/// they were; only the index is made anew, as SQLite's (`sqlite/schema.rs`).
+const EXPIRING_REPLAYS_INDEXED: &str = "
+DROP INDEX replays_by_until;
+CREATE INDEX replays_by_until ON replays (until_ms) WHERE until_ms < 9223372036854775807;
+";

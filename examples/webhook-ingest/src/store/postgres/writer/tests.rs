@@ -328,3 +328,86 @@ async fn a_panic_fails_its_batch_alone_and_the_writers_go_on() {
         (2 * WRITERS as i64, 4 * WRITERS as i64)
     );
 }
+
+/// The expiry index holds only the keys that expire, not those a delivery takes with it for
+/// good, and the purge's plan for any moment (the generic plan of its prepared statement)
+/// reads it: a purge without the index's condition scans instead.
+#[tokio::test]
+async fn the_expiry_index_skips_kept_keys_and_the_purge_reads_it() {
+    use crate::store::Replays;
+    use faultline::webhooks::ReplayKey;
+    let Some((store, instance, inbox)) = store_with_inbox("expiry_index").await else {
+        return;
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let mut kept = job(&instance, &inbox, &format!("kept-{nanos}"), 1);
+    let kept_key = ReplayKey::from_bytes(unique_bytes(nanos, 1));
+    kept.claim =
+        crate::store::Claim::new(kept.claim.delivery_id.clone(), Some(kept_key), &inbox.id);
+    let stored = commit_batch(&store.pool, std::slice::from_ref(&kept)).await;
+    assert_eq!(said(&stored), ["stored 1"]);
+    let now = SystemTime::now();
+    let expiring = ReplayKey::from_bytes(unique_bytes(nanos, 2));
+    store
+        .reserve_at(expiring, now + Duration::from_secs(60), now)
+        .await
+        .unwrap();
+    let client = store.pool.get().await.unwrap();
+    // The kept key's row is there, and outside the index's condition.
+    let key = kept.claim.key.unwrap();
+    let row = client
+        .query_one(
+            "SELECT until_ms < 9223372036854775807 FROM replays WHERE key = $1",
+            &[&&key[..]],
+        )
+        .await
+        .unwrap();
+    assert!(!row.get::<_, bool>(0), "a kept key expires");
+    let predicate: Option<String> = client
+        .query_one(
+            "SELECT pg_get_expr(indpred, indrelid) FROM pg_index
+             WHERE indexrelid = 'replays_by_until'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        predicate.as_deref(),
+        Some("(until_ms < '9223372036854775807'::bigint)")
+    );
+    client
+        .batch_execute(&format!(
+            "SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan;
+             PREPARE purge_plan (bigint, bigint) AS {};",
+            super::super::replays::PURGE
+        ))
+        .await
+        .unwrap();
+    let plan: Vec<String> = client
+        .query("EXPLAIN EXECUTE purge_plan (0, 8)", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    client
+        .batch_execute("DEALLOCATE purge_plan; RESET enable_seqscan; RESET plan_cache_mode;")
+        .await
+        .unwrap();
+    assert!(
+        plan.iter().any(|step| step.contains("replays_by_until")),
+        "{plan:#?}"
+    );
+}
+
+/// 32 bytes unique to this run and `n`.
+fn unique_bytes(nanos: u128, n: u8) -> [u8; 32] {
+    let mut bytes = [n; 32];
+    bytes[..16].copy_from_slice(&nanos.to_le_bytes());
+    bytes[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+    bytes
+}
