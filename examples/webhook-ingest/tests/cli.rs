@@ -76,3 +76,46 @@ fn help_shows_every_default_and_hides_secret_values() {
     }
     assert!(!help.contains("never-shown"), "{help}");
 }
+
+/// `--sign` prints the hex HMAC-SHA256 of stdin under `WEBHOOK_SECRET` (RFC 4231's second
+/// test case: key "Jefe"), and without the variable fails, naming it, with nothing printed.
+#[test]
+fn sign_prints_the_hmac_of_stdin_under_the_secret_from_the_environment() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let sign = |secret: Option<&str>| {
+        let mut command = binary();
+        command
+            .arg("--sign")
+            .env_remove("WEBHOOK_SECRET")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(secret) = secret {
+            command.env("WEBHOOK_SECRET", secret);
+        }
+        let mut child = command.spawn().unwrap();
+        // Refused, the binary may exit before it reads stdin: the write's broken pipe is its
+        // answer, not the test's failure; what it printed and its status are.
+        let mut stdin = child.stdin.take().unwrap();
+        let written = stdin.write_all(b"what do ya want for nothing?");
+        drop(stdin);
+        if secret.is_some() {
+            written.unwrap();
+        }
+        child.wait_with_output().unwrap()
+    };
+    let signed = sign(Some("Jefe"));
+    assert!(signed.status.success(), "{signed:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&signed.stdout),
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843\n"
+    );
+    let refused = sign(None);
+    assert!(!refused.status.success());
+    assert!(refused.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("WEBHOOK_SECRET"),
+        "{refused:?}"
+    );
+}
