@@ -11,7 +11,7 @@ use crate::error::codes;
 use crate::error::Fault;
 use crate::outcome::Outcome;
 use crate::panic::{Caught, PanicSite};
-use crate::text::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARATOR};
+use crate::text::{write_bounded, write_message_and_chain, write_panic_payload, CHAIN_SEPARATOR};
 
 /// Room reserved up front for a message: most are shorter, so formatting one rarely grows it.
 const MESSAGE_CAPACITY: usize = 128;
@@ -88,8 +88,14 @@ impl Summary {
         let mut summary = Self::new(outcome, fault.status(), fault.code());
         summary.message = message_buffer();
         let cap = config.max_message_bytes;
-        write_bounded(&mut summary.message, cap, &fault);
-        write_chain(&mut summary.chain, fault, config.max_chain_links, cap);
+        let max_links = config.max_chain_links;
+        write_message_and_chain(
+            &mut summary.message,
+            &mut summary.chain,
+            fault,
+            max_links,
+            cap,
+        );
         if fault.is_public() {
             summary.public = match fault.public_message() {
                 // The usual case: the message is the public text, formatted once for both.
@@ -160,8 +166,8 @@ impl Summary {
     ) -> Self {
         let mut summary = Self::new(outcome, status, code);
         summary.message = message_buffer();
-        write_bounded(&mut summary.message, config.max_message_bytes, &error);
-        write_chain(
+        write_message_and_chain(
+            &mut summary.message,
             &mut summary.chain,
             error,
             config.max_chain_links,

@@ -138,39 +138,80 @@ pub(crate) fn write_panic_payload(out: &mut String, cap: usize, payload: &(dyn A
 /// The walk stops at the cap: a chain 10,000 deep costs what one of `max_links` costs. One
 /// catch covers the whole walk: a link whose `Display` or `source()` panics leaves the
 /// placeholder in place of the chain.
-pub(crate) fn write_chain(
+fn write_chain(
     out: &mut String,
     error: &(dyn StdError + 'static),
     max_links: usize,
     cap: usize,
 ) -> bool {
     let start = out.len();
+    let walked = catch(|| walk_chain(out, error, max_links, cap));
+    walked.unwrap_or_else(|_| chain_panicked(out, start))
+}
+
+/// [`write_bounded`] of `error` into `message`, then [`write_chain`] of its sources into
+/// `chain`, under one catch for both: what the two write is theirs, and a panic in either
+/// leaves what each leaves. One catch fewer per failure (BENCHMARKS.md, "Fifth round").
+pub(crate) fn write_message_and_chain(
+    message: &mut String,
+    chain: &mut String,
+    error: &(dyn StdError + 'static),
+    max_links: usize,
+    cap: usize,
+) {
+    let (message_start, chain_start) = (message.len(), chain.len());
+    let mut message_written = false;
     let walked = catch(|| {
-        let mut next = error.source();
-        if next.is_some() {
-            // Room for a few links up front, so a long chain grows the string once or twice.
-            out.reserve(cap.min(CHAIN_CAPACITY));
-        }
-        let mut links = 0;
-        while let Some(link) = next {
-            if links > 0 {
-                out.push_str(CHAIN_SEPARATOR);
-            }
-            if links == max_links {
-                out.push_str(CHAIN_CONTINUES);
-                return true;
-            }
-            write_uncaught(out, cap, link);
-            links += 1;
-            next = link.source();
-        }
-        false
+        write_uncaught(message, cap, error);
+        message_written = true;
+        walk_chain(chain, error, max_links, cap)
     });
-    walked.unwrap_or_else(|_| {
-        out.truncate(start);
-        out.push_str(DISPLAY_PANICKED);
-        false
-    })
+    if walked.is_ok() {
+        return;
+    }
+    if message_written {
+        chain_panicked(chain, chain_start);
+    } else {
+        // As `write_bounded` leaves it; the chain not walked yet is walked on its own.
+        message.truncate(message_start);
+        let _ = BoundedWriter::new(message, cap).write_str(DISPLAY_PANICKED);
+        write_chain(chain, error, max_links, cap);
+    }
+}
+
+/// [`write_chain`] without its `catch`.
+fn walk_chain(
+    out: &mut String,
+    error: &(dyn StdError + 'static),
+    max_links: usize,
+    cap: usize,
+) -> bool {
+    let mut next = error.source();
+    if next.is_some() {
+        // Room for a few links up front, so a long chain grows the string once or twice.
+        out.reserve(cap.min(CHAIN_CAPACITY));
+    }
+    let mut links = 0;
+    while let Some(link) = next {
+        if links > 0 {
+            out.push_str(CHAIN_SEPARATOR);
+        }
+        if links == max_links {
+            out.push_str(CHAIN_CONTINUES);
+            return true;
+        }
+        write_uncaught(out, cap, link);
+        links += 1;
+        next = link.source();
+    }
+    false
+}
+
+/// What a chain whose walk panicked leaves: the placeholder in place of what was written.
+fn chain_panicked(out: &mut String, start: usize) -> bool {
+    out.truncate(start);
+    out.push_str(DISPLAY_PANICKED);
+    false
 }
 
 #[cfg(all(test, not(loom)))]
@@ -305,6 +346,51 @@ mod tests {
         let mut out = String::new();
         assert!(!write_chain(&mut out, &Top(PanickyLink), 8, 64));
         assert_eq!(out, DISPLAY_PANICKED);
+    }
+
+    /// An error whose own `Display` panics, over a chain that does not.
+    #[derive(Debug)]
+    struct PanickyTop(Link);
+
+    impl fmt::Display for PanickyTop {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("top display exploded")
+        }
+    }
+
+    impl StdError for PanickyTop {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn message_and_chain_under_one_catch_leave_what_each_leaves_alone() {
+        crate::install_panic_hook();
+        let write = |error: &(dyn StdError + 'static)| {
+            let (mut message, mut chain) = (String::from("m:"), String::from("c:"));
+            write_message_and_chain(&mut message, &mut chain, error, 8, 64);
+            (message, chain)
+        };
+        let separately = |error: &(dyn StdError + 'static)| {
+            let (mut message, mut chain) = (String::from("m:"), String::from("c:"));
+            write_bounded(&mut message, 64, &error);
+            write_chain(&mut chain, error, 8, 64);
+            (message, chain)
+        };
+        let cases: [&(dyn StdError + 'static); 3] =
+            [&chain(2), &Top(PanickyLink), &PanickyTop(chain(1))];
+        for error in cases {
+            assert_eq!(write(error), separately(error));
+        }
+        assert_eq!(
+            write(&chain(2)),
+            ("m:link 0".into(), "c:link 1 <- link 2".into())
+        );
+        let chain_panicked = ("m:top".into(), format!("c:{DISPLAY_PANICKED}"));
+        assert_eq!(write(&Top(PanickyLink)), chain_panicked);
+        let message_panicked = (format!("m:{DISPLAY_PANICKED}"), "c:link 0 <- link 1".into());
+        assert_eq!(write(&PanickyTop(chain(1))), message_panicked);
     }
 
     #[test]

@@ -5,4 +5,6 @@ mod arena;
 mod bounded;
 
 pub(crate) use arena::{freeze, freeze_written};
-pub(crate) use bounded::{write_bounded, write_chain, write_panic_payload, CHAIN_SEPARATOR};
+pub(crate) use bounded::{
+    write_bounded, write_message_and_chain, write_panic_payload, CHAIN_SEPARATOR,
+};

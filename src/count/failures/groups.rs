@@ -188,9 +188,17 @@ impl Pending {
         self.count += 1;
         self.last_seen_ms = now_ms;
         self.status = summary.status.as_u16();
-        // `clone_from` reuses the strings' buffers: no allocation once an entry exists.
-        self.message.clone_from(&summary.message);
-        self.chain.clone_from(&summary.chain);
+        // A run of one failure repeats its message and chain: compared first, they are copied
+        // only when they differ, and `clone_from` then reuses the strings' buffers.
+        copy_if_changed(&mut self.message, &summary.message);
+        copy_if_changed(&mut self.chain, &summary.chain);
+    }
+}
+
+/// Makes `held` a copy of `latest`, copying nothing when it already is one.
+fn copy_if_changed(held: &mut String, latest: &String) {
+    if held != latest {
+        held.clone_from(latest);
     }
 }
 

@@ -290,6 +290,40 @@ fn groups_keep_count_first_and_last_seen_and_the_latest_summary() {
     assert_eq!(ledger.groups()[0].count, 5);
 }
 
+/// A group's latest message and chain are its latest failure's, through runs of the same
+/// text (which are not copied again) and changes of either, read between failures or not.
+#[test]
+fn a_groups_latest_message_and_chain_follow_every_change() {
+    let ledger = Ledger::new();
+    let steps = [
+        ("same length", "cause a"),
+        ("same length", "cause a"),
+        ("same lengtH", "cause a"),
+        ("same lengtH", "cause b"),
+        ("shorter", ""),
+        ("shorter", ""),
+        ("", "cause c"),
+    ];
+    for (n, (message, chain)) in steps.into_iter().enumerate() {
+        let mut failure = summary("runs", message, None);
+        failure.chain = chain.to_owned();
+        fail(&ledger, &failure);
+        if n % 2 == 0 {
+            let groups = ledger.groups();
+            assert_eq!(
+                (groups[0].message.as_str(), groups[0].chain.as_str()),
+                (message, chain)
+            );
+        }
+    }
+    let groups = ledger.groups();
+    assert_eq!(
+        (groups[0].message.as_str(), groups[0].chain.as_str()),
+        ("", "cause c")
+    );
+    assert_eq!(groups[0].count, 7);
+}
+
 /// Runs of one failure and failures that differ from the one before in one label each (the
 /// route, the code, the status, the outcome, the panic site), before and after the thread's
 /// series table is emptied, count each under its own series and its own group: what the
