@@ -21,6 +21,7 @@ mod refusals;
 mod replays;
 mod schema;
 mod syncer;
+mod timestamp;
 mod trace;
 mod writer;
 
