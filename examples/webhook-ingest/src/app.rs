@@ -15,7 +15,7 @@ use crate::pipeline::{drain, ignored, refusals, replays, Pipeline};
 use crate::receive;
 use crate::serve;
 use crate::spool;
-use crate::state::{AbortOnDrop, AppState};
+use crate::state::{AbortOnDrop, AppState, Shared};
 use crate::store::Store;
 use crate::verify::{known, refresh, secret_cache};
 
@@ -113,7 +113,11 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
         unverified_max_body: config.unverified_max_body,
         replays_refused: replays::ReplaysRefused::default(),
     };
-    let mut state = AppState {
+    let handle = catchup::Handle::default();
+    let mut tasks = start_tasks(&pipeline, config.inbox_refresh);
+    let runner = catchup::Runner::new(pipeline.store.clone(), &config.catchup, &handle);
+    tasks.push(AbortOnDrop(tokio::spawn(runner.run()).abort_handle()));
+    let state = AppState::new(Shared {
         pipeline,
         public_url: config
             .public_url
@@ -121,17 +125,9 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
             .unwrap_or(DEFAULT_PUBLIC_URL)
             .trim_end_matches('/')
             .into(),
-        catchup: catchup::Handle::default(),
-        _tasks: Arc::default(),
-    };
-    let mut tasks = start_tasks(&state, config.inbox_refresh);
-    let runner = catchup::Runner::new(
-        state.pipeline.store.clone(),
-        &config.catchup,
-        &state.catchup,
-    );
-    tasks.push(AbortOnDrop(tokio::spawn(runner.run()).abort_handle()));
-    state._tasks = Arc::new(tasks);
+        catchup: handle,
+        _tasks: tasks,
+    });
     let hooks = Router::new().route(
         "/api/{instance}/inboxes/{inbox}/commits",
         post(receive::receive).layer(DefaultBodyLimit::max(config.body_limit)),
@@ -164,8 +160,7 @@ pub fn app(store: Store, config: Config) -> (Router, Ledger) {
 /// The refresher of the known inboxes, then a drainer for each spool, on the current tokio
 /// runtime. The file of known inboxes is read before this returns, so the first request
 /// already finds what it holds.
-fn start_tasks(state: &AppState, inbox_refresh: std::time::Duration) -> Vec<AbortOnDrop> {
-    let pipeline = &state.pipeline;
+fn start_tasks(pipeline: &Pipeline, inbox_refresh: std::time::Duration) -> Vec<AbortOnDrop> {
     let refresher = refresh::Refresher {
         store: pipeline.store.clone(),
         secrets: pipeline.secrets.clone(),
