@@ -125,7 +125,10 @@ fn a_few_instants_read_as_written() {
 #[test]
 fn an_instant_outside_four_digit_years_is_held_to_the_nearest() {
     assert_eq!(ours(FIRST_MS - 1).as_str(), "0000-01-01T00:00:00.000Z");
-    assert_eq!(Timestamp::of(UtcDateTime::MIN).as_str(), "0000-01-01T00:00:00.000Z");
+    assert_eq!(
+        Timestamp::of(UtcDateTime::MIN).as_str(),
+        "0000-01-01T00:00:00.000Z"
+    );
     assert_eq!(UtcDateTime::MAX.year(), 9999);
 }
 
