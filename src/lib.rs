@@ -116,62 +116,64 @@
 
 // The modules in the order of their layers, ground first, each a blank line apart so that
 // the order stays as written: a module uses only those declared above it
-// (tests/module_order.rs reads the uses and checks it).
+// (tests/module_order.rs reads the uses and checks it). A private module's line here is a
+// comment, not a doc: with a doc here, rustdoc reads the links of the module's own docs from
+// the crate root, where they do not resolve.
 
-/// How a request ended, and the route labels every failure carries.
+// How a request ended, and the route labels every failure carries.
 mod outcome;
 
 /// Every cap and default, with its reason.
 pub mod limits;
 
-/// The caps and switches a layer works with.
+// The caps and switches a layer works with.
 mod config;
 
-/// The atomics and locks the lock-free protocols use: std's, or loom's in the models.
+// The atomics and locks the lock-free protocols use: std's, or loom's in the models.
 mod sync;
 
-/// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
+// Catching panics, the hook that keeps caught ones off stderr, locks that outlive them.
 mod panic;
 
-/// The per-thread stripes shared state is split into, for the ledger's counters and the
-/// middleware's shared state alike, and the counted pointer with one handle per stripe.
+// The per-thread stripes shared state is split into, for the ledger's counters and the
+// middleware's shared state alike, and the counted pointer with one handle per stripe.
 mod stripe;
 
-/// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
+// The bounded writer, and the per-thread arena an answer's bytes are frozen from.
 mod text;
 
-/// What the layer keeps of a request (method, path, route, request id), the process-wide route
-/// table, and request-id generation.
+// What the layer keeps of a request (method, path, route, request id), the process-wide route
+// table, and request-id generation.
 mod request;
 
-/// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
+// The `Fault` trait, `Error`, rejections, codes, and the response-extension markers.
 mod error;
 
-/// The bounded summary of a failure, computed once: what the answer, the report and the
-/// counts are all made from.
+// The bounded summary of a failure, computed once: what the answer, the report and the
+// counts are all made from.
 mod summary;
 
-/// The problem body rendered from a summary.
+// The problem body rendered from a summary.
 mod render;
 
-/// The tracing event of a failure.
+// The tracing event of a failure.
 mod report;
 
-/// The ledger, and what it keeps of failures: series, flood control, error groups.
+// The ledger, and what it keeps of failures: series, flood control, error groups.
 mod count;
 
-/// What a ledger serves over HTTP (`/metrics`, the error groups, the errors page), the
-/// `metrics` and OpenTelemetry bridges.
+// What a ledger serves over HTTP (`/metrics`, the error groups, the errors page), the
+// `metrics` and OpenTelemetry bridges.
 mod export;
 
 /// Verified webhook intake: a verifier per sender, the extractor, refusals as faults.
 #[cfg(feature = "webhooks")]
 pub mod webhooks;
 
-/// What `?` makes of an error: every fault faultline defines keeps its status and code.
+// What `?` makes of an error: every fault faultline defines keeps its status and code.
 mod convert;
 
-/// The tower layer, service, response future and body.
+// The tower layer, service, response future and body.
 mod middleware;
 
 pub use crate::config::ReportLevels;

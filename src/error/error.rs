@@ -21,6 +21,11 @@ use crate::error::{leave_for_layer, Fault, FaultMarker};
 /// the response extensions), and the layer renders the problem body. Without the layer the
 /// client gets the bare status.
 ///
+/// Make it into a response only to return it. Under the layer its fault waits on the thread,
+/// not in the response, for the response of its status: a handler that makes that response,
+/// throws it away and returns another of the same status gets the thrown-away fault rendered
+/// in place of its own answer, and counted as handled.
+///
 /// ```
 /// use axum::http::StatusCode;
 /// use faultline::Error;

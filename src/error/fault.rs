@@ -1,5 +1,5 @@
-//! [`Fault`]: the trait user errors implement, and [`impl_into_response!`] that makes one an
-//! axum response.
+//! [`Fault`]: the trait user errors implement, and
+//! [`impl_into_response!`](crate::impl_into_response!) that makes one an axum response.
 
 use std::borrow::Cow;
 use std::error::Error as StdError;

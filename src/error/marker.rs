@@ -10,7 +10,9 @@
 //! allocated their map, its table and the boxed marker, and hashed its type twice (the
 //! ledger bench's handled row: BENCHMARKS.md, "Fifth round"). The layer renders the waiting
 //! fault for the response only when the response's status is the fault's: a layer in between
-//! that answered with another status answered for itself.
+//! that answered with another status answered for itself. Nothing marks the response made of
+//! the fault: a handler that throws it away and returns another response of the same status
+//! has the fault rendered for that one (`tests/handler_fault.rs`, docs/design.md).
 //!
 //! An answer that replaced a handler's fault is marked by overwriting the fault's marker in
 //! place ([`FaultMarker::Rendered`]). Every other answer (a rejection, a service error, a

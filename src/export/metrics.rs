@@ -10,7 +10,7 @@
 //! cached in a small table of each thread's own: a request looks its handle up there by
 //! hashing borrowed labels, so once a label set was seen on a thread it costs no lock and no
 //! allocation. Like the ledger's series, the shared tables are capped; past the cap, new
-//! label sets fold into [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL) handles.
+//! label sets fold into [`OVERFLOW_LABEL`] handles.
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};

@@ -19,7 +19,7 @@
 //! A request that a layer of the same ledger outside this one counts already has no guard
 //! here: `Passing` passes the inner response on as it is, or a service error out as a
 //! [`PassedFailure`](crate::middleware::guard::PassedFailure) summary; `Failed` passes its
-//! summary out the same way. These ways out, and `Draining`, are in [`leave`].
+//! summary out the same way. These ways out, and `Draining`, are in [`leave`](mod@leave).
 
 use std::convert::Infallible;
 use std::future::Future;

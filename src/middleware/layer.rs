@@ -123,8 +123,8 @@ impl FaultLayer {
 
     /// Caps each message of a summary (the error's text, a panic's text, each chain link);
     /// default [`DEFAULT_MAX_MESSAGE_BYTES`](crate::limits::DEFAULT_MAX_MESSAGE_BYTES), at least
-    /// [`MIN_MESSAGE_BYTES`](crate::limits::MIN_MESSAGE_BYTES), at most
-    /// [`MAX_MESSAGE_BYTES`](crate::limits::MAX_MESSAGE_BYTES).
+    /// [`MIN_MESSAGE_BYTES`], at most
+    /// [`MAX_MESSAGE_BYTES`].
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.config_mut().max_message_bytes = bytes.clamp(MIN_MESSAGE_BYTES, MAX_MESSAGE_BYTES);
         self
@@ -132,7 +132,7 @@ impl FaultLayer {
 
     /// Caps the `source()` links walked; default
     /// [`DEFAULT_MAX_CHAIN_LINKS`](crate::limits::DEFAULT_MAX_CHAIN_LINKS), at most
-    /// [`MAX_CHAIN_LINKS`](crate::limits::MAX_CHAIN_LINKS).
+    /// [`MAX_CHAIN_LINKS`].
     pub fn max_chain_links(mut self, links: usize) -> Self {
         self.config_mut().max_chain_links = links.min(MAX_CHAIN_LINKS);
         self
@@ -140,8 +140,8 @@ impl FaultLayer {
 
     /// Caps a whole problem body; default
     /// [`DEFAULT_MAX_BODY_BYTES`](crate::limits::DEFAULT_MAX_BODY_BYTES), at least
-    /// [`MIN_BODY_BYTES`](crate::limits::MIN_BODY_BYTES), at most
-    /// [`MAX_BODY_BYTES`](crate::limits::MAX_BODY_BYTES).
+    /// [`MIN_BODY_BYTES`], at most
+    /// [`MAX_BODY_BYTES`].
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.config_mut().max_body_bytes = bytes.clamp(MIN_BODY_BYTES, MAX_BODY_BYTES);
         self

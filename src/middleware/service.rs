@@ -22,7 +22,7 @@ use crate::request::interned_route;
 use crate::summary::Summary;
 use axum::body::Body as RequestBody;
 
-/// The service [`FaultLayer`](crate::FaultLayer) builds. Its error type is `Infallible`: every failure of the
+/// The service [`FaultLayer`] builds. Its error type is `Infallible`: every failure of the
 /// inner service becomes a response.
 ///
 /// It serves requests with an [`axum::body::Body`], the body axum's router and `axum::serve`

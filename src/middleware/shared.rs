@@ -5,8 +5,8 @@
 //! router clones the service for every request. Were that one `Arc`, every request on every
 //! core would write its reference count: one cache line that the cores hand to each other, a
 //! ceiling on the whole process. So the shared state is reached through one
-//! [`StripeHandle`] per stripe ([`striped_arc`]), each a counted pointer on cache lines of
-//! its own: a request counts itself on its thread's handle only.
+//! [`StripeHandle`] per stripe ([`StripedArc`]), each a counted pointer on cache lines of its
+//! own: a request counts itself on its thread's handle only.
 
 #[cfg(any(feature = "opentelemetry", feature = "metrics"))]
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //!
 //! An `Arc` cloned for every request by every core has one reference count that the cores
 //! hand each other, a ceiling on the whole process. Here the value is behind one `Arc`, held
-//! by one handle per [`stripe`](crate::stripe), each alone on its cache lines; a
+//! by one handle per [`stripe`], each alone on its cache lines; a
 //! thread clones the handle of its own stripe ([`StripedArc::here`]), so the count it writes
 //! is its stripe's.
 //!

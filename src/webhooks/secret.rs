@@ -32,7 +32,8 @@ pub struct Secret {
 }
 
 /// How a secret was given: its bytes as they are, or the key decoded from a `whsec_` text.
-/// A sender takes one form only; the other is a mistake [`Keys::new`] refuses.
+/// A sender takes one form only; the other is a mistake
+/// [`Keys::new`](crate::webhooks::Keys::new) refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
     Raw,

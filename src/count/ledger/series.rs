@@ -23,7 +23,7 @@ struct Full;
 pub struct Series {
     /// The route template (`/api/{instance}/digests`), never the raw path;
     /// [`UNMATCHED_ROUTE`](crate::ledger::UNMATCHED_ROUTE) when no route matched,
-    /// [`OVERFLOW_LABEL`](crate::ledger::OVERFLOW_LABEL) for the overflow series.
+    /// [`OVERFLOW_LABEL`] for the overflow series.
     pub route: String,
     /// The failure's stable code.
     pub code: String,

@@ -59,7 +59,7 @@ pub(super) struct Draining<B> {
     handle: Arc<StripeHandle>,
 }
 
-/// Passes a success on, as [`pass`](super::pass) does, for a request whose body was tapped: out of line,
+/// Passes a success on, as [`pass`] does, for a request whose body was tapped: out of line,
 /// so that the success of a request without a body pays one check for it.
 #[inline(never)]
 pub(super) fn pass_tapped<F, B: Body>(

@@ -139,3 +139,57 @@ fn a_cut_keeps_whole_escapes_and_the_marker_within_the_cap() {
     let kept = &out[..out.len() - TRUNCATION_MARKER.len()];
     assert_eq!(kept, "\\\"".repeat(kept.len() / 2));
 }
+
+/// What `push_escaped` promises, written the slow way: every char escaped whole when all of
+/// them fit; else the longest run of whole escaped chars after which the marker still fits
+/// the cap and the kept text with the marker reads no longer than the text itself, then the
+/// marker, when the cap has room for it at all.
+fn escaped_as_promised(s: &str, cap: usize) -> String {
+    let pieces: Vec<(String, usize)> = s
+        .chars()
+        .map(|c| (escape(c, &mut [0u8; 6]).to_owned(), c.len_utf8()))
+        .collect();
+    let whole: String = pieces.iter().map(|(piece, _)| piece.as_str()).collect();
+    if whole.len() <= cap {
+        return whole;
+    }
+    let marker = TRUNCATION_MARKER.len();
+    let (mut out, mut kept) = (String::new(), 0);
+    for (piece, bytes) in &pieces {
+        if out.len() + piece.len() + marker > cap || kept + bytes + marker > s.len() {
+            break;
+        }
+        out.push_str(piece);
+        kept += bytes;
+    }
+    if marker <= cap {
+        out.push_str(TRUNCATION_MARKER);
+    }
+    out
+}
+
+#[test]
+fn every_cap_keeps_what_the_escape_promises_and_no_more() {
+    let texts = [
+        "plain text, nothing to escape in it at all",
+        "\"quoted\" and \\back\\slashed\\",
+        "tab\there\nnew line\r\u{1}\u{1f}",
+        "é, ü and 漢字 between \"quotes\"",
+        "\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"",
+        "\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{7}\u{8}",
+        "short",
+        "",
+    ];
+    for text in texts {
+        for cap in 0..text.len() * 6 + 2 {
+            let out = escaped(text, cap);
+            assert_eq!(out, escaped_as_promised(text, cap), "{text:?} at {cap}");
+            assert!(out.len() <= cap, "{text:?} at {cap}: {out:?}");
+            // After the members before it, as in a body: the cap is the text's own.
+            let mut body = BytesMut::from(&b"{\"detail\":\""[..]);
+            let before = body.len();
+            push_escaped(&mut body, text, cap);
+            assert_eq!(&body[before..], out.as_bytes(), "{text:?} at {cap}");
+        }
+    }
+}

@@ -137,3 +137,23 @@ fn runs_of_the_same_failure_and_their_neighbours_count_under_their_own_series_an
         .collect();
     assert_eq!(counted, expected);
 }
+
+/// A group's trend counts each of its failures once: a run a thread tallies between two
+/// hand-overs, and the failures after a read, when the thread's entry serves again.
+#[test]
+fn a_groups_trend_counts_each_failure_once() {
+    let ledger = Ledger::new();
+    let count_and_trend = |ledger: &Ledger| {
+        let groups = ledger.groups();
+        let trend: u64 = groups[0].per_minute.iter().map(|&n| u64::from(n)).sum();
+        (groups[0].count, trend)
+    };
+    for _ in 0..3 {
+        fail(&ledger, &summary("trend", "again", None));
+    }
+    assert_eq!(count_and_trend(&ledger), (3, 3));
+    for _ in 0..2 {
+        fail(&ledger, &summary("trend", "again", None));
+    }
+    assert_eq!(count_and_trend(&ledger), (5, 5));
+}
