@@ -49,6 +49,8 @@ impl RequestId {
     /// The id as a header value. A made one is a slice of `rendered` at `at` when its text is
     /// there (the problem body it was rendered into: one buffer for both), else bytes of its
     /// own.
+    // Inlined into the answer, its one caller (BENCHMARKS.md, "Sixth round").
+    #[inline]
     pub(crate) fn header_value(&self, rendered: &Bytes, at: Range<usize>) -> HeaderValue {
         let made = match self {
             Self::Sent(value) => return value.clone(),

@@ -81,6 +81,9 @@ impl Reporter {
 
     /// Tallies one failure in its group and decides whether its event is written; `nanos`
     /// is [`elapsed_nanos`](Self::elapsed_nanos) read for this failure.
+    // Inlined into `Ledger::fail`, its one caller: out of line a failure paid the call
+    // (ledger-grind's handled row 11,334 → 11,319, BENCHMARKS.md, "Sixth round").
+    #[inline]
     pub(crate) fn judge(
         &self,
         local: &mut ThreadReports,
