@@ -145,8 +145,10 @@ fn a_fault_response_thrown_away_is_still_rendered_for_another_of_its_status() {
     // The fault waits on the thread, not in the response it was made into: a handler that
     // makes that response, drops it and returns one of its own with the same status gets
     // the dropped fault rendered in place of its own body, and counted as handled. A
-    // response of another status (the test above) or one made where no layer polls (in its
-    // own extensions, dropped with it) is not met by this.
+    // response of another status
+    // (`a_fault_whose_response_came_back_with_another_status_is_not_rendered`) or one
+    // made where no layer polls (in its own extensions, dropped with it) is not met by
+    // this.
     let own = service_fn(|_: Request<Body>| async {
         drop(conflict().into_response());
         Ok::<_, Infallible>((StatusCode::CONFLICT, "a body of its own").into_response())

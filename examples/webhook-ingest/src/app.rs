@@ -178,3 +178,6 @@ fn start_tasks(pipeline: &Pipeline, inbox_refresh: std::time::Duration) -> Vec<A
     }
     tasks
 }
+
+#[cfg(test)]
+mod tests;

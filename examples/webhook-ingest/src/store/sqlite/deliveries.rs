@@ -29,8 +29,8 @@ impl Deliveries for SqliteStore {
             // conflict is settled inside the transaction by the primary key, not by a
             // look-up before it: that holds whatever reaches the database at the same time.
             // No `RETURNING` (see `replays::take_for_delivery`): the insert says whether it
-            // added the row. `received_at` is the column's default, `'now'` as SQLite
-            // formats it, made here at a fraction of the cost (`timestamp`).
+            // added the row. `received_at` is the same text as the column's default,
+            // `'now'` as SQLite formats it, made here at a fraction of the cost (`timestamp`).
             let (inbox_id, delivery) = (&inbox.id, delivery_id.as_str());
             let received_at = Timestamp::now();
             let mut add = tx.prepare_cached(
