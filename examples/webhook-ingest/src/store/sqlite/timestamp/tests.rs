@@ -81,7 +81,7 @@ fn the_text_is_sqlites_strftime_for_every_instant_tried() {
         let span = (LAST_MS - FIRST_MS + 1) as u64;
         instants.push(FIRST_MS + ((state >> 11) % span) as i64);
     }
-    let mut differ = Vec::new();
+    let (mut differ, mut compared) = (Vec::new(), 0);
     for &ms in instants
         .iter()
         .filter(|ms| (FIRST_MS..=LAST_MS).contains(*ms))
@@ -90,8 +90,9 @@ fn the_text_is_sqlites_strftime_for_every_instant_tried() {
         if ours.as_str() != sqlites {
             differ.push((ms, ours.as_str().to_owned(), sqlites));
         }
+        compared += 1;
     }
-    assert!(instants.len() > 60_000, "{} instants", instants.len());
+    assert!(compared > 60_000, "{compared} instants compared");
     let first = &differ[..differ.len().min(5)];
     assert!(
         differ.is_empty(),
