@@ -3,16 +3,31 @@
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
-use serde_json::json;
 
 use super::auth::authorize_digest;
 use crate::error::IngestError;
 use crate::state::AppState;
+use crate::store::Commit;
 
 /// Commits per page when the client names no page size.
 const DEFAULT_PAGE_SIZE: u32 = 50;
 /// The largest page served, whatever the client asks: bounds the work and the response.
 const MAX_PAGE_SIZE: u32 = 200;
+
+/// A page of commits as listed: `next_before` names the next page, null after the last.
+#[derive(serde::Serialize)]
+pub(crate) struct CommitsPage {
+    commits: Vec<Listed>,
+    next_before: Option<i64>,
+}
+
+/// A commit as listed: its own fields, and the inbox it came through.
+#[derive(serde::Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    commit: Commit,
+    inbox: String,
+}
 
 #[derive(serde::Deserialize)]
 pub(crate) struct Page {
@@ -29,7 +44,7 @@ pub(crate) async fn list_commits(
     Query(page): Query<Page>,
     headers: HeaderMap,
     uri: Uri,
-) -> Result<Json<serde_json::Value>, IngestError> {
+) -> Result<Json<CommitsPage>, IngestError> {
     let (_, digest) =
         authorize_digest(&state.pipeline.store, &instance, &digest, &headers, &uri).await?;
     let size = page
@@ -45,22 +60,15 @@ pub(crate) async fn list_commits(
         Some(last) if commits.len() == size as usize => Some(last.seq),
         _ => None,
     };
-    let commits: Vec<_> = commits
+    let commits = commits
         .into_iter()
-        .map(|stored| {
-            let c = stored.commit;
-            json!({
-                "sha": c.sha,
-                "message": c.message,
-                "author": c.author,
-                "timestamp": c.timestamp,
-                "repository": c.repository,
-                "branch": c.branch,
-                "inbox": stored.inbox_id,
-            })
+        .map(|stored| Listed {
+            commit: stored.commit,
+            inbox: stored.inbox_id,
         })
         .collect();
-    Ok(Json(
-        json!({ "commits": commits, "next_before": next_before }),
-    ))
+    Ok(Json(CommitsPage {
+        commits,
+        next_before,
+    }))
 }

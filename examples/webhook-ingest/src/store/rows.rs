@@ -81,7 +81,8 @@ fn previous_secret(secret: Option<String>, age_ms: Option<i64>) -> Option<Previo
 }
 
 /// One commit as stored; the optional parts are `None` when the payload did not carry them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// It serializes as the commits API lists it, its absent parts as `null`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Commit {
     /// The commit id (GitHub and GitLab `id`, Bitbucket `hash` or `toHash`).
     pub sha: String,
