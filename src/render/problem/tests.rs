@@ -33,7 +33,13 @@ fn the_kept_head_is_the_head_of_the_failure_at_hand() {
     // The same status under another code, as a handler's fault would have it.
     let mut taken = Summary::from_rejection(StatusCode::CONFLICT, b"", &config);
     taken.code = "taken";
-    for summary in [&not_found, &conflict, &not_found, &taken, &taken, &conflict] {
+    // And the same code (one `&'static str`, one address) under another status.
+    let mut gone = Summary::from_rejection(StatusCode::GONE, b"", &config);
+    gone.code = taken.code;
+    let failures = [
+        &not_found, &conflict, &not_found, &taken, &taken, &gone, &taken, &conflict,
+    ];
+    for summary in failures {
         let (mut kept, mut fresh) = (BytesMut::new(), BytesMut::new());
         push_usual_head(&mut kept, summary);
         push_head(&mut fresh, summary, None);
@@ -191,5 +197,56 @@ fn every_cap_keeps_what_the_escape_promises_and_no_more() {
             push_escaped(&mut body, text, cap);
             assert_eq!(&body[before..], out.as_bytes(), "{text:?} at {cap}");
         }
+    }
+}
+
+/// A sent id as long as the longest taken, every byte of it escaped to two, is in the body
+/// whole, where its range says: the id's cap is the escaped length of the longest id.
+#[test]
+fn the_longest_sent_id_is_kept_whole_however_it_escapes() {
+    let config = Config::default();
+    let summary = Summary::from_rejection(StatusCode::NOT_FOUND, b"", &config);
+    for byte in ["a", "\"", "\\"] {
+        let text = byte.repeat(MAX_REQUEST_ID_BYTES);
+        let id = RequestId::Sent(HeaderValue::from_str(&text).unwrap());
+        let (body, at) = problem_body(&summary, &id, "/", &config);
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["request_id"], text);
+        let escaped = serde_json::to_string(&text).unwrap();
+        assert_eq!(body[at].as_ref(), &escaped.as_bytes()[1..escaped.len() - 1]);
+    }
+}
+
+/// The detail a client reads for an error status that came without a message of its own:
+/// the statuses a client can act on each say what went wrong, a 5xx says only that the
+/// server failed, and every other status that it was rejected.
+#[test]
+fn a_status_without_a_message_gets_the_detail_of_that_status() {
+    let details = [
+        (400, "The request was rejected."),
+        (404, "No route matches this path."),
+        (405, "This route does not accept this method."),
+        (406, "None of the accepted media types can be produced."),
+        (408, "The request took too long to arrive."),
+        (409, "The request was rejected."),
+        (413, "The request body is larger than this route accepts."),
+        (415, "This route does not accept this content type."),
+        (429, "Too many requests; slow down."),
+        (500, GENERIC_SERVER_DETAIL),
+        (502, GENERIC_SERVER_DETAIL),
+        (
+            503,
+            "The service is overloaded or unavailable; retry later.",
+        ),
+        (504, "The request took too long to handle."),
+        (599, GENERIC_SERVER_DETAIL),
+    ];
+    let config = Config::default();
+    let id = RequestId::Made(*b"0a1b2c3d-000000000001");
+    for (status, detail) in details {
+        let summary = Summary::from_rejection(StatusCode::from_u16(status).unwrap(), b"", &config);
+        let (body, _) = problem_body(&summary, &id, "/", &config);
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["detail"], detail, "{status}");
     }
 }

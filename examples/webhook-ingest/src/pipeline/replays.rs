@@ -67,3 +67,6 @@ fn label(provider: Provider) -> ProviderLabel {
         provider: provider.as_str(),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -86,3 +86,6 @@ impl Replays for PgStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

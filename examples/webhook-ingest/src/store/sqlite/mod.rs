@@ -45,8 +45,8 @@ use writer::{copied, Job};
 const WRITE_QUEUE_DEPTH: usize = 1024;
 /// Read-only connections for a file store: one per core of a small machine, plus one.
 const READERS: usize = 3;
-/// Statements the writer keeps parsed: its own six (`writer::exec`) and every cached
-/// statement of the writes, with room to spare so that none evicts another.
+/// Statements the writer keeps parsed: its own six (`writer::transaction::exec`) and every
+/// cached statement of the writes, with room to spare so that none evicts another.
 const WRITER_STATEMENTS: usize = 32;
 /// How long a connection waits for a lock before reporting busy; WAL makes this rare.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
