@@ -219,7 +219,7 @@ CREATE INDEX replays_by_until ON replays (until_ms) WHERE until_ms < 92233720368
 /// writer that inserts them (`deliveries.rs`): a delivery's commits are inserted in the
 /// transaction that inserts the delivery, right after it and only when it was inserted, and
 /// roll back with it; its inbox is a row read from `inboxes`, and no inbox is ever deleted.
-/// `sqlite::tests::every_commit_has_its_delivery_and_every_delivery_its_inbox` checks it
+/// `tests::integrity::every_commit_has_its_delivery_and_every_delivery_its_inbox` checks it
 /// after deliveries, redeliveries, replays and failed writes. The other tables keep their
 /// keys, checked (`foreign_keys` stays on).
 ///
