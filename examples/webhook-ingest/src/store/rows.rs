@@ -15,7 +15,7 @@ pub struct InstanceRow {
 }
 
 /// An inbox as the webhook route needs it: its digest, provider and signing secrets.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct InboxRow {
     pub id: InboxId,
     pub digest_id: DigestId,
@@ -33,7 +33,7 @@ pub struct KnownInbox {
 }
 
 /// The secret an inbox had before its last rotation, and how long ago that was.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct PreviousSecret {
     pub secret: String,
     /// Time since the rotation, by the database's clock: every node of a fleet reads the

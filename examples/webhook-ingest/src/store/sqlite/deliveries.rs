@@ -50,6 +50,9 @@ impl Deliveries for SqliteStore {
                 .execute(params![inbox_id, delivery])?;
                 return Ok(Ingested::Duplicate);
             }
+            // No foreign key is checked on these rows, nor on the delivery's
+            // (`schema::CHILDREN_CHECKED_BY_THEIR_WRITER`): this is what keeps them, each
+            // commit inserted after its delivery, in its transaction, under its key.
             {
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO commits (instance_id, digest_id, inbox_id, delivery_id, sha,

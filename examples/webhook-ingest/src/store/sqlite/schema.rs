@@ -5,7 +5,7 @@ use rusqlite::{Connection, TransactionBehavior};
 /// The schema, one migration per version; `PRAGMA user_version` records how many ran. The
 /// first uses `IF NOT EXISTS` throughout, so a database made before versions were recorded
 /// takes it as a no-op.
-pub(super) const MIGRATIONS: [&str; 10] = [
+pub(super) const MIGRATIONS: [&str; 11] = [
     SCHEMA_V1,
     OPTIONAL_COMMIT_FIELDS,
     PREVIOUS_SECRET,
@@ -16,6 +16,7 @@ pub(super) const MIGRATIONS: [&str; 10] = [
     REPLAYS_RESERVED,
     super::catchup::CATCHUP,
     EXPIRING_REPLAYS_INDEXED,
+    CHILDREN_CHECKED_BY_THEIR_WRITER,
 ];
 
 pub(super) const SCHEMA_V1: &str = "
@@ -209,6 +210,58 @@ CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 const EXPIRING_REPLAYS_INDEXED: &str = "
 DROP INDEX replays_by_until;
 CREATE INDEX replays_by_until ON replays (until_ms) WHERE until_ms < 9223372036854775807;
+";
+
+/// No foreign key checked on a delivery's rows: each commit row's key to its delivery
+/// (`inbox_id`, `delivery_id`) and each delivery's to its inbox were looked up by SQLite on
+/// every insert, four seeks in b-trees keyed by text for a push of three commits, 11,100
+/// instructions of a delivery's 240,000 (`BENCHMARKS.md`). Neither can be broken by the
+/// writer that inserts them (`deliveries.rs`): a delivery's commits are inserted in the
+/// transaction that inserts the delivery, right after it and only when it was inserted, and
+/// roll back with it; its inbox is a row read from `inboxes`, and no inbox is ever deleted.
+/// `tests::integrity::every_commit_has_its_delivery_and_every_delivery_its_inbox` checks it
+/// after deliveries, redeliveries, replays and failed writes. The other tables keep their
+/// keys, checked (`foreign_keys` stays on).
+///
+/// SQLite drops no constraint in place: both tables are rebuilt with their rows and `seq`s,
+/// the child dropped before its parent, as `FEWER_PAGES_PER_DELIVERY` did.
+const CHILDREN_CHECKED_BY_THEIR_WRITER: &str = "
+CREATE TABLE deliveries_v3 (
+    inbox_id TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    commit_count INTEGER NOT NULL,
+    redeliveries INTEGER NOT NULL DEFAULT 0,
+    received_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (inbox_id, delivery_id)
+) WITHOUT ROWID;
+INSERT INTO deliveries_v3 (inbox_id, delivery_id, instance_id, commit_count, redeliveries,
+                           received_at)
+    SELECT inbox_id, delivery_id, instance_id, commit_count, redeliveries, received_at
+    FROM deliveries;
+CREATE TABLE commits_v4 (
+    seq INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    digest_id TEXT NOT NULL,
+    inbox_id TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT,
+    author TEXT,
+    timestamp TEXT,
+    repository TEXT NOT NULL,
+    branch TEXT NOT NULL
+);
+INSERT INTO commits_v4 (seq, instance_id, digest_id, inbox_id, delivery_id, sha, message,
+                        author, timestamp, repository, branch)
+    SELECT seq, instance_id, digest_id, inbox_id, delivery_id, sha, message, author,
+           timestamp, repository, branch
+    FROM commits;
+DROP TABLE commits;
+DROP TABLE deliveries;
+ALTER TABLE deliveries_v3 RENAME TO deliveries;
+ALTER TABLE commits_v4 RENAME TO commits;
+CREATE INDEX commits_by_digest ON commits (digest_id, seq);
 ";
 
 /// Runs the migrations this database has not had yet, each in its own transaction with the

@@ -387,3 +387,5 @@ fn unkeyed(delivery: &str) -> crate::store::Claim {
     let delivery = crate::ids::DeliveryId::parse(delivery).unwrap();
     crate::store::Claim::new(delivery, None, &InboxId::stored(String::new()))
 }
+
+mod integrity;
