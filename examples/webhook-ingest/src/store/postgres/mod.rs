@@ -17,6 +17,8 @@ mod instances;
 mod refusals;
 mod replays;
 mod schema;
+#[cfg(test)]
+mod test_database;
 pub mod tls;
 mod writer;
 

@@ -6,26 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use faultline::webhooks::{ReplayKey, Seen};
 
-use crate::store::postgres::PgStore;
+use crate::store::postgres::{test_database, PgStore};
 use crate::store::Replays;
-
-/// The database of `WEBHOOK_INGEST_TEST_POSTGRES`, or `None` (said on stderr) when none was
-/// given; a failure instead when `FAULTLINE_REQUIRE_TOOLS` is set, as in CI.
-fn test_database(test: &str) -> Option<String> {
-    let url = std::env::var("WEBHOOK_INGEST_TEST_POSTGRES")
-        .ok()
-        .filter(|u| !u.is_empty());
-    if url.is_none() {
-        let required =
-            std::env::var("FAULTLINE_REQUIRE_TOOLS").is_ok_and(|v| !v.is_empty() && v != "0");
-        assert!(
-            !required,
-            "{test}: no WEBHOOK_INGEST_TEST_POSTGRES and FAULTLINE_REQUIRE_TOOLS is set"
-        );
-        eprintln!("{test}: skipped: PostgreSQL not found, no WEBHOOK_INGEST_TEST_POSTGRES");
-    }
-    url
-}
 
 /// `url` with its connections' `search_path` set to `schema`: the store's migrations make
 /// its tables there.
@@ -42,7 +24,7 @@ fn key(n: u8) -> ReplayKey {
 /// deletes `PURGED_PER_REMEMBER` expired rows at most, and every one in the end.
 #[tokio::test]
 async fn expired_rows_are_deleted_a_few_per_write() {
-    let Some(url) = test_database("expired_rows_are_deleted_a_few_per_write") else {
+    let Some(url) = test_database::url("expired_rows_are_deleted_a_few_per_write") else {
         return;
     };
     let nanos = SystemTime::now()

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
 use crate::ids::{DeliveryId, DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
-use crate::store::postgres::PgStore;
+use crate::store::postgres::{test_database, PgStore};
 use crate::store::Commit;
 use crate::store::{InboxRow, Inboxes, Ingested, Instances, NewInbox, StoreError};
 
@@ -40,20 +40,7 @@ fn panicking<'a>(
 /// A store on the test database and an inbox of an instance of its own, or `None` (said
 /// on stderr) when no database was given.
 async fn store_with_inbox(test: &str) -> Option<(PgStore, InstanceId, InboxRow)> {
-    let Some(url) = std::env::var("WEBHOOK_INGEST_TEST_POSTGRES")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        // CI's test/tools step sets it: there a missing database is a failure, not a skip.
-        let required =
-            std::env::var("FAULTLINE_REQUIRE_TOOLS").is_ok_and(|v| !v.is_empty() && v != "0");
-        assert!(
-            !required,
-            "{test}: no WEBHOOK_INGEST_TEST_POSTGRES and FAULTLINE_REQUIRE_TOOLS is set"
-        );
-        eprintln!("{test}: skipped: PostgreSQL not found, no WEBHOOK_INGEST_TEST_POSTGRES");
-        return None;
-    };
+    let url = test_database::url(test)?;
     let store = PgStore::open(&url, None).await.unwrap();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
