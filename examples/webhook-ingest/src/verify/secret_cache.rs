@@ -31,10 +31,17 @@ type Seen = (InboxRow, Instant);
 /// The inboxes already seen, by instance and inbox id; cheap to clone.
 #[derive(Clone, Default)]
 pub struct SecretCache {
-    /// Each inbox with the moment it was read: a previous secret's age, which the database
-    /// reported then, keeps growing from there. By instance, then inbox, so that a look-up
-    /// borrows the two ids where a key of both would be a copy of them.
-    inboxes: Arc<Mutex<HashMap<InstanceId, HashMap<InboxId, Seen>>>>,
+    inboxes: Arc<Mutex<Remembered>>,
+}
+
+/// Each inbox with the moment it was read: a previous secret's age, which the database
+/// reported then, keeps growing from there. By instance, then inbox, so that a look-up
+/// borrows the two ids where a key of both would be a copy of them; their number kept
+/// beside them, so that the cap is checked without walking every instance under the lock.
+#[derive(Default)]
+struct Remembered {
+    by_instance: HashMap<InstanceId, HashMap<InboxId, Seen>>,
+    count: usize,
 }
 
 impl SecretCache {
@@ -47,22 +54,24 @@ impl SecretCache {
     /// delivery; `BENCHMARKS.md`). The time matters only to a previous secret, whose age
     /// differs between two reads unless they are within the database clock's tick.
     pub fn remember(&self, instance: &InstanceId, inbox: &InboxRow) -> bool {
-        let mut instances = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        let remembered = instances
+        let mut remembered = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let Remembered { by_instance, count } = &mut *remembered;
+        let held = by_instance
             .get_mut(instance)
             .and_then(|inboxes| inboxes.get_mut(&inbox.id));
-        if let Some((row, seen)) = remembered {
+        if let Some((row, seen)) = held {
             if row != inbox {
                 *row = inbox.clone();
             }
             *seen = Instant::now();
             return false;
         }
-        if count(&instances) >= MAX_CACHED_INBOXES {
+        if *count >= MAX_CACHED_INBOXES {
             return false;
         }
-        let inboxes = instances.entry(instance.clone()).or_default();
+        let inboxes = by_instance.entry(instance.clone()).or_default();
         inboxes.insert(inbox.id.clone(), (inbox.clone(), Instant::now()));
+        *count += 1;
         true
     }
 
@@ -70,18 +79,20 @@ impl SecretCache {
     /// store listed them or the file of known inboxes kept them.
     pub fn replace(&self, inboxes: &[KnownInbox]) {
         let now = Instant::now();
-        let mut fresh: HashMap<InstanceId, HashMap<InboxId, Seen>> = HashMap::new();
+        let mut fresh = Remembered::default();
         for known in inboxes.iter().take(MAX_CACHED_INBOXES) {
             let seen = (known.inbox.clone(), now);
-            let instance = fresh.entry(known.instance.clone()).or_default();
-            instance.insert(known.inbox.id.clone(), seen);
+            let instance = fresh.by_instance.entry(known.instance.clone()).or_default();
+            if instance.insert(known.inbox.id.clone(), seen).is_none() {
+                fresh.count += 1;
+            }
         }
         *self.inboxes.lock().unwrap_or_else(|e| e.into_inner()) = fresh;
     }
 
     /// How many inboxes are remembered.
     pub fn len(&self) -> usize {
-        count(&self.inboxes.lock().unwrap_or_else(|e| e.into_inner()))
+        self.inboxes.lock().unwrap_or_else(|e| e.into_inner()).count
     }
 
     /// Whether no inbox is remembered.
@@ -92,8 +103,9 @@ impl SecretCache {
     /// Every inbox remembered, each previous secret's age brought up to now: what the file
     /// of known inboxes is written from when an inbox is made or rotated here.
     pub fn known(&self) -> Vec<KnownInbox> {
-        let instances = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut known: Vec<KnownInbox> = instances
+        let remembered = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known: Vec<KnownInbox> = remembered
+            .by_instance
             .iter()
             .flat_map(|(instance, inboxes)| {
                 inboxes.values().map(|seen| KnownInbox {
@@ -108,14 +120,9 @@ impl SecretCache {
 
     /// The inbox as last seen, if it was, with its previous secret's age brought up to now.
     pub fn get(&self, instance: &InstanceId, inbox: &InboxId) -> Option<InboxRow> {
-        let instances = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        instances.get(instance)?.get(inbox).map(aged)
+        let remembered = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
+        remembered.by_instance.get(instance)?.get(inbox).map(aged)
     }
-}
-
-/// The inboxes remembered, of every instance.
-fn count(instances: &HashMap<InstanceId, HashMap<InboxId, Seen>>) -> usize {
-    instances.values().map(HashMap::len).sum()
 }
 
 /// The row as seen, its previous secret's age brought up to now.

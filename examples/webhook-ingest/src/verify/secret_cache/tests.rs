@@ -131,3 +131,25 @@ fn a_full_cache_takes_no_new_inbox_but_refreshes_those_it_holds() {
     assert!(cache.remember(&instance(9), &row(last, "s")));
     assert_eq!(cache.len(), MAX_CACHED_INBOXES);
 }
+
+/// The count the cap is checked against is of distinct inboxes: an inbox listed twice by a
+/// refresh is one, and each inbox a look-up adds after it is one more.
+#[test]
+fn the_count_is_of_distinct_inboxes_across_refreshes_and_look_ups() {
+    let cache = SecretCache::default();
+    let listed: Vec<KnownInbox> = [(1, 1), (1, 1), (2, 1), (1, 2)]
+        .into_iter()
+        .map(|(i, n)| KnownInbox {
+            instance: instance(i),
+            inbox: row(n, "s"),
+        })
+        .collect();
+    cache.replace(&listed);
+    assert_eq!(cache.len(), 3);
+    assert!(cache.remember(&instance(2), &row(2, "s")));
+    assert!(!cache.remember(&instance(2), &row(2, "t")));
+    assert_eq!(cache.len(), 4);
+    assert_eq!(cache.len(), cache.known().len());
+    cache.replace(&[]);
+    assert!(cache.is_empty());
+}
