@@ -274,6 +274,7 @@ pub(super) fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
         Ok::<_, rusqlite::Error>(usize::try_from(version).unwrap_or(0))
     };
     let mut done = version(connection)?;
+    let found = done;
     while done < MIGRATIONS.len() {
         let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         done = version(&tx)?;
@@ -283,6 +284,12 @@ pub(super) fn migrate(connection: &mut Connection) -> rusqlite::Result<()> {
             tx.pragma_update(None, "user_version", done as i64)?;
         }
         tx.commit()?;
+    }
+    if done > found {
+        // A migration that rebuilds a table leaves a copy of it in the WAL, which keeps its
+        // length once checkpointed: cut it back to nothing while no delivery waits. Busy (a
+        // reader of another process holds an old snapshot) is left to the checkpoints after.
+        connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     }
     Ok(())
 }

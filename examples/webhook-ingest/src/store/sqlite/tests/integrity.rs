@@ -179,6 +179,16 @@ fn listed(commits: Vec<StoredCommit>) -> Vec<(i64, String, String, Option<String
     commits.into_iter().map(row).collect()
 }
 
+/// Every row of `table`, each column's value, in the order of its first two columns.
+fn rows(c: &Connection, table: &str) -> Vec<Vec<rusqlite::types::Value>> {
+    let mut query = c
+        .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+        .unwrap();
+    let columns = query.column_count();
+    let rows = query.query_map([], |row| (0..columns).map(|i| row.get(i)).collect());
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
 /// A file of the format before (version 10), rows in it, migrates to the current one: the
 /// same commits under the same `seq`s, paged the same, the deliveries with their
 /// redeliveries; the next commit takes the next `seq`, and a redelivery of an old delivery
@@ -186,6 +196,7 @@ fn listed(commits: Vec<StoredCommit>) -> Vec<(i64, String, String, Option<String
 #[tokio::test]
 async fn a_version_10_file_keeps_its_commits_and_seqs() {
     let path = temp_db("version-10");
+    let before;
     {
         let old = Connection::open(&path).unwrap();
         old.pragma_update(None, "foreign_keys", "ON").unwrap();
@@ -203,15 +214,25 @@ async fn a_version_10_file_keeps_its_commits_and_seqs() {
                                      redeliveries)
                  VALUES ('ib-0', 'old-1', 'in', 2, 3), ('ib-0', 'old-2', 'in', 2, 0);
              INSERT INTO commits (seq, instance_id, digest_id, inbox_id, delivery_id, sha,
-                                  message, repository, branch)
-                 VALUES (5, 'in', 'dg', 'ib-0', 'old-1', 'a', 'm a', 'r', 'main'),
-                        (9, 'in', 'dg', 'ib-0', 'old-1', 'b', NULL, 'r', 'main'),
-                        (12, 'in', 'dh', 'ib-0', 'old-2', 'c', 'm c', 'r', 'main'),
-                        (20, 'in', 'dg', 'ib-0', 'old-2', 'd', 'm d', 'r', 'main');",
+                                  message, author, timestamp, repository, branch)
+                 VALUES (5, 'in', 'dg', 'ib-0', 'old-1', 'a', 'm a', 'A', 't a', 'r', 'main'),
+                        (9, 'in', 'dg', 'ib-0', 'old-1', 'b', NULL, NULL, 't b', 'q', 'dev'),
+                        (12, 'in', 'dh', 'ib-0', 'old-2', 'c', 'm c', 'C', NULL, 'r', 'main'),
+                        (20, 'in', 'dg', 'ib-0', 'old-2', 'd', 'm d', 'D', 't d', 'r', 'v1');",
         )
         .unwrap();
+        before = [rows(&old, "commits"), rows(&old, "deliveries")];
     }
     let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
+    // Every column of every row as it was, and the copy's WAL cut back once checkpointed.
+    let reader = Connection::open(&path).unwrap();
+    assert_eq!(
+        [rows(&reader, "commits"), rows(&reader, "deliveries")],
+        before
+    );
+    drop(reader);
+    let wal = std::fs::metadata(format!("{path}-wal")).unwrap().len();
+    assert_eq!(wal, 0, "the WAL after the migration");
     let commits = |before: Option<i64>, limit| {
         let store = store.clone();
         async move {
