@@ -285,3 +285,24 @@ async fn a_version_10_file_keeps_its_commits_and_seqs() {
     drop(reader);
     remove_db(&path);
 }
+
+/// Only an open that migrated checkpoints the WAL away: a node opening a file of the
+/// current version, while another connection's frames wait in the WAL, leaves them to the
+/// checkpoints that follow writes, and waits for no reader of another node to finish.
+#[test]
+fn an_open_that_migrates_nothing_leaves_the_wal_as_it_is() {
+    let path = temp_db("no-migration");
+    drop(SqliteStore::open(&path, SqliteSync::Normal).unwrap());
+    let other = Connection::open(&path).unwrap();
+    other.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    other
+        .execute_batch("INSERT INTO instances (id, key_hash) VALUES ('in', x'00');")
+        .unwrap();
+    let wal = || std::fs::metadata(format!("{path}-wal")).unwrap().len();
+    let written = wal();
+    assert!(written > 0, "the other connection's frames are in the WAL");
+    drop(SqliteStore::open(&path, SqliteSync::Normal).unwrap());
+    assert_eq!(wal(), written);
+    drop(other);
+    remove_db(&path);
+}
