@@ -44,6 +44,16 @@ struct Remembered {
     count: usize,
 }
 
+impl Remembered {
+    /// Holds `row` of `instance` as seen `at`, counted when it was not held before.
+    fn hold(&mut self, instance: &InstanceId, row: &InboxRow, at: Instant) {
+        let inboxes = self.by_instance.entry(instance.clone()).or_default();
+        if inboxes.insert(row.id.clone(), (row.clone(), at)).is_none() {
+            self.count += 1;
+        }
+    }
+}
+
 impl SecretCache {
     /// Remembers what the store answered for `inbox` of `instance`; whether it is one not
     /// remembered before.
@@ -55,8 +65,8 @@ impl SecretCache {
     /// differs between two reads unless they are within the database clock's tick.
     pub fn remember(&self, instance: &InstanceId, inbox: &InboxRow) -> bool {
         let mut remembered = self.inboxes.lock().unwrap_or_else(|e| e.into_inner());
-        let Remembered { by_instance, count } = &mut *remembered;
-        let held = by_instance
+        let held = remembered
+            .by_instance
             .get_mut(instance)
             .and_then(|inboxes| inboxes.get_mut(&inbox.id));
         if let Some((row, seen)) = held {
@@ -66,12 +76,10 @@ impl SecretCache {
             *seen = Instant::now();
             return false;
         }
-        if *count >= MAX_CACHED_INBOXES {
+        if remembered.count >= MAX_CACHED_INBOXES {
             return false;
         }
-        let inboxes = by_instance.entry(instance.clone()).or_default();
-        inboxes.insert(inbox.id.clone(), (inbox.clone(), Instant::now()));
-        *count += 1;
+        remembered.hold(instance, inbox, Instant::now());
         true
     }
 
@@ -81,11 +89,7 @@ impl SecretCache {
         let now = Instant::now();
         let mut fresh = Remembered::default();
         for known in inboxes.iter().take(MAX_CACHED_INBOXES) {
-            let seen = (known.inbox.clone(), now);
-            let instance = fresh.by_instance.entry(known.instance.clone()).or_default();
-            if instance.insert(known.inbox.id.clone(), seen).is_none() {
-                fresh.count += 1;
-            }
+            fresh.hold(&known.instance, &known.inbox, now);
         }
         *self.inboxes.lock().unwrap_or_else(|e| e.into_inner()) = fresh;
     }
