@@ -17,8 +17,6 @@ mod instances;
 mod refusals;
 mod replays;
 mod schema;
-#[cfg(test)]
-mod test_database;
 pub mod tls;
 mod writer;
 
@@ -176,3 +174,6 @@ impl Operations for PgStore {
         self.not_durable.as_deref()
     }
 }
+
+#[cfg(test)]
+mod tests;

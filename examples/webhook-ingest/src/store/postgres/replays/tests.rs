@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use faultline::webhooks::{ReplayKey, Seen};
 
-use crate::store::postgres::{test_database, PgStore};
+use crate::store::postgres::tests::database_url;
+use crate::store::postgres::PgStore;
 use crate::store::Replays;
 
 /// `url` with its connections' `search_path` set to `schema`: the store's migrations make
@@ -24,7 +25,7 @@ fn key(n: u8) -> ReplayKey {
 /// deletes `PURGED_PER_REMEMBER` expired rows at most, and every one in the end.
 #[tokio::test]
 async fn expired_rows_are_deleted_a_few_per_write() {
-    let Some(url) = test_database::url("expired_rows_are_deleted_a_few_per_write") else {
+    let Some(url) = database_url("expired_rows_are_deleted_a_few_per_write") else {
         return;
     };
     let nanos = SystemTime::now()

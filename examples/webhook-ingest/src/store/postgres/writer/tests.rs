@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use super::{commit_batch, Job, Writers, MAX_BATCH, QUEUE_DEPTH, WRITERS};
 use crate::ids::{DeliveryId, DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
-use crate::store::postgres::{test_database, PgStore};
+use crate::store::postgres::tests::database_url;
+use crate::store::postgres::PgStore;
 use crate::store::Commit;
 use crate::store::{InboxRow, Inboxes, Ingested, Instances, NewInbox, StoreError};
 
@@ -40,7 +41,7 @@ fn panicking<'a>(
 /// A store on the test database and an inbox of an instance of its own, or `None` (said
 /// on stderr) when no database was given.
 async fn store_with_inbox(test: &str) -> Option<(PgStore, InstanceId, InboxRow)> {
-    let url = test_database::url(test)?;
+    let url = database_url(test)?;
     let store = PgStore::open(&url, None).await.unwrap();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -1,9 +1,9 @@
-//! The database the PostgreSQL store's unit tests run on, shared by them.
+//! What the PostgreSQL store's unit tests share: the database they run on.
 
 /// The database of `WEBHOOK_INGEST_TEST_POSTGRES`, or `None` (said on stderr) when none was
 /// given; a failure instead when `FAULTLINE_REQUIRE_TOOLS` is set, as in CI's test/tools step,
 /// where a missing database is a failure, not a skip.
-pub(super) fn url(test: &str) -> Option<String> {
+pub(super) fn database_url(test: &str) -> Option<String> {
     let url = std::env::var("WEBHOOK_INGEST_TEST_POSTGRES")
         .ok()
         .filter(|u| !u.is_empty());
