@@ -126,6 +126,38 @@ fn remove_db(path: &str) {
     }
 }
 
+/// An instance, a digest of it, and `inboxes` of that digest, each of GitHub.
+async fn instance_with_inboxes(
+    store: &SqliteStore,
+    instance: &str,
+    digest: &str,
+    inboxes: &[&str],
+) {
+    let instance = InstanceId::stored(instance.into());
+    let digest = DigestId::stored(digest.into());
+    store
+        .create_instance(instance.clone(), vec![0])
+        .await
+        .unwrap();
+    store
+        .create_digest(instance.clone(), digest.clone(), "d".into())
+        .await
+        .unwrap();
+    for inbox in inboxes {
+        store
+            .create_inbox(NewInbox {
+                instance: instance.clone(),
+                digest: digest.clone(),
+                id: InboxId::stored((*inbox).into()),
+                provider: Provider::Github,
+                name: "n".into(),
+                secret: "s".into(),
+            })
+            .await
+            .unwrap();
+    }
+}
+
 /// The name of the thread a write runs on.
 async fn writing_thread(store: &SqliteStore) -> String {
     store
@@ -168,27 +200,8 @@ async fn an_instances_counts_hold_its_own_rows_and_scan_no_table() {
     let path = temp_db("stats");
     let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
     for n in ["a", "b"] {
-        let instance = InstanceId::stored(format!("in-{n}"));
-        let digest = DigestId::stored(format!("dg-{n}"));
-        store
-            .create_instance(instance.clone(), vec![0])
-            .await
-            .unwrap();
-        store
-            .create_digest(instance.clone(), digest.clone(), "d".into())
-            .await
-            .unwrap();
-        store
-            .create_inbox(NewInbox {
-                instance,
-                digest,
-                id: InboxId::stored(format!("ib-{n}")),
-                provider: Provider::Github,
-                name: "n".into(),
-                secret: "s".into(),
-            })
-            .await
-            .unwrap();
+        let inbox = format!("ib-{n}");
+        instance_with_inboxes(&store, &format!("in-{n}"), &format!("dg-{n}"), &[&inbox]).await;
     }
     let inbox = |n: &str| InboxRow {
         id: InboxId::stored(format!("ib-{n}")),

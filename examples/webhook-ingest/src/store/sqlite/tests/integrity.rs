@@ -6,12 +6,10 @@ use rusqlite::{params, Connection};
 
 use super::super::schema::MIGRATIONS;
 use super::super::{SqliteStore, SqliteSync};
-use super::{remove_db, temp_db};
+use super::{instance_with_inboxes, remove_db, temp_db};
 use crate::ids::{DeliveryId, DigestId, InboxId, InstanceId};
 use crate::provider::Provider;
-use crate::store::{
-    Claim, Commit, Deliveries, InboxRow, Inboxes, Ingested, Instances, NewInbox, StoredCommit,
-};
+use crate::store::{Claim, Commit, Deliveries, InboxRow, Ingested, Instances, StoredCommit};
 
 fn commit(sha: &str) -> Commit {
     Commit {
@@ -44,32 +42,6 @@ fn keyed(n: usize, delivery: &str, signed: u8) -> Claim {
     )
 }
 
-async fn with_two_inboxes(store: &SqliteStore) {
-    let instance = InstanceId::stored("in".into());
-    let digest = DigestId::stored("dg".into());
-    store
-        .create_instance(instance.clone(), vec![0])
-        .await
-        .unwrap();
-    store
-        .create_digest(instance.clone(), digest.clone(), "d".into())
-        .await
-        .unwrap();
-    for n in 0..2 {
-        store
-            .create_inbox(NewInbox {
-                instance: instance.clone(),
-                digest: digest.clone(),
-                id: inbox(n).id,
-                provider: Provider::Github,
-                name: "n".into(),
-                secret: "s".into(),
-            })
-            .await
-            .unwrap();
-    }
-}
-
 /// A write that adds a delivery and a commit, then fails: it must leave neither.
 async fn failed_write(store: &SqliteStore, n: usize) {
     let failed = store
@@ -98,7 +70,7 @@ async fn failed_write(store: &SqliteStore, n: usize) {
 async fn every_commit_has_its_delivery_and_every_delivery_its_inbox() {
     let path = temp_db("integrity");
     let store = SqliteStore::open(&path, SqliteSync::Normal).unwrap();
-    with_two_inboxes(&store).await;
+    instance_with_inboxes(&store, "in", "dg", &["ib-0", "ib-1"]).await;
     let mut writes = tokio::task::JoinSet::new();
     for round in 0..3u8 {
         for d in 0..24u8 {
